@@ -1,0 +1,42 @@
+// Streaming message digests (OpenSSL EVP) and the urlsafe base64 without padding that RECORD uses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+using EVP_MD_CTX = struct evp_md_ctx_st;
+using EVP_MD = struct evp_md_st;
+
+namespace wm {
+
+class Digest {
+ public:
+  // The algorithms RECORD may use; nullopt for weak (md5, sha1) and unknown ones.
+  static std::optional<Digest> for_record_algorithm(std::string_view name);
+  static Digest sha256();
+
+  void update(std::span<const uint8_t> data);
+  std::vector<uint8_t> finish();
+  size_t size() const;  // digest length in bytes
+
+ private:
+  explicit Digest(const EVP_MD* md);
+  struct CtxFree {
+    void operator()(EVP_MD_CTX* ctx) const;
+  };
+  std::unique_ptr<EVP_MD_CTX, CtxFree> ctx_;
+  const EVP_MD* md_;
+};
+
+std::string base64url_nopad(std::span<const uint8_t> data);
+// nullopt when `text` is not canonical urlsafe base64 without padding.
+std::optional<std::vector<uint8_t>> decode_base64url_nopad(std::string_view text);
+
+std::string sha256_record_hash(std::span<const uint8_t> data);  // "sha256=..."
+
+}  // namespace wm

@@ -1,0 +1,154 @@
+#include "elf.hpp"
+
+#include "bytes.hpp"
+
+#include <algorithm>
+
+namespace wm {
+
+namespace {
+constexpr size_t kPrefix = 4 << 20;
+constexpr uint32_t kPtLoad = 1, kPtDynamic = 2;
+constexpr int64_t kDtNeeded = 1, kDtStrtab = 5, kDtStrsz = 10, kDtSoname = 14;
+
+struct Segment {
+  uint32_t type;
+  uint64_t offset, vaddr, filesz;
+};
+}  // namespace
+
+struct ElfScanner::Layout {
+  bool is64;
+  uint16_t type;
+  std::vector<Segment> segments;
+};
+
+bool ElfScanner::has_magic(std::span<const uint8_t> head) {
+  return head.size() >= 4 && head[0] == 0x7F && head[1] == 'E' && head[2] == 'L' && head[3] == 'F';
+}
+
+std::optional<ElfScanner::Layout> ElfScanner::layout() const {
+  ByteView p(prefix_);
+  if (p.size() < 52 || !has_magic(prefix_) || prefix_[5] != 1) return std::nullopt;  // little-endian only
+  Layout l;
+  l.is64 = prefix_[4] == 2;
+  l.type = p.u16(16);
+  uint64_t phoff = l.is64 ? p.u64(32) : p.u32(28);
+  uint16_t phentsize = p.u16(l.is64 ? 54 : 42), phnum = p.u16(l.is64 ? 56 : 44);
+  if (phentsize < (l.is64 ? 56 : 32) || phoff + uint64_t{phentsize} * phnum > p.size()) return std::nullopt;
+  for (uint16_t i = 0; i < phnum; ++i) {
+    size_t at = phoff + size_t{i} * phentsize;
+    if (l.is64)
+      l.segments.push_back({p.u32(at), p.u64(at + 8), p.u64(at + 16), p.u64(at + 32)});
+    else
+      l.segments.push_back({p.u32(at), p.u32(at + 4), p.u32(at + 8), p.u32(at + 16)});
+  }
+  return l;
+}
+
+void ElfScanner::feed(std::span<const uint8_t> chunk) {
+  const uint64_t start = seen_;
+  seen_ += chunk.size();
+  if (prefix_.size() < kPrefix) {
+    size_t take = std::min(kPrefix - prefix_.size(), chunk.size());
+    prefix_.insert(prefix_.end(), chunk.begin(), chunk.begin() + take);
+  }
+  if (!dynamic_located_ && prefix_.size() >= 64) {
+    if (auto l = layout()) {
+      dynamic_located_ = true;
+      for (const Segment& s : l->segments)
+        if (s.type == kPtDynamic && s.filesz <= kPrefix) dynamic_range_ = ByteRange{s.offset, s.filesz};
+    } else if (prefix_.size() == kPrefix || seen_ > kPrefix) {
+      dynamic_located_ = true;  // not readable; finish() will say so
+    }
+  }
+  if (dynamic_range_) {
+    // Copy the part of this chunk that overlaps the dynamic segment.
+    uint64_t lo = std::max(start, dynamic_range_->offset);
+    uint64_t hi = std::min(seen_, dynamic_range_->offset + dynamic_range_->size);
+    if (lo < hi) {
+      dynamic_.resize(dynamic_range_->size);
+      std::copy(chunk.begin() + (lo - start), chunk.begin() + (hi - start),
+                dynamic_.begin() + (lo - dynamic_range_->offset));
+    }
+  }
+}
+
+namespace {
+struct DynamicFields {
+  uint64_t strtab_vaddr = 0, strsz = 0;
+  std::optional<uint64_t> soname;
+  std::vector<uint64_t> needed;
+};
+
+DynamicFields read_dynamic(const std::vector<uint8_t>& dyn, bool is64) {
+  DynamicFields f;
+  ByteView d(dyn);
+  size_t step = is64 ? 16 : 8;
+  for (size_t at = 0; at + step <= d.size(); at += step) {
+    int64_t tag = is64 ? static_cast<int64_t>(d.u64(at)) : static_cast<int32_t>(d.u32(at));
+    uint64_t val = is64 ? d.u64(at + 8) : d.u32(at + 4);
+    if (tag == 0) break;
+    if (tag == kDtNeeded) f.needed.push_back(val);
+    if (tag == kDtSoname) f.soname = val;
+    if (tag == kDtStrtab) f.strtab_vaddr = val;
+    if (tag == kDtStrsz) f.strsz = val;
+  }
+  return f;
+}
+
+std::optional<uint64_t> file_offset(const std::vector<Segment>& segments, uint64_t vaddr) {
+  for (const Segment& s : segments)
+    if (s.type == kPtLoad && vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz)
+      return vaddr - s.vaddr + s.offset;
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<ByteRange> ElfScanner::missing_strings() const {
+  auto l = layout();
+  if (!l || !dynamic_range_ || dynamic_.size() != dynamic_range_->size) return std::nullopt;
+  DynamicFields f = read_dynamic(dynamic_, l->is64);
+  auto off = file_offset(l->segments, f.strtab_vaddr);
+  if (!off || *off + f.strsz <= prefix_.size() || f.strsz > kPrefix) return std::nullopt;
+  return ByteRange{*off, f.strsz};
+}
+
+std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings) const {
+  auto l = layout();
+  if (!l) return std::nullopt;
+  ElfInfo info;
+  info.shared_object = l->type == 3;
+  if (!dynamic_range_) return info;  // static or no dynamic section: nothing to order by
+  if (dynamic_.size() != dynamic_range_->size) return std::nullopt;
+  DynamicFields f = read_dynamic(dynamic_, l->is64);
+  auto off = file_offset(l->segments, f.strtab_vaddr);
+  if (!off) return std::nullopt;
+  std::span<const uint8_t> table;
+  if (*off + f.strsz <= prefix_.size())
+    table = std::span<const uint8_t>(prefix_).subspan(*off, f.strsz);
+  else if (strings.size() == f.strsz)
+    table = strings;
+  else
+    return std::nullopt;
+  auto string_at = [&](uint64_t index) -> std::optional<std::string> {
+    if (index >= table.size()) return std::nullopt;
+    auto begin = table.begin() + static_cast<ptrdiff_t>(index);
+    auto end = std::find(begin, table.end(), uint8_t{0});
+    if (end == table.end()) return std::nullopt;
+    return std::string(begin, end);
+  };
+  if (f.soname) {
+    auto s = string_at(*f.soname);
+    if (!s) return std::nullopt;
+    info.soname = *s;
+  }
+  for (uint64_t n : f.needed) {
+    auto s = string_at(n);
+    if (!s) return std::nullopt;
+    info.needed.push_back(*s);
+  }
+  return info;
+}
+
+}  // namespace wm

@@ -1,0 +1,49 @@
+// Just enough ELF to order the preloading of private shared libraries: whether a file is a
+// shared object, its SONAME and its DT_NEEDED entries. Fed with the member's content while it
+// streams by, so no file is held whole; the dynamic string table is usually inside the kept
+// prefix, and otherwise one more ranged read fetches it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace wm {
+
+struct ElfInfo {
+  bool shared_object = false;  // ET_DYN
+  std::string soname;
+  std::vector<std::string> needed;
+};
+
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+class ElfScanner {
+ public:
+  static bool has_magic(std::span<const uint8_t> head);
+
+  // Consecutive chunks of the file from offset 0.
+  void feed(std::span<const uint8_t> chunk);
+
+  // After the whole file was fed: the string table range still missing, if any.
+  std::optional<ByteRange> missing_strings() const;
+  // The result; `strings` supplies the missing range when missing_strings() asked for one.
+  // nullopt when the file is not a well-formed ELF we can read.
+  std::optional<ElfInfo> finish(std::span<const uint8_t> strings = {}) const;
+
+ private:
+  struct Layout;
+  std::optional<Layout> layout() const;
+  std::vector<uint8_t> prefix_;   // the first kPrefix bytes
+  std::vector<uint8_t> dynamic_;  // the PT_DYNAMIC segment, once located
+  uint64_t seen_ = 0;
+  std::optional<ByteRange> dynamic_range_;
+  bool dynamic_located_ = false;
+};
+
+}  // namespace wm

@@ -1,0 +1,378 @@
+#include "plan.hpp"
+
+#include "digest.hpp"
+#include "loader.hpp"
+#include "bytes.hpp"
+#include "member_stream.hpp"
+#include "metadata.hpp"
+#include "record.hpp"
+#include "version.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fnmatch.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace wm {
+
+namespace {
+
+std::string dirname(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+std::string basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+bool has_suffix(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Extension modules and shared libraries: "x.so", "x.cpython-311-x86_64-linux-gnu.so",
+// "libx.so.1.2", "x.pyd", "x.dylib".
+bool is_native_name(const std::string& path) {
+  std::string base = basename(path);
+  if (has_suffix(base, ".pyd") || has_suffix(base, ".dylib") || has_suffix(base, ".dll")) return true;
+  size_t so = base.find(".so");
+  return so != std::string::npos && (so + 3 == base.size() || base[so + 3] == '.');
+}
+
+bool is_gpu_code(const std::string& path) {
+  return has_suffix(path, ".cubin") || has_suffix(path, ".fatbin") || has_suffix(path, ".ptx");
+}
+
+// An importable module: Python source or an extension module ("x.so", "x.cpython-311-...so",
+// "x.pyd"), unless it is a "lib*.so" that names itself with a SONAME.
+bool is_module_file(const std::string& path, const WheelFile& f) {
+  if (has_suffix(path, ".py")) return true;
+  if (!has_suffix(path, ".so") && !has_suffix(path, ".pyd")) return false;
+  bool soname = f.elf_info && !f.elf_info->soname.empty();
+  return !(basename(path).rfind("lib", 0) == 0 && soname);
+}
+
+// A private shared library: preloaded by full path so its SONAME satisfies DT_NEEDED.
+bool is_private_library(const std::string& path, const WheelFile& f) {
+  return !is_module_file(path, f) && f.elf_info && f.elf_info->shared_object && !f.elf_info->soname.empty();
+}
+
+// Libraries in dependency order: each one after every library whose SONAME it needs; a
+// cycle is broken in the given order.
+std::vector<const VariantFile*> dependency_order(std::vector<std::pair<const VariantFile*, const ElfInfo*>> libs) {
+  std::vector<const VariantFile*> ordered;
+  while (!libs.empty()) {
+    auto needs_pending = [&](const ElfInfo* lib) {
+      return std::any_of(libs.begin(), libs.end(), [&](const auto& dep) {
+        return dep.second != lib && std::find(lib->needed.begin(), lib->needed.end(), dep.second->soname) != lib->needed.end();
+      });
+    };
+    auto next = std::find_if(libs.begin(), libs.end(), [&](const auto& lib) { return !needs_pending(lib.second); });
+    if (next == libs.end()) next = libs.begin();
+    ordered.push_back(next->first);
+    libs.erase(next);
+  }
+  return ordered;
+}
+
+// Per path, the file each wheel has (nullptr where it has none), wheels in label order.
+using PathTable = std::map<std::string, std::vector<const WheelFile*>>;
+
+std::string json_ascii(const nlohmann::json& j) {
+  return j.dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
+PlannedMember copied(const std::string& path, const Wheel& w, const WheelFile& f) {
+  PlannedMember m;
+  m.path = path;
+  m.source = &w;
+  m.entry = f.entry;
+  m.executable = f.executable;
+  m.size = f.size;
+  m.sha256 = f.sha256;
+  return m;
+}
+
+PlannedMember generated(const std::string& path, std::string content, bool executable = false) {
+  PlannedMember m;
+  m.path = path;
+  m.size = content.size();
+  m.sha256 = sha256_record_hash(as_bytes(content)).substr(7);
+  m.content = std::move(content);
+  m.executable = executable;
+  return m;
+}
+
+}  // namespace
+
+std::string labelled_path(const std::string& path, const std::string& label) {
+  std::string dir = dirname(path);
+  std::string base = basename(path);
+  size_t dot = base.find('.', 1);  // a leading dot belongs to the stem
+  std::string renamed = dot == std::string::npos ? base + "." + label
+                                                 : base.substr(0, dot) + "." + label + base.substr(dot);
+  return dir.empty() ? renamed : dir + "/" + renamed;
+}
+
+std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, const MergeOptions& options,
+                                    Problems& problems) {
+  const size_t before = problems.size();
+  // Label order makes the plan independent of the order inputs were given in.
+  std::vector<const Wheel*> wheels;
+  for (const Wheel& w : input_wheels) wheels.push_back(&w);
+  std::sort(wheels.begin(), wheels.end(), [](const Wheel* a, const Wheel* b) {
+    return label_major(a->label).value_or(0) < label_major(b->label).value_or(0);
+  });
+  const Wheel& first = *wheels.front();
+
+  // The builds must be of one project, version and interpreter ABI.
+  auto differ = [&](const Wheel& w, std::string what, std::string mine, std::string theirs) {
+    problems.push_back({ProblemKind::invalid_input, w.display, {}, std::move(what),
+                        std::move(theirs) + " (as " + first.display + ")", std::move(mine)});
+  };
+  std::vector<std::vector<std::string>> platforms;
+  for (const Wheel* w : wheels) {
+    platforms.push_back(w->name.platform);
+    if (w == &first) continue;
+    auto sorted = [](std::vector<std::string> v) { std::sort(v.begin(), v.end()); return fmt::format("{}", fmt::join(v, ".")); };
+    if (normalize_name(w->name.name) != normalize_name(first.name.name))
+      differ(*w, "different distribution name", w->name.name, first.name.name);
+    if (w->base_version() != first.base_version())
+      differ(*w, "different version (after removing the +cuNN label)", w->base_version(), first.base_version());
+    if (w->name.build != first.name.build) differ(*w, "different build tag", w->name.build, first.name.build);
+    if (sorted(w->name.python) != sorted(first.name.python))
+      differ(*w, "different python tags", sorted(w->name.python), sorted(first.name.python));
+    if (sorted(w->name.abi) != sorted(first.name.abi))
+      differ(*w, "different abi tags", sorted(w->name.abi), sorted(first.name.abi));
+    for (const char* key : {"Root-Is-Purelib"}) {
+      std::string mine = w->wheel_fields.one(key).value_or(""), theirs = first.wheel_fields.one(key).value_or("");
+      if (mine != theirs) differ(*w, fmt::format("different {} in WHEEL", key), mine, theirs);
+    }
+    std::string mine = w->metadata.one("Metadata-Version").value_or(""), theirs = first.metadata.one("Metadata-Version").value_or("");
+    if (mine != theirs) differ(*w, "different Metadata-Version", mine, theirs);
+  }
+  std::string why;
+  auto platform_tags = merge_platforms(platforms, why);
+  if (!platform_tags) problems.push_back({ProblemKind::invalid_input, fmt::format("{}", fmt::join(
+      [&] { std::vector<std::string> d; for (auto* w : wheels) d.push_back(w->display); return d; }(), ", ")),
+      {}, "different operating systems or architectures", "the same in every build", why});
+  if (problems.size() != before) return std::nullopt;
+
+  MergePlan plan;
+  for (const Wheel* w : wheels) plan.labels.push_back(w->label);
+  WheelName out_name = first.name;
+  out_name.name = normalize_name(first.name.name);
+  out_name.version = first.base_version();
+  out_name.platform = *platform_tags;
+  out_name.suffix_label.clear();
+  plan.filename = out_name.filename();
+  plan.tags = out_name.expanded_tags();
+  plan.dist_info = out_name.name + "-" + out_name.version + ".dist-info";
+
+  // Every path of every build, dist-info apart (it is rebuilt below).
+  PathTable payload, dist_info;
+  for (size_t i = 0; i < wheels.size(); ++i) {
+    const Wheel& w = *wheels[i];
+    for (const WheelFile& f : w.files) {
+      bool in_dist_info = f.path.compare(0, w.dist_info.size() + 1, w.dist_info + "/") == 0;
+      PathTable& table = in_dist_info ? dist_info : payload;
+      std::string key = in_dist_info ? f.path.substr(w.dist_info.size() + 1) : f.path;
+      auto& row = table[key];
+      row.resize(wheels.size(), nullptr);
+      row[i] = &f;
+    }
+  }
+  auto same_everywhere = [&](const std::vector<const WheelFile*>& row) {
+    return std::all_of(row.begin(), row.end(), [&](const WheelFile* f) {
+      return f && f->sha256 == row.front()->sha256 && f->size == row.front()->size;
+    });
+  };
+  auto conflict = [&](const std::string& path, const std::vector<const WheelFile*>& row, std::string what) {
+    std::vector<std::string> found;
+    for (size_t i = 0; i < wheels.size(); ++i)
+      found.push_back(fmt::format("{} ({}): {}", wheels[i]->label, wheels[i]->display,
+                                  row[i] ? fmt::format("sha256={}, {} bytes", row[i]->sha256, row[i]->size) : "absent"));
+    problems.push_back({ProblemKind::conflict, {}, path, std::move(what), "the same bytes in every build",
+                        fmt::format("{}", fmt::join(found, "; "))});
+  };
+  auto matches_glob = [&](const std::string& path) {
+    return std::any_of(options.variant_globs.begin(), options.variant_globs.end(),
+                       [&](const std::string& g) { return fnmatch(g.c_str(), path.c_str(), 0) == 0; });
+  };
+
+  std::vector<PlannedMember> members;
+  std::set<std::string> taken;  // every output path, to refuse a labelled name that already exists
+  for (const auto& [path, row] : payload) taken.insert(path);
+  for (const auto& [path, row] : payload) {
+    if (same_everywhere(row)) {
+      members.push_back(copied(path, first, *row.front()));
+      for (const WheelFile* f : row) members.back().executable |= f->executable;
+      ++plan.shared_files;
+      continue;
+    }
+    bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && f->elf; });
+    if (!(native || is_native_name(path) || is_gpu_code(path) || matches_glob(path))) {
+      conflict(path, row, "differs between builds and is not native or GPU code (pass --variant-file to allow)");
+      continue;
+    }
+    for (size_t i = 0; i < wheels.size(); ++i) {
+      if (!row[i]) continue;
+      std::string stored = labelled_path(path, wheels[i]->label);
+      if (!taken.insert(stored).second) {
+        conflict(stored, row, fmt::format("the labelled name of {} is already taken", path));
+        continue;
+      }
+      members.push_back(copied(stored, *wheels[i], *row[i]));
+      plan.variant_files.push_back({wheels[i]->label, path, stored});
+    }
+  }
+
+  // Dist-info: WHEEL, RECORD, METADATA are rebuilt; SBOMs may differ per build; the rest must
+  // be the same everywhere.
+  std::vector<PlannedMember> dist_members;
+  for (const auto& [rel, row] : dist_info) {
+    if (rel == "RECORD" || rel == "WHEEL" || rel == "METADATA") continue;
+    const std::string path = plan.dist_info + "/" + rel;
+    if (same_everywhere(row)) {
+      dist_members.push_back(copied(path, first, *row.front()));
+    } else if (rel.rfind("sboms/", 0) == 0) {
+      for (size_t i = 0; i < wheels.size(); ++i)
+        if (row[i]) dist_members.push_back(copied(labelled_path(path, wheels[i]->label), *wheels[i], *row[i]));
+    } else {
+      conflict(first.dist_info + "/" + rel, row, "dist-info file differs between builds");
+    }
+  }
+  auto metadata = merge_metadata(wheels, out_name.version, problems);
+  for (const Wheel* w : wheels) plan.warnings.insert(plan.warnings.end(), w->warnings.begin(), w->warnings.end());
+
+  // Loaders: each variant file belongs to the outermost regular package above it.
+  auto shared = [&](const std::string& path) {
+    auto it = payload.find(path);
+    return it != payload.end() && same_everywhere(it->second);
+  };
+  auto package_of = [&](const std::string& path) -> std::string {
+    std::string dir;
+    size_t at = 0;
+    while ((at = path.find('/', at)) != std::string::npos) {
+      dir = path.substr(0, at++);
+      if (shared(dir + "/__init__.py")) return dir;
+    }
+    return {};
+  };
+  std::map<std::string, std::vector<const VariantFile*>> by_package;
+  std::vector<const VariantFile*> outside;  // private libraries outside every package
+  auto file_of = [&](const VariantFile& v) {
+    const auto& row = payload.at(v.original);
+    for (size_t i = 0; i < wheels.size(); ++i)
+      if (wheels[i]->label == v.label) return row[i];
+    return static_cast<const WheelFile*>(nullptr);
+  };
+  for (const VariantFile& v : plan.variant_files) {
+    std::string package = package_of(v.original);
+    if (!package.empty()) {
+      by_package[package].push_back(&v);
+    } else if (is_private_library(v.original, *file_of(v))) {
+      outside.push_back(&v);
+    } else {
+      problems.push_back({ProblemKind::conflict, {}, v.original,
+                          "variant file has no package __init__.py above it to load it from",
+                          "a file inside a regular package", "none of its directories has an __init__.py shared by every build"});
+    }
+  }
+  if (by_package.empty() && !outside.empty()) {
+    for (const VariantFile* v : outside)
+      problems.push_back({ProblemKind::conflict, {}, v->original, "private library differs between builds, but no package loads it",
+                          "a package with variant extension modules", "none"});
+  }
+
+  for (const auto& [package, files] : by_package) {
+    const std::string up = [&] { std::string u; for (char c : package + "/") if (c == '/') u += "../"; return u; }();
+    auto relative = [&](const std::string& path) {
+      return path.rfind(package + "/", 0) == 0 ? path.substr(package.size() + 1) : up + path;
+    };
+    std::string dotted = package;
+    std::replace(dotted.begin(), dotted.end(), '/', '.');
+    nlohmann::json manifest;
+    manifest["format"] = 1;
+    manifest["package"] = dotted;
+    manifest["distribution"] = first.metadata.one("Name").value_or(first.name.name);
+    manifest["variants"] = plan.labels;
+    manifest["driver_fallback"] = options.driver_fallback ? 1 : 0;
+    for (const std::string& label : plan.labels) {
+      nlohmann::json modules = nlohmann::json::object(), paths = nlohmann::json::object();
+      std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
+      for (const VariantFile* v : files) {
+        if (v->label != label) continue;
+        const WheelFile* f = file_of(*v);
+        std::string rel = relative(v->original);
+        paths[rel] = relative(v->stored);
+        if (is_private_library(v->original, *f)) {
+          libraries.emplace_back(v, &*f->elf_info);
+        } else if (is_module_file(v->original, *f)) {
+          std::string module = dotted + "/" + rel.substr(0, rel.find('.', rel.rfind('/') + 1));
+          std::replace(module.begin(), module.end(), '/', '.');
+          modules[module] = relative(v->stored);
+        }
+      }
+      for (const VariantFile* v : outside)
+        if (v->label == label) libraries.emplace_back(v, &*file_of(*v)->elf_info);
+      std::vector<std::string> ordered;
+      for (const VariantFile* v : dependency_order(libraries)) ordered.push_back(relative(v->stored));
+      manifest["modules"][label] = modules;
+      manifest["files"][label] = paths;
+      manifest["preload"][label] = ordered;
+      manifest["build_info"][label] = nlohmann::json::object();
+    }
+    plan.loader_packages.push_back(package);
+    const std::string init_path = package + "/__init__.py";
+    std::string init_why;
+    // __init__.py is shared, so its content is read from the first build.
+    const WheelFile* init = payload.at(init_path).front();
+    Problems read_problems;
+    auto init_bytes = read_member(first.zip, first.zip.entries[init->entry], 64 << 20, first.display, read_problems);
+    if (!init_bytes) {
+      problems.insert(problems.end(), read_problems.begin(), read_problems.end());
+      continue;
+    }
+    auto patched = inject_loader_import(std::string(init_bytes->begin(), init_bytes->end()), init_why);
+    if (!patched) {
+      problems.push_back({ProblemKind::conflict, first.display, init_path, "cannot place the loader import",
+                          "Python source", init_why});
+      continue;
+    }
+    std::erase_if(members, [&](const PlannedMember& m) { return m.path == init_path; });
+    members.push_back(generated(init_path, *patched));
+    std::string loader_path = package + "/" + std::string(kLoaderModule);
+    if (payload.count(loader_path)) {
+      problems.push_back({ProblemKind::conflict, {}, loader_path, "the package already has a file of the loader's name",
+                          "no " + std::string(kLoaderModule), "one"});
+      continue;
+    }
+    members.push_back(generated(loader_path, render_loader(json_ascii(manifest))));
+  }
+  if (problems.size() != before || !metadata) return std::nullopt;
+
+  // WHEEL, METADATA, RECORD; payload sorted by bytes, then dist-info, RECORD last.
+  std::string wheel = fmt::format("Wheel-Version: 1.0\nGenerator: wheelmerge {}\nRoot-Is-Purelib: false\n", kVersion);
+  for (const std::string& tag : plan.tags) wheel += "Tag: " + tag + "\n";
+  if (!out_name.build.empty()) wheel += "Build: " + out_name.build + "\n";
+  dist_members.push_back(generated(plan.dist_info + "/WHEEL", wheel));
+  dist_members.push_back(generated(plan.dist_info + "/METADATA", *metadata));
+  auto by_path = [](const PlannedMember& a, const PlannedMember& b) { return a.path < b.path; };
+  std::sort(members.begin(), members.end(), by_path);
+  std::sort(dist_members.begin(), dist_members.end(), by_path);
+  members.insert(members.end(), dist_members.begin(), dist_members.end());
+  std::string record;
+  for (const PlannedMember& m : members)
+    record += format_record_row({m.path, "sha256=" + m.sha256, std::to_string(m.size)});
+  const std::string record_path = plan.dist_info + "/RECORD";
+  record += format_record_row({record_path, "", ""});
+  members.push_back(generated(record_path, record));
+  members.back().sha256.clear();
+  plan.members = std::move(members);
+  return plan;
+}
+
+}  // namespace wm

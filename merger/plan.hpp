@@ -1,0 +1,57 @@
+// The merge plan: what the merged wheel holds, member by member, decided from validated
+// inputs alone. Planning touches no file; writing (write.hpp) decides nothing.
+#pragma once
+
+#include "problem.hpp"
+#include "wheel.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wm {
+
+struct MergeOptions {
+  std::vector<std::string> variant_globs;  // extra paths that may differ per build
+  bool driver_fallback = false;            // let the loader ask the driver for its CUDA version
+};
+
+// A file that differs per build, stored under a labelled name.
+struct VariantFile {
+  std::string label;
+  std::string original;  // path in the input wheel
+  std::string stored;    // path in the merged wheel
+};
+
+struct PlannedMember {
+  std::string path;
+  // Copied compressed from an input member...
+  const Wheel* source = nullptr;
+  size_t entry = 0;
+  // ...or generated.
+  std::string content;
+  bool executable = false;
+  uint64_t size = 0;
+  std::string sha256;  // urlsafe base64 without padding; empty only for RECORD
+};
+
+struct MergePlan {
+  std::string filename;
+  std::string dist_info;
+  std::vector<std::string> labels;
+  std::vector<std::string> tags;
+  std::vector<PlannedMember> members;  // in output order, RECORD last
+  std::vector<VariantFile> variant_files;
+  std::vector<std::string> loader_packages;  // package directories that got a loader
+  size_t shared_files = 0;
+  std::vector<std::string> warnings;
+};
+
+// `wheels` may come in any order; the plan is the same for every order.
+std::optional<MergePlan> plan_merge(const std::vector<Wheel>& wheels, const MergeOptions& options,
+                                    Problems& problems);
+
+// "dir/_core.cpython-311-x86_64-linux-gnu.so" -> "dir/_core.cu12.cpython-311-x86_64-linux-gnu.so"
+std::string labelled_path(const std::string& path, const std::string& label);
+
+}  // namespace wm

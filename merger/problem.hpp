@@ -1,0 +1,36 @@
+// Errors as values: every refusal names the file, the member, what was expected and what was
+// found, and travels as data until the command line prints it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace wm {
+
+enum class ProblemKind {
+  usage,          // the command line asked for something impossible (exit 2)
+  invalid_input,  // an input is not a valid wheel (exit 3)
+  conflict,       // inputs are valid but cannot be merged (exit 4)
+  other,          // I/O and everything else (exit 1)
+};
+
+struct Problem {
+  ProblemKind kind = ProblemKind::invalid_input;
+  std::string file;    // the input or output file
+  std::string member;  // the archive member, when one is concerned
+  std::string what;
+  std::string expected;
+  std::string found;
+};
+
+using Problems = std::vector<Problem>;
+
+// "FILE: MEMBER: WHAT: expected E, found F", leaving out the parts that are empty.
+std::string describe(const Problem& problem);
+
+const char* kind_name(ProblemKind kind);
+
+// The exit code for a set of problems: the first problem's kind decides.
+int exit_code(const Problems& problems);
+
+}  // namespace wm

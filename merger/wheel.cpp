@@ -1,0 +1,326 @@
+#include "wheel.hpp"
+
+#include "bytes.hpp"
+#include "digest.hpp"
+#include "member_stream.hpp"
+#include "parallel.hpp"
+#include "record.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <set>
+
+namespace wm {
+
+namespace {
+
+constexpr size_t kMaxDistInfoFile = 64 << 20;
+
+std::string top_dir(const std::string& path) {
+  size_t slash = path.find('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// What streaming one member found.
+struct MemberResult {
+  std::optional<Problem> problem;
+  std::string sha256;
+  std::vector<uint8_t> record_digest;  // when RECORD uses another algorithm than sha256
+  bool elf = false;
+  std::optional<ElfInfo> elf_info;
+};
+
+MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm) {
+  MemberResult result;
+  Digest sha = Digest::sha256();
+  std::optional<Digest> other;
+  if (algorithm != "sha256") other = Digest::for_record_algorithm(algorithm);
+  std::optional<ElfScanner> elf;
+  bool first = true;
+  result.problem = stream_member(w.zip, entry, [&](std::span<const uint8_t> chunk) {
+    if (first && ElfScanner::has_magic(chunk)) elf.emplace();
+    first = false;
+    sha.update(chunk);
+    if (other) other->update(chunk);
+    if (elf) elf->feed(chunk);
+    return true;
+  }, w.display);
+  if (result.problem) return result;
+  result.sha256 = base64url_nopad(sha.finish());
+  if (other) result.record_digest = other->finish();
+  if (elf) {
+    result.elf = true;
+    std::vector<uint8_t> strings;
+    if (auto range = elf->missing_strings()) {
+      uint64_t pos = 0;
+      strings.reserve(range->size);
+      stream_member(w.zip, entry, [&](std::span<const uint8_t> chunk) {
+        uint64_t lo = std::max(pos, range->offset), hi = std::min(pos + chunk.size(), range->offset + range->size);
+        if (lo < hi) strings.insert(strings.end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
+        pos += chunk.size();
+        return pos < range->offset + range->size;
+      }, w.display);
+    }
+    result.elf_info = elf->finish(strings);
+  }
+  return result;
+}
+
+}  // namespace
+
+const WheelFile* Wheel::find(const std::string& p) const {
+  for (const WheelFile& f : files)
+    if (f.path == p) return &f;
+  return nullptr;
+}
+
+bool is_installer_file(const std::string& rel) {
+  return rel == "INSTALLER" || rel == "REQUESTED" || rel == "direct_url.json";
+}
+
+bool is_record_signature(const std::string& rel) { return rel == "RECORD.jws" || rel == "RECORD.p7s"; }
+
+std::string detect_label(const WheelInput& input) {
+  if (!input.label.empty()) return input.label;
+  std::string why;
+  auto name = parse_wheel_filename(std::filesystem::path(input.path).filename().string(), why);
+  if (!name) return {};
+  if (!name->suffix_label.empty()) return name->suffix_label;
+  return local_version_label(name->version);
+}
+
+std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
+  Wheel w;
+  w.path = input.path;
+  w.display = std::filesystem::path(input.path).filename().string();
+  w.label = detect_label(input);
+  const size_t before = problems.size();
+  auto fail = [&](std::string member, std::string what, std::string expected = {}, std::string found = {}) {
+    problems.push_back({ProblemKind::invalid_input, w.display, std::move(member), std::move(what),
+                        std::move(expected), std::move(found)});
+  };
+
+  std::string why;
+  auto name = parse_wheel_filename(w.display, why);
+  if (!name) {
+    fail({}, "not a wheel file name",
+         "{name}-{version}[-{build}]-{python}-{abi}-{platform}.whl", why);
+    return std::nullopt;
+  }
+  w.name = *name;
+  auto zip = read_zip(input.path, w.display, problems);
+  if (!zip) return std::nullopt;
+  w.zip = std::move(*zip);
+
+  // Layout: one dist-info directory, at most one data directory, both named for the wheel.
+  std::set<std::string> dist_infos, datas;
+  for (const ZipEntry& e : w.zip.entries) {
+    std::string top = top_dir(e.name);
+    if (ends_with(top, ".dist-info")) dist_infos.insert(top);
+    if (ends_with(top, ".data")) datas.insert(top);
+  }
+  if (dist_infos.size() != 1) {
+    fail({}, "wrong number of .dist-info directories", "exactly one",
+         dist_infos.empty() ? "none" : fmt::format("{}", fmt::join(dist_infos, ", ")));
+    return std::nullopt;
+  }
+  w.dist_info = *dist_infos.begin();
+  const std::string expected_stem = normalize_name(w.name.name) + "-" + w.name.version;
+  auto stem_matches = [&](const std::string& dir, std::string_view ext) {
+    std::string stem = dir.substr(0, dir.size() - ext.size());
+    size_t dash = stem.find('-');
+    return dash != std::string::npos && normalize_name(stem.substr(0, dash)) + stem.substr(dash) == expected_stem;
+  };
+  if (!stem_matches(w.dist_info, ".dist-info"))
+    fail(w.dist_info + "/", "dist-info directory not named for the wheel", expected_stem + ".dist-info", w.dist_info);
+  if (datas.size() > 1) fail({}, "several .data directories", "at most one", fmt::format("{}", fmt::join(datas, ", ")));
+  if (datas.size() == 1) {
+    w.data_dir = *datas.begin();
+    if (!stem_matches(w.data_dir, ".data"))
+      fail(w.data_dir + "/", "data directory not named for the wheel", expected_stem + ".data", w.data_dir);
+  }
+
+  // Regular members; directories carry nothing a wheel needs.
+  for (size_t i = 0; i < w.zip.entries.size(); ++i) {
+    const ZipEntry& e = w.zip.entries[i];
+    if (e.is_directory()) continue;
+    WheelFile f;
+    f.entry = i;
+    f.path = e.name;
+    f.size = e.uncompressed_size;
+    f.executable = e.executable();
+    if (!w.data_dir.empty() && top_dir(f.path) == w.data_dir) {
+      std::string rest = f.path.substr(w.data_dir.size() + 1);
+      std::string key = rest.substr(0, rest.find('/'));
+      static const std::set<std::string> kKeys = {"purelib", "platlib", "headers", "scripts", "data"};
+      if (rest.find('/') == std::string::npos || !kKeys.count(key))
+        fail(f.path, "unknown .data directory key", "purelib, platlib, headers, scripts or data", key);
+    }
+    if (top_dir(f.path) == w.dist_info) {
+      std::string rel = f.path.substr(w.dist_info.size() + 1);
+      if (is_installer_file(rel))
+        fail(f.path, "installer-written file inside the wheel", "no INSTALLER, REQUESTED or direct_url.json", rel);
+    }
+    w.files.push_back(std::move(f));
+  }
+  if (problems.size() != before) return std::nullopt;
+
+  // The dist-info files everything else is checked against.
+  auto read_text = [&](const std::string& rel) -> std::optional<std::string> {
+    std::string path = w.dist_info + "/" + rel;
+    const WheelFile* f = w.find(path);
+    if (!f) {
+      fail(path, "missing", "a " + rel + " file in " + w.dist_info, "none");
+      return std::nullopt;
+    }
+    auto bytes = read_member(w.zip, w.zip.entries[f->entry], kMaxDistInfoFile, w.display, problems);
+    if (!bytes) return std::nullopt;
+    return std::string(bytes->begin(), bytes->end());
+  };
+  const std::string record_path = w.dist_info + "/RECORD";
+  auto record_text = read_text("RECORD");
+  auto wheel_text = read_text("WHEEL");
+  auto metadata_text = read_text("METADATA");
+  if (!record_text || !wheel_text || !metadata_text) return std::nullopt;
+  if (!is_valid_utf8(*record_text) || record_text->find('\0') != std::string::npos) {
+    fail(record_path, "RECORD is not UTF-8 text", "UTF-8", "other bytes");
+    return std::nullopt;
+  }
+
+  // WHEEL
+  if (auto fields = parse_headers(*wheel_text, w.display, w.dist_info + "/WHEEL", problems)) {
+    w.wheel_fields = *fields;
+    const std::string wheel_member = w.dist_info + "/WHEEL";
+    auto version = w.wheel_fields.one("Wheel-Version");
+    if (!version || version->substr(0, version->find('.')) != "1")
+      fail(wheel_member, "unsupported Wheel-Version", "1.x", version.value_or("none"));
+    auto purelib = w.wheel_fields.one("Root-Is-Purelib");
+    if (!purelib || (*purelib != "true" && *purelib != "false"))
+      fail(wheel_member, "Root-Is-Purelib missing or invalid", "true or false", purelib.value_or("none"));
+    std::vector<std::string> tags = w.wheel_fields.all("Tag");
+    std::sort(tags.begin(), tags.end());
+    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+    if (tags != w.name.expanded_tags())
+      fail(wheel_member, "Tag lines do not match the file name's tags",
+           fmt::format("{}", fmt::join(w.name.expanded_tags(), ", ")),
+           tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")));
+    auto build = w.wheel_fields.one("Build");
+    if (build.value_or("") != w.name.build)
+      fail(wheel_member, "Build does not match the file name's build tag",
+           w.name.build.empty() ? "no Build line" : w.name.build, build.value_or("no Build line"));
+  }
+
+  // METADATA
+  const std::string metadata_member = w.dist_info + "/METADATA";
+  if (auto fields = parse_headers(*metadata_text, w.display, metadata_member, problems)) {
+    w.metadata = *fields;
+    auto meta_name = w.metadata.one("Name");
+    auto meta_version = w.metadata.one("Version");
+    if (!meta_name || normalize_name(*meta_name) != normalize_name(w.name.name))
+      fail(metadata_member, "Name does not match the file name", w.name.name, meta_name.value_or("none"));
+    if (!meta_version || *meta_version != w.name.version)
+      fail(metadata_member, "Version does not match the file name", w.name.version, meta_version.value_or("none"));
+  }
+
+  // RECORD: one row per file, a strong hash and a size for each, nothing else.
+  std::map<std::string, RecordRow> rows;
+  if (auto parsed = parse_record(*record_text, w.display, record_path, problems)) {
+    for (RecordRow& row : *parsed) {
+      if (std::string bad = unsafe_name_reason(row.path); !bad.empty() || row.path.back() == '/') {
+        fail(record_path, "unsafe path in RECORD", "a relative file path",
+             escape_for_message(row.path) + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
+        continue;
+      }
+      std::string path = row.path;
+      if (!rows.emplace(path, std::move(row)).second) fail(record_path, "duplicate RECORD row", "one row per file", path);
+    }
+  }
+  if (problems.size() != before) return std::nullopt;
+
+  std::vector<std::string> algorithms(w.files.size());
+  for (size_t i = 0; i < w.files.size(); ++i) {
+    const WheelFile& f = w.files[i];
+    std::string rel = top_dir(f.path) == w.dist_info ? f.path.substr(w.dist_info.size() + 1) : std::string();
+    auto it = rows.find(f.path);
+    if (is_record_signature(rel)) {
+      w.warnings.push_back(fmt::format("{}: {}: dropped (signature files are deprecated and not covered by RECORD)",
+                                       w.display, f.path));
+      if (it != rows.end()) rows.erase(it);
+      continue;
+    }
+    if (it == rows.end()) {
+      fail(f.path, "file not listed in RECORD", "a RECORD row", "none");
+      continue;
+    }
+    const RecordRow& row = it->second;
+    if (f.path == record_path) {
+      if (!row.hash.empty() || !row.size.empty())
+        fail(record_path, "RECORD's own row carries a hash or size", "RECORD,,",
+             fmt::format("{},{},{}", row.path, row.hash, row.size));
+      rows.erase(it);
+      continue;
+    }
+    size_t eq = row.hash.find('=');
+    std::string algorithm = eq == std::string::npos ? row.hash : row.hash.substr(0, eq);
+    auto digest = Digest::for_record_algorithm(algorithm);
+    if (row.hash.empty() || eq == std::string::npos) {
+      fail(f.path, "RECORD row without a hash", "algorithm=digest", row.hash.empty() ? "an empty field" : row.hash);
+    } else if (!digest) {
+      fail(f.path, "weak or unknown hash algorithm in RECORD", "sha256, sha384 or sha512", algorithm);
+    } else if (auto raw = decode_base64url_nopad(row.hash.substr(eq + 1)); !raw || raw->size() != digest->size()) {
+      fail(f.path, "malformed digest in RECORD",
+           fmt::format("{} bytes of urlsafe base64 without padding", digest->size()), row.hash.substr(eq + 1));
+    } else if (row.size.empty() || row.size.find_first_not_of("0123456789") != std::string::npos) {
+      fail(f.path, "RECORD row without a valid size", "a decimal size", row.size.empty() ? "an empty field" : row.size);
+    } else if (row.size != std::to_string(f.size)) {
+      fail(f.path, "size does not match RECORD", row.size + " bytes (RECORD)", std::to_string(f.size) + " bytes");
+    }
+    algorithms[i] = algorithm;
+  }
+  for (const auto& [path, row] : rows) {
+    if (path != record_path && !w.find(path)) fail(record_path, "RECORD lists a file the archive lacks", path, "no such member");
+  }
+  if (problems.size() != before) return std::nullopt;
+
+  // Stream every member once, in parallel, largest first: CRC, size, and RECORD hash.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < w.files.size(); ++i)
+    if (!algorithms[i].empty()) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return w.zip.entries[w.files[a].entry].compressed_size > w.zip.entries[w.files[b].entry].compressed_size;
+  });
+  std::vector<MemberResult> results(w.files.size());
+  parallel_for(order.size(), [&](size_t k) {
+    size_t i = order[k];
+    results[i] = verify_member(w, w.zip.entries[w.files[i].entry], algorithms[i]);
+  });
+  for (size_t i = 0; i < w.files.size(); ++i) {
+    if (algorithms[i].empty()) continue;
+    WheelFile& f = w.files[i];
+    MemberResult& r = results[i];
+    if (r.problem) {
+      problems.push_back(*r.problem);
+      continue;
+    }
+    const RecordRow& row = rows.at(f.path);
+    std::string recorded = row.hash.substr(row.hash.find('=') + 1);
+    std::string actual = algorithms[i] == "sha256" ? r.sha256 : base64url_nopad(r.record_digest);
+    if (recorded != actual)
+      fail(f.path, "hash does not match RECORD", algorithms[i] + "=" + recorded, algorithms[i] + "=" + actual);
+    f.sha256 = std::move(r.sha256);
+    f.elf = r.elf;
+    f.elf_info = std::move(r.elf_info);
+  }
+  // Signature files are dropped, so they leave the model here.
+  std::erase_if(w.files, [&](const WheelFile& f) { return f.sha256.empty() && f.path != record_path; });
+  if (problems.size() != before) return std::nullopt;
+  return w;
+}
+
+}  // namespace wm

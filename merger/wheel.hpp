@@ -1,0 +1,61 @@
+// A wheel read and validated: every member's bytes checked against its CRC, size and RECORD
+// hash, the dist-info files parsed and checked against the file name.
+#pragma once
+
+#include "elf.hpp"
+#include "headers.hpp"
+#include "problem.hpp"
+#include "wheel_name.hpp"
+#include "zip_archive.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wm {
+
+struct WheelFile {
+  size_t entry = 0;  // index into the archive's entries
+  std::string path;
+  uint64_t size = 0;
+  std::string sha256;  // urlsafe base64 without padding
+  bool executable = false;
+  bool elf = false;                  // starts with the ELF magic
+  std::optional<ElfInfo> elf_info;   // for ELF files we could read
+};
+
+struct WheelInput {
+  std::string path;
+  std::string label;  // given explicitly as PATH=LABEL, else empty
+};
+
+struct Wheel {
+  std::string path;
+  std::string display;  // the file name, as messages show it
+  std::string label;    // "cu12"
+  WheelName name;
+  ZipArchive zip;
+  std::string dist_info;  // "{name}-{version}.dist-info"
+  std::string data_dir;   // "{name}-{version}.data", empty when absent
+  Headers wheel_fields;
+  Headers metadata;
+  std::vector<WheelFile> files;  // every regular member, in archive order
+  std::vector<std::string> warnings;
+
+  const WheelFile* find(const std::string& path) const;
+  std::string base_version() const { return strip_local_label(name.version); }
+};
+
+// The label an input carries: explicit, ".cuNN" suffix, "+cuNN" local version; empty if none.
+std::string detect_label(const WheelInput& input);
+
+// Reads and validates one wheel. nullopt with problems when it is not valid.
+std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems);
+
+// Names in the dist-info directory that installers write and wheels must not carry.
+bool is_installer_file(const std::string& dist_info_relative);
+// Signature files, no longer used and not covered by RECORD.
+bool is_record_signature(const std::string& dist_info_relative);
+
+}  // namespace wm

@@ -1,0 +1,226 @@
+#include "wheel_name.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace wm {
+
+namespace {
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = s.find(sep, start);
+    out.emplace_back(s.substr(start, end == std::string_view::npos ? s.size() - start : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool tag_chars_ok(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+}  // namespace
+
+std::string normalize_name(std::string_view name) {
+  std::string out;
+  bool in_run = false;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      if (!in_run) out += '_';
+      in_run = true;
+    } else {
+      out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+      in_run = false;
+    }
+  }
+  return out;
+}
+
+std::optional<int> label_major(std::string_view label) {
+  if (label.size() < 3 || label.substr(0, 2) != "cu" || !all_digits(label.substr(2)) ||
+      label.size() > 5 || label[2] == '0')
+    return std::nullopt;
+  return std::stoi(std::string(label.substr(2)));
+}
+
+std::string local_version_label(std::string_view version) {
+  size_t plus = version.find('+');
+  if (plus == std::string_view::npos) return {};
+  std::string_view local = version.substr(plus + 1);
+  return label_major(local) ? std::string(local) : std::string();
+}
+
+std::string strip_local_label(std::string_view version) {
+  if (local_version_label(version).empty()) return std::string(version);
+  return std::string(version.substr(0, version.find('+')));
+}
+
+std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::string& why) {
+  constexpr std::string_view kExt = ".whl";
+  if (filename.size() <= kExt.size() || filename.substr(filename.size() - kExt.size()) != kExt) {
+    why = "the name does not end in .whl";
+    return std::nullopt;
+  }
+  std::string_view stem = filename.substr(0, filename.size() - kExt.size());
+  WheelName w;
+  // The cuda-python CI convention: a ".cuNN" label after the platform tags.
+  if (size_t dot = stem.rfind('.'); dot != std::string_view::npos && label_major(stem.substr(dot + 1))) {
+    w.suffix_label = std::string(stem.substr(dot + 1));
+    stem = stem.substr(0, dot);
+  }
+  std::vector<std::string> parts = split(stem, '-');
+  if (parts.size() != 5 && parts.size() != 6) {
+    why = fmt::format("{} dash-separated parts where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}} has 5 or 6",
+                      parts.size());
+    return std::nullopt;
+  }
+  w.name = parts[0];
+  w.version = parts[1];
+  if (parts.size() == 6) {
+    w.build = parts[2];
+    if (!std::isdigit(static_cast<unsigned char>(w.build.front()))) {
+      why = "build tag \"" + w.build + "\" does not start with a digit";
+      return std::nullopt;
+    }
+  }
+  w.python = split(parts[parts.size() - 3], '.');
+  w.abi = split(parts[parts.size() - 2], '.');
+  w.platform = split(parts[parts.size() - 1], '.');
+  if (w.name.empty() || w.version.empty()) {
+    why = "empty name or version";
+    return std::nullopt;
+  }
+  for (const auto* set : {&w.python, &w.abi, &w.platform}) {
+    for (const std::string& tag : *set) {
+      if (!tag_chars_ok(tag)) {
+        why = "malformed tag \"" + tag + "\"";
+        return std::nullopt;
+      }
+    }
+  }
+  return w;
+}
+
+std::vector<std::string> WheelName::expanded_tags() const {
+  std::set<std::string> tags;
+  for (const auto& py : python)
+    for (const auto& abi_tag : abi)
+      for (const auto& plat : platform) tags.insert(py + "-" + abi_tag + "-" + plat);
+  return {tags.begin(), tags.end()};
+}
+
+std::string WheelName::filename() const {
+  std::string out = name + "-" + version;
+  if (!build.empty()) out += "-" + build;
+  out += fmt::format("-{}-{}-{}.whl", fmt::join(python, "."), fmt::join(abi, "."), fmt::join(platform, "."));
+  return out;
+}
+
+PlatformTag parse_platform_tag(std::string_view tag) {
+  using F = PlatformTag::Family;
+  PlatformTag p;
+  static const std::map<std::string_view, std::pair<int, int>> kLegacy = {
+      {"manylinux1", {2, 5}}, {"manylinux2010", {2, 12}}, {"manylinux2014", {2, 17}}};
+  std::vector<std::string> parts = split(tag, '_');
+  auto versioned = [&](F family) -> bool {
+    // family_MAJOR_MINOR_ARCH, ARCH may itself contain underscores (x86_64).
+    if (parts.size() < 4 || !all_digits(parts[1]) || !all_digits(parts[2])) return false;
+    p.family = family;
+    p.major = std::stoi(parts[1]);
+    p.minor = std::stoi(parts[2]);
+    p.arch = std::string(tag.substr(parts[0].size() + parts[1].size() + parts[2].size() + 3));
+    return true;
+  };
+  if (auto it = kLegacy.find(parts[0]); it != kLegacy.end() && parts.size() >= 2) {
+    p.family = F::manylinux;
+    std::tie(p.major, p.minor) = it->second;
+    p.arch = std::string(tag.substr(parts[0].size() + 1));
+    return p;
+  }
+  if ((parts[0] == "manylinux" && versioned(F::manylinux)) ||
+      (parts[0] == "musllinux" && versioned(F::musllinux)) ||
+      (parts[0] == "macosx" && versioned(F::macosx)))
+    return p;
+  if (parts[0] == "linux" && parts.size() >= 2) {
+    p.family = F::linux;
+    p.arch = std::string(tag.substr(6));
+    return p;
+  }
+  p.family = F::other;
+  p.arch = std::string(tag);
+  return p;
+}
+
+std::string PlatformTag::str() const {
+  switch (family) {
+    case Family::manylinux: return fmt::format("manylinux_{}_{}_{}", major, minor, arch);
+    case Family::musllinux: return fmt::format("musllinux_{}_{}_{}", major, minor, arch);
+    case Family::macosx: return fmt::format("macosx_{}_{}_{}", major, minor, arch);
+    case Family::linux: return "linux_" + arch;
+    case Family::other: break;
+  }
+  return arch;
+}
+
+std::string PlatformTag::compatibility_group() const {
+  switch (family) {
+    case Family::manylinux:
+    case Family::linux: return "glibc linux " + arch;
+    case Family::musllinux: return "musl linux " + arch;
+    case Family::macosx: return "macOS " + arch;
+    case Family::other: break;
+  }
+  return arch;
+}
+
+namespace {
+// Larger is more restrictive. A plain linux tag promises nothing, so it is the most restrictive.
+std::pair<int, int> restrictiveness(const PlatformTag& p) {
+  if (p.family == PlatformTag::Family::linux) return {1 << 30, 0};
+  return {p.major, p.minor};
+}
+}  // namespace
+
+std::optional<std::vector<std::string>> merge_platforms(
+    const std::vector<std::vector<std::string>>& inputs, std::string& why) {
+  std::optional<std::set<std::string>> groups_first;
+  std::map<std::string, PlatformTag> merged;  // group -> most restrictive requirement so far
+  for (const auto& tags : inputs) {
+    std::map<std::string, PlatformTag> required;  // group -> least restrictive tag of this input
+    for (const auto& tag : tags) {
+      PlatformTag p = parse_platform_tag(tag);
+      auto [it, inserted] = required.emplace(p.compatibility_group(), p);
+      if (!inserted && restrictiveness(p) < restrictiveness(it->second)) it->second = p;
+    }
+    std::set<std::string> groups;
+    for (const auto& [group, tag] : required) groups.insert(group);
+    if (!groups_first) {
+      groups_first = groups;
+    } else if (groups != *groups_first) {
+      why = fmt::format("platforms {} and {}", fmt::join(*groups_first, ", "), fmt::join(groups, ", "));
+      return std::nullopt;
+    }
+    for (const auto& [group, tag] : required) {
+      auto [it, inserted] = merged.emplace(group, tag);
+      if (!inserted && restrictiveness(tag) > restrictiveness(it->second)) it->second = tag;
+    }
+  }
+  std::set<std::string> out;
+  for (const auto& [group, tag] : merged) out.insert(tag.str());
+  return std::vector<std::string>(out.begin(), out.end());
+}
+
+}  // namespace wm

@@ -1,0 +1,144 @@
+#include "write.hpp"
+
+#include "bytes.hpp"
+#include "member_stream.hpp"
+
+#include <fmt/format.h>
+#include <zip.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace wm {
+
+namespace {
+
+// An open directory, for linking the finished file into it.
+struct Dir {
+  int fd = -1;
+  ~Dir() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+void check_written(const std::string& path, const std::string& display, const MergePlan& plan, Problems& problems) {
+  Problems found;
+  auto zip = read_zip(path, display, found);
+  auto fail = [&](std::string member, std::string what, std::string expected, std::string actual) {
+    problems.push_back({ProblemKind::other, display, std::move(member), "output check failed: " + std::move(what),
+                        std::move(expected), std::move(actual)});
+  };
+  if (!zip) {
+    for (const Problem& p : found) fail(p.member, p.what, p.expected, p.found);
+    return;
+  }
+  if (zip->entries.size() != plan.members.size()) {
+    fail({}, "member count", std::to_string(plan.members.size()), std::to_string(zip->entries.size()));
+    return;
+  }
+  for (size_t i = 0; i < plan.members.size(); ++i) {
+    const PlannedMember& m = plan.members[i];
+    const ZipEntry& e = zip->entries[i];
+    if (e.name != m.path || e.uncompressed_size != m.size) {
+      fail(m.path, "member", fmt::format("{} ({} bytes)", m.path, m.size), fmt::format("{} ({} bytes)", e.name, e.uncompressed_size));
+      continue;
+    }
+    if (!m.source) {
+      if (auto p = stream_member(*zip, e, [](std::span<const uint8_t>) { return true; }, display))
+        fail(m.path, p->what, p->expected, p->found);
+    }
+  }
+  int error = 0;
+  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &error);
+  if (!z) {
+    zip_error_t ze;
+    zip_error_init_with_code(&ze, error);
+    fail({}, "libzip consistency check", "an archive libzip accepts", zip_error_strerror(&ze));
+    zip_error_fini(&ze);
+    return;
+  }
+  if (zip_get_num_entries(z, 0) != static_cast<zip_int64_t>(plan.members.size()))
+    fail({}, "libzip entry count", std::to_string(plan.members.size()), std::to_string(zip_get_num_entries(z, 0)));
+  zip_discard(z);
+}
+
+std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<Wheel>& inputs,
+                                       const std::string& out_dir, DosTime time, Problems& problems) {
+  namespace fs = std::filesystem;
+  const std::string target = (fs::path(out_dir) / plan.filename).string();
+  auto fail = [&](std::string what, std::string detail = std::strerror(errno)) {
+    problems.push_back({ProblemKind::other, target, {}, std::move(what), {}, std::move(detail)});
+    return std::nullopt;
+  };
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return fail("cannot create the output directory", ec.message());
+  struct stat target_stat {};
+  if (::stat(target.c_str(), &target_stat) == 0) {
+    for (const Wheel& w : inputs) {
+      struct stat input_stat {};
+      if (::stat(w.path.c_str(), &input_stat) == 0 && input_stat.st_dev == target_stat.st_dev &&
+          input_stat.st_ino == target_stat.st_ino)
+        return fail("the output would replace an input", w.path);
+    }
+  }
+  Dir dir;
+  dir.fd = ::open(out_dir.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (dir.fd < 0) return fail("cannot open the output directory");
+
+  // An unnamed file: killed at any moment, the merge leaves nothing behind.
+  File out(::openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
+  std::string temp_name;  // used only where the file system has no O_TMPFILE
+  if (!out.is_open()) {
+    temp_name = fmt::format(".{}.{}.tmp", plan.filename, ::getpid());
+    out = File(::openat(dir.fd, temp_name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666));
+    if (!out.is_open()) return fail("cannot create a temporary file in the output directory");
+  }
+  auto discard = [&] {
+    if (!temp_name.empty()) ::unlinkat(dir.fd, temp_name.c_str(), 0);
+  };
+
+  ZipWriter writer(out, time);
+  for (const PlannedMember& m : plan.members) {
+    bool ok = m.source ? writer.add_copy(m.path, m.source->zip, m.source->zip.entries[m.entry], m.executable)
+                       : writer.add_generated(m.path, as_bytes(m.content), m.executable);
+    if (!ok) {
+      discard();
+      return fail("cannot write " + m.path);
+    }
+  }
+  if (!writer.finish()) {
+    discard();
+    return fail("cannot write the central directory");
+  }
+  const std::string self = temp_name.empty() ? fmt::format("/proc/self/fd/{}", out.fd())
+                                             : (fs::path(out_dir) / temp_name).string();
+  const size_t before = problems.size();
+  check_written(self, target, plan, problems);
+  if (problems.size() != before) {
+    discard();
+    return std::nullopt;
+  }
+
+  // Into place: a new name directly, or through a temporary name renamed over an old output.
+  if (temp_name.empty()) {
+    if (::linkat(AT_FDCWD, self.c_str(), dir.fd, plan.filename.c_str(), AT_SYMLINK_FOLLOW) == 0) return target;
+    if (errno != EEXIST) return fail("cannot link the output into place");
+    temp_name = fmt::format(".{}.{}.tmp", plan.filename, ::getpid());
+    if (::linkat(AT_FDCWD, self.c_str(), dir.fd, temp_name.c_str(), AT_SYMLINK_FOLLOW) != 0)
+      return fail("cannot link the output into place");
+  }
+  if (::renameat(dir.fd, temp_name.c_str(), dir.fd, plan.filename.c_str()) != 0) {
+    discard();
+    return fail("cannot rename the output into place");
+  }
+  return target;
+}
+
+}  // namespace wm

@@ -1,0 +1,22 @@
+// Writes a merge plan: into an unnamed temporary file in the output directory, checked, then
+// linked into place, so the output path holds either nothing or the complete wheel.
+#pragma once
+
+#include "plan.hpp"
+#include "problem.hpp"
+#include "zip_writer.hpp"
+
+#include <optional>
+#include <string>
+
+namespace wm {
+
+// Returns the path written; nullopt with problems (nothing left behind) on failure.
+std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<Wheel>& inputs,
+                                       const std::string& out_dir, DosTime time, Problems& problems);
+
+// The archive at `path` read back: structure, the names and order the plan promised, and the
+// generated members' bytes; libzip's consistency check as a second, independent reader.
+void check_written(const std::string& path, const std::string& display, const MergePlan& plan, Problems& problems);
+
+}  // namespace wm

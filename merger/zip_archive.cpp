@@ -1,0 +1,435 @@
+#include "zip_archive.hpp"
+
+#include "bytes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <sys/stat.h>
+
+namespace wm {
+
+namespace {
+
+constexpr uint32_t kLocalSig = 0x04034b50;
+constexpr uint32_t kCentralSig = 0x02014b50;
+constexpr uint32_t kEndSig = 0x06054b50;
+constexpr uint32_t kZip64EndSig = 0x06064b50;
+constexpr uint32_t kZip64LocatorSig = 0x07064b50;
+constexpr uint32_t kDescriptorSig = 0x08074b50;
+constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr size_t kEndSize = 22;
+constexpr size_t kCentralSize = 46;
+constexpr size_t kLocalSize = 30;
+constexpr uint16_t kFlagEncrypted = 0x0001;
+constexpr uint16_t kFlagDescriptor = 0x0008;
+constexpr uint16_t kFlagStrongEncryption = 0x0040;
+constexpr uint16_t kFlagMaskedHeaders = 0x2000;
+
+struct Reader {
+  const ZipArchive& zip;
+  Problems& problems;
+  const std::string& display;
+
+  void fail(std::string member, std::string what, std::string expected = {},
+            std::string found = {}) {
+    problems.push_back(Problem{ProblemKind::invalid_input, display, std::move(member),
+                               std::move(what), std::move(expected), std::move(found)});
+  }
+
+  bool read(uint64_t offset, std::vector<uint8_t>& out, size_t len) {
+    if (offset > zip.size || len > zip.size - offset) return false;
+    out.resize(len);
+    return zip.file->read_at(offset, out);
+  }
+};
+
+std::string hex32(uint64_t v) { return fmt::format("{:#010x}", v); }
+
+// Fields of a ZIP64 extended-information extra field that replace 0xFFFFFFFF values.
+struct Zip64Needs {
+  bool uncompressed = false, compressed = false, offset = false, disk = false;
+};
+
+// Parses `extra`, checking its framing, refusing duplicated ZIP64 fields and filling the values
+// the central or local record marked as overflowing. Returns an error text, empty when fine.
+std::string apply_zip64_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncompressed,
+                              uint64_t& compressed, uint64_t* offset, bool& had_zip64) {
+  had_zip64 = false;
+  size_t pos = 0;
+  while (pos < extra.size()) {
+    if (extra.size() - pos < 4) return "extra field framing is truncated";
+    uint16_t id = extra.u16(pos);
+    uint16_t len = extra.u16(pos + 2);
+    pos += 4;
+    if (extra.size() - pos < len) return fmt::format("extra field {:#06x} overruns its record", id);
+    if (id == kZip64ExtraId) {
+      if (had_zip64) return "duplicated ZIP64 extra field";
+      had_zip64 = true;
+      size_t need = 8 * (needs.uncompressed + needs.compressed + (offset && needs.offset)) +
+                    4 * needs.disk;
+      if (len < need || (len % 8 != 0 && len % 8 != 4))
+        return fmt::format("malformed ZIP64 extra field: {} bytes where {} are needed", len, need);
+      size_t p = pos;
+      if (needs.uncompressed) { uncompressed = extra.u64(p); p += 8; }
+      if (needs.compressed) { compressed = extra.u64(p); p += 8; }
+      if (offset && needs.offset) { *offset = extra.u64(p); p += 8; }
+    }
+    pos += len;
+  }
+  if ((needs.uncompressed || needs.compressed || (offset && needs.offset)) && !had_zip64)
+    return "sizes or offset are 0xffffffff but there is no ZIP64 extra field";
+  return {};
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<uint8_t>(s[i]);
+    size_t extra;
+    uint32_t cp;
+    if (c < 0x80) { ++i; continue; }
+    if ((c >> 5) == 0x6) { extra = 1; cp = c & 0x1F; }
+    else if ((c >> 4) == 0xE) { extra = 2; cp = c & 0x0F; }
+    else if ((c >> 3) == 0x1E) { extra = 3; cp = c & 0x07; }
+    else return false;
+    if (s.size() - i <= extra) return false;
+    for (size_t k = 1; k <= extra; ++k) {
+      auto cc = static_cast<uint8_t>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+bool ZipEntry::executable() const {
+  return made_by_host == 3 && ((external_attributes >> 16) & 0111) != 0;
+}
+
+std::string unsafe_name_reason(const std::string& name) {
+  if (name.empty()) return "empty name";
+  if (!is_valid_utf8(name)) return "name is not valid UTF-8";
+  for (char c : name) {
+    auto u = static_cast<uint8_t>(c);
+    if (u < 0x20 || u == 0x7F) return "name contains a control character";
+    if (c == '\\') return "name contains a backslash";
+  }
+  if (name.front() == '/') return "absolute name";
+  if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<uint8_t>(name[0])))
+    return "name starts with a drive letter";
+  size_t start = 0;
+  std::string_view view(name);
+  if (view.back() == '/') view.remove_suffix(1);  // directory entries end with one slash
+  while (start <= view.size()) {
+    size_t end = view.find('/', start);
+    if (end == std::string_view::npos) end = view.size();
+    std::string_view segment = view.substr(start, end - start);
+    if (segment.empty()) return "name has an empty path segment";
+    if (segment == "." || segment == "..") return fmt::format("name has a '{}' segment", segment);
+    start = end + 1;
+  }
+  return {};
+}
+
+std::string fold_case(const std::string& name) {
+  std::string out = name;
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name,
+                                   Problems& problems) {
+  ZipArchive zip;
+  zip.path = path;
+  std::string error;
+  File file = File::open_read(path, error);
+  if (!file.is_open()) {
+    problems.push_back({ProblemKind::other, display_name, {}, "cannot open: " + error, {}, {}});
+    return std::nullopt;
+  }
+  zip.size = file.size();
+  zip.file = std::make_shared<File>(std::move(file));
+  Reader r{zip, problems, display_name};
+  const size_t before = problems.size();
+
+  // The end record: the last 22 + comment bytes, its comment reaching exactly to the end.
+  std::vector<uint8_t> tail;
+  size_t tail_len = static_cast<size_t>(std::min<uint64_t>(zip.size, kEndSize + 0xFFFF));
+  if (zip.size < kEndSize || !r.read(zip.size - tail_len, tail, tail_len)) {
+    r.fail({}, "not a zip archive", "an end of central directory record",
+           fmt::format("a file of {} bytes", zip.size));
+    return std::nullopt;
+  }
+  std::optional<size_t> end_pos;
+  for (size_t i = tail_len - kEndSize + 1; i-- > 0;) {
+    ByteView v(tail.data() + i, tail_len - i);
+    if (v.u32(0) == kEndSig && kEndSize + v.u16(20) == tail_len - i) {
+      end_pos = i;
+      break;
+    }
+  }
+  if (!end_pos) {
+    std::vector<uint8_t> head;
+    bool looks_zip = r.read(0, head, 4) && ByteView(head).u32(0) == kLocalSig;
+    r.fail({}, looks_zip ? "truncated zip archive" : "not a zip archive",
+           "an end of central directory record at the end of the file",
+           looks_zip ? "none (the file is cut short or has bytes after its end record)"
+                     : "no zip structure");
+    return std::nullopt;
+  }
+  const uint64_t end_offset = zip.size - tail_len + *end_pos;
+  ByteView end(tail.data() + *end_pos, tail_len - *end_pos);
+  ByteView comment = end.sub(kEndSize, end.u16(20));
+  for (uint32_t sig : {kLocalSig, kCentralSig, kEndSig, kZip64EndSig}) {
+    if (comment.find_u32(sig)) {
+      r.fail({}, "archive comment contains zip records (another archive or end record)",
+             "a comment without zip signatures", fmt::format("signature {}", hex32(sig)));
+      return std::nullopt;
+    }
+  }
+  uint64_t disk = end.u16(4), cd_disk = end.u16(6);
+  uint64_t count_disk = end.u16(8), count = end.u16(10);
+  uint64_t cd_size = end.u32(12), cd_offset = end.u32(16);
+  uint64_t cd_end_limit = end_offset;  // where the central directory must end
+
+  const bool needs_zip64 = disk == 0xFFFF || cd_disk == 0xFFFF || count_disk == 0xFFFF ||
+                           count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF;
+  std::vector<uint8_t> buf;
+  if (end_offset >= 20 && r.read(end_offset - 20, buf, 20) && ByteView(buf).u32(0) == kZip64LocatorSig) {
+    ByteView loc(buf);
+    uint64_t z64_offset = loc.u64(8);
+    if (loc.u32(4) != 0 || loc.u32(16) != 1) {
+      r.fail({}, "multi-disk archive", "one disk",
+             fmt::format("ZIP64 locator naming disk {} of {}", loc.u32(4), loc.u32(16)));
+      return std::nullopt;
+    }
+    std::vector<uint8_t> rec;
+    if (!r.read(z64_offset, rec, 56) || ByteView(rec).u32(0) != kZip64EndSig) {
+      r.fail({}, "malformed ZIP64 end of central directory", "a ZIP64 end record at " + hex32(z64_offset),
+             "no such record");
+      return std::nullopt;
+    }
+    ByteView z(rec);
+    if (z.u64(4) + 12 + z64_offset != end_offset - 20) {
+      r.fail({}, "bytes between the ZIP64 end record and its locator",
+             fmt::format("the record to end at {}", end_offset - 20),
+             fmt::format("it ends at {}", z.u64(4) + 12 + z64_offset));
+      return std::nullopt;
+    }
+    disk = z.u32(16);
+    cd_disk = z.u32(20);
+    count_disk = z.u64(24);
+    count = z.u64(32);
+    cd_size = z.u64(40);
+    cd_offset = z.u64(48);
+    cd_end_limit = z64_offset;
+  } else if (needs_zip64) {
+    r.fail({}, "missing ZIP64 end of central directory locator",
+           "a locator before the end record, as its fields are 0xffff/0xffffffff", "none");
+    return std::nullopt;
+  }
+  if (disk != 0 || cd_disk != 0 || count_disk != count) {
+    r.fail({}, "multi-disk archive", "disk 0 holding every entry",
+           fmt::format("disk {}, directory on disk {}, {} of {} entries here", disk, cd_disk,
+                       count_disk, count));
+    return std::nullopt;
+  }
+  if (cd_offset > cd_end_limit || cd_size != cd_end_limit - cd_offset) {
+    std::vector<uint8_t> between;
+    bool extra_end = cd_offset + cd_size < cd_end_limit &&
+                     r.read(cd_offset + cd_size, between, cd_end_limit - cd_offset - cd_size) &&
+                     ByteView(between).find_u32(kEndSig);
+    r.fail({}, extra_end ? "more than one end of central directory record"
+                         : "central directory does not reach the end record",
+           fmt::format("directory of {} bytes ending at {}", cd_size, cd_end_limit),
+           fmt::format("{} bytes at offset {}", cd_size, cd_offset));
+    return std::nullopt;
+  }
+
+  // The central directory, read whole: its size is bounded by the file's.
+  std::vector<uint8_t> cd;
+  if (!r.read(cd_offset, cd, cd_size)) {
+    r.fail({}, "truncated central directory");
+    return std::nullopt;
+  }
+  ByteView dir(cd);
+  size_t pos = 0;
+  while (pos < dir.size()) {
+    if (dir.size() - pos < kCentralSize || dir.u32(pos) != kCentralSig) {
+      r.fail({}, "malformed central directory", "a central directory header at offset " +
+             std::to_string(cd_offset + pos), "other bytes");
+      return std::nullopt;
+    }
+    ByteView h = dir.sub(pos, kCentralSize);
+    size_t name_len = h.u16(28), extra_len = h.u16(30), comment_len = h.u16(32);
+    if (dir.size() - pos - kCentralSize < name_len + extra_len + comment_len) {
+      r.fail({}, "truncated central directory entry");
+      return std::nullopt;
+    }
+    ZipEntry e;
+    e.made_by_host = static_cast<uint8_t>(h.u16(4) >> 8);
+    e.flags = h.u16(8);
+    e.method = h.u16(10);
+    e.crc32 = h.u32(16);
+    e.compressed_size = h.u32(20);
+    e.uncompressed_size = h.u32(24);
+    e.external_attributes = h.u32(38);
+    e.local_header_offset = h.u32(42);
+    e.name = dir.sub(pos + kCentralSize, name_len).str();
+    Zip64Needs needs{e.uncompressed_size == 0xFFFFFFFF, e.compressed_size == 0xFFFFFFFF,
+                     e.local_header_offset == 0xFFFFFFFF, h.u16(34) == 0xFFFF};
+    bool had_zip64 = false;
+    std::string err = apply_zip64_extra(dir.sub(pos + kCentralSize + name_len, extra_len), needs,
+                                        e.uncompressed_size, e.compressed_size,
+                                        &e.local_header_offset, had_zip64);
+    if (!err.empty()) r.fail(e.name, "central directory: " + err);
+    if (h.u16(34) != 0 && h.u16(34) != 0xFFFF)
+      r.fail(e.name, "multi-disk archive", "disk 0", fmt::format("disk {}", h.u16(34)));
+    zip.entries.push_back(std::move(e));
+    pos += kCentralSize + name_len + extra_len + comment_len;
+  }
+  if (zip.entries.size() != count) {
+    r.fail({}, "entry count mismatch", fmt::format("{} entries (end record)", count),
+           fmt::format("{} in the central directory", zip.entries.size()));
+  }
+  if (problems.size() != before) return std::nullopt;
+
+  // Each entry: flags, method, name, type, then its local header against the central record.
+  std::map<std::string, std::string> folded;  // folded name -> first name
+  std::vector<std::pair<uint64_t, uint64_t>> spans;  // [local header, end of data) per entry
+  for (ZipEntry& e : zip.entries) {
+    if (e.flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagMaskedHeaders)) {
+      r.fail(e.name, "encrypted entry", "no encryption", fmt::format("flags {:#06x}", e.flags));
+      continue;
+    }
+    if (e.method != kMethodStored && e.method != kMethodDeflate) {
+      r.fail(e.name, "unsupported compression method", "0 (stored) or 8 (deflate)",
+             std::to_string(e.method));
+      continue;
+    }
+    if (e.method == kMethodStored && e.compressed_size != e.uncompressed_size) {
+      r.fail(e.name, "stored entry with differing sizes",
+             fmt::format("compressed size = uncompressed size {}", e.uncompressed_size),
+             std::to_string(e.compressed_size));
+    }
+    if (std::string why = unsafe_name_reason(e.name); !why.empty()) {
+      r.fail(escape_for_message(e.name), "unsafe member name", "a relative path of safe UTF-8 segments",
+             why);
+      continue;
+    }
+    auto [it, inserted] = folded.emplace(fold_case(e.name), e.name);
+    if (!inserted) {
+      r.fail(e.name, it->second == e.name ? "duplicate member name" : "member names differ only in case",
+             "unique names", it->second == e.name ? "the name twice" : "also " + it->second);
+    }
+    if (e.made_by_host == 3) {
+      uint32_t type = (e.external_attributes >> 16) & S_IFMT;
+      bool ok = type == 0 || type == S_IFREG || (type == S_IFDIR && e.is_directory());
+      if (!ok) {
+        r.fail(e.name, "not a regular file", "a regular file",
+               type == S_IFLNK ? "a symbolic link" : fmt::format("file type {:#o}", type));
+      }
+    }
+    if (e.is_directory() && e.uncompressed_size != 0) {
+      r.fail(e.name, "directory entry with data", "0 bytes",
+             fmt::format("{} bytes", e.uncompressed_size));
+    }
+
+    std::vector<uint8_t> lh;
+    if (!r.read(e.local_header_offset, lh, kLocalSize) || ByteView(lh).u32(0) != kLocalSig) {
+      r.fail(e.name, "entry has no local header", "a local header at offset " +
+             std::to_string(e.local_header_offset), "other bytes");
+      continue;
+    }
+    ByteView l(lh);
+    size_t lname_len = l.u16(26), lextra_len = l.u16(28);
+    std::vector<uint8_t> var;
+    if (!r.read(e.local_header_offset + kLocalSize, var, lname_len + lextra_len)) {
+      r.fail(e.name, "truncated local header");
+      continue;
+    }
+    ByteView lv(var);
+    std::string lname = lv.sub(0, lname_len).str();
+    uint16_t lflags = l.u16(6), lmethod = l.u16(8);
+    uint32_t lcrc = l.u32(14);
+    uint64_t lcsize = l.u32(18), lusize = l.u32(22);
+    bool local_zip64 = false;
+    std::string err = apply_zip64_extra(lv.sub(lname_len, lextra_len),
+                                        Zip64Needs{lusize == 0xFFFFFFFF, lcsize == 0xFFFFFFFF},
+                                        lusize, lcsize, nullptr, local_zip64);
+    if (!err.empty()) r.fail(e.name, "local header: " + err);
+    auto mismatch = [&](const char* field, const std::string& central, const std::string& local) {
+      r.fail(e.name, fmt::format("local header and central directory disagree on the {}", field),
+             central + " (central directory)", local + " (local header)");
+    };
+    if (lname != e.name) mismatch("name", e.name, escape_for_message(lname));
+    if (lflags != e.flags) mismatch("flags", hex32(e.flags), hex32(lflags));
+    if (lmethod != e.method) mismatch("compression method", std::to_string(e.method), std::to_string(lmethod));
+    e.data_offset = e.local_header_offset + kLocalSize + lname_len + lextra_len;
+    uint64_t data_end = e.data_offset + e.compressed_size;
+    if (data_end < e.data_offset || data_end > zip.size) {
+      r.fail(e.name, "entry data runs past the end of the file",
+             fmt::format("{} bytes at offset {}", e.compressed_size, e.data_offset),
+             fmt::format("a file of {} bytes", zip.size));
+      continue;
+    }
+    if (e.flags & kFlagDescriptor) {
+      // A data descriptor follows the data; the local header's own fields may be zero.
+      std::vector<uint8_t> dd;
+      size_t field = local_zip64 ? 8 : 4;
+      if (!r.read(data_end, dd, 4 + 4 + 2 * field)) {
+        r.fail(e.name, "truncated data descriptor");
+        continue;
+      }
+      ByteView d(dd);
+      size_t p = d.u32(0) == kDescriptorSig ? 4 : 0;
+      lcrc = d.u32(p);
+      lcsize = field == 8 ? d.u64(p + 4) : d.u32(p + 4);
+      lusize = field == 8 ? d.u64(p + 4 + field) : d.u32(p + 4 + field);
+      data_end += p + 4 + 2 * field;
+    }
+    if (lcrc != e.crc32) mismatch("CRC-32", hex32(e.crc32), hex32(lcrc));
+    if (lcsize != e.compressed_size)
+      mismatch("compressed size", std::to_string(e.compressed_size), std::to_string(lcsize));
+    if (lusize != e.uncompressed_size)
+      mismatch("uncompressed size", std::to_string(e.uncompressed_size), std::to_string(lusize));
+    spans.emplace_back(e.local_header_offset, data_end);
+  }
+  if (problems.size() != before) return std::nullopt;
+
+  // Entries must tile the file from offset 0 to the central directory with nothing between.
+  std::sort(spans.begin(), spans.end());
+  uint64_t expected = 0;
+  for (auto [start, stop] : spans) {
+    if (start != expected) {
+      std::vector<uint8_t> probe;
+      bool hidden = start > expected && r.read(expected, probe, 4) && ByteView(probe).u32(0) == kLocalSig;
+      r.fail({}, start < expected ? "overlapping entries"
+                 : hidden       ? "local header not listed in the central directory"
+                 : expected == 0 ? "bytes before the first local header"
+                                 : "bytes between entries",
+             fmt::format("an entry at offset {}", expected), fmt::format("next entry at {}", start));
+      return std::nullopt;
+    }
+    expected = stop;
+  }
+  if (expected != cd_offset) {
+    r.fail({}, expected < cd_offset ? "bytes between the last entry and the central directory"
+                                    : "entries overlap the central directory",
+           fmt::format("the central directory at offset {}", expected),
+           fmt::format("it starts at {}", cd_offset));
+    return std::nullopt;
+  }
+  return zip;
+}
+
+}  // namespace wm

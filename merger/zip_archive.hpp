@@ -1,0 +1,57 @@
+// The structure of a zip archive as read from its central directory and checked against every
+// local header. Reading refuses anything a strict consumer would (see WHEEL_RULES.md, Archive);
+// member contents are streamed separately (member_stream.hpp).
+#pragma once
+
+#include "file.hpp"
+#include "problem.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wm {
+
+inline constexpr uint16_t kMethodStored = 0;
+inline constexpr uint16_t kMethodDeflate = 8;
+
+struct ZipEntry {
+  std::string name;
+  uint16_t flags = 0;
+  uint16_t method = 0;
+  uint32_t crc32 = 0;
+  uint64_t compressed_size = 0;
+  uint64_t uncompressed_size = 0;
+  uint64_t local_header_offset = 0;
+  uint64_t data_offset = 0;  // first byte of the compressed data
+  uint32_t external_attributes = 0;
+  uint8_t made_by_host = 0;  // 3 = Unix
+
+  bool is_directory() const { return !name.empty() && name.back() == '/'; }
+  bool executable() const;
+};
+
+struct ZipArchive {
+  std::string path;  // as given by the user, for messages
+  std::shared_ptr<File> file;
+  uint64_t size = 0;
+  std::vector<ZipEntry> entries;  // in central directory order
+};
+
+// Reads and checks the archive's structure. On failure returns nullopt and appends problems
+// (kind invalid_input) naming `display_name`.
+std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name,
+                                   Problems& problems);
+
+// Why `name` is not a safe archive member name, or empty when it is.
+std::string unsafe_name_reason(const std::string& name);
+
+bool is_valid_utf8(std::string_view text);
+
+// ASCII case folding, used to find names that collide on case-insensitive file systems.
+std::string fold_case(const std::string& name);
+
+}  // namespace wm

@@ -1,0 +1,184 @@
+#include "zip_writer.hpp"
+
+#include "bytes.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+
+#include <cerrno>
+#include <ctime>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace wm {
+
+namespace {
+constexpr uint64_t kMax32 = 0xFFFFFFFF;
+constexpr uint16_t kMadeByUnix = 3 << 8;
+constexpr uint16_t kFlagUtf8 = 0x0800;
+
+bool needs_utf8_flag(const std::string& name) {
+  for (char c : name)
+    if (static_cast<uint8_t>(c) >= 0x80) return true;
+  return false;
+}
+}  // namespace
+
+DosTime dos_time_from_epoch(int64_t seconds) {
+  constexpr int64_t k1980 = 315532800, k2107 = 4354819199;
+  seconds = std::clamp(seconds, k1980, k2107);
+  time_t t = static_cast<time_t>(seconds);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  DosTime d;
+  d.date = static_cast<uint16_t>(((tm.tm_year - 80) << 9) | ((tm.tm_mon + 1) << 5) | tm.tm_mday);
+  d.time = static_cast<uint16_t>((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec / 2));
+  return d;
+}
+
+bool ZipWriter::write(std::span<const uint8_t> data) {
+  if (!out_.write_all(data)) return false;
+  offset_ += data.size();
+  return true;
+}
+
+bool ZipWriter::write_local_header(const Written& w) {
+  // ZIP64 in a local header: both sizes 0xffffffff and both in a 16-byte extra, no offset.
+  const bool zip64 = w.compressed >= kMax32 || w.uncompressed >= kMax32;
+  const bool zip64_anywhere = zip64 || w.offset >= kMax32;
+  std::vector<uint8_t> h;
+  put32(h, 0x04034b50);
+  put16(h, zip64_anywhere ? 45 : 20);
+  put16(h, needs_utf8_flag(w.name) ? kFlagUtf8 : 0);
+  put16(h, w.method);
+  put16(h, time_.time);
+  put16(h, time_.date);
+  put32(h, w.crc);
+  put32(h, zip64 ? kMax32 : w.compressed);
+  put32(h, zip64 ? kMax32 : w.uncompressed);
+  put16(h, w.name.size());
+  put16(h, zip64 ? 20 : 0);
+  put_bytes(h, w.name);
+  if (zip64) {
+    put16(h, 0x0001);
+    put16(h, 16);
+    put64(h, w.uncompressed);
+    put64(h, w.compressed);
+  }
+  return write(h);
+}
+
+bool ZipWriter::add_copy(const std::string& name, const ZipArchive& from, const ZipEntry& entry, bool executable) {
+  Written w{name, entry.method, entry.crc32, entry.compressed_size, entry.uncompressed_size, offset_, executable};
+  if (!write_local_header(w)) return false;
+  // The kernel copies the bytes between files (no trip through user space where it can).
+  loff_t in_off = static_cast<loff_t>(entry.data_offset);
+  uint64_t left = entry.compressed_size;
+  while (left > 0) {
+    ssize_t n = ::copy_file_range(from.file->fd(), &in_off, out_.fd(), nullptr, left, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    left -= static_cast<uint64_t>(n);
+  }
+  std::vector<uint8_t> buffer;
+  while (left > 0) {  // file systems without copy_file_range between these files
+    buffer.resize(std::min<uint64_t>(left, 1 << 20));
+    if (!from.file->read_at(static_cast<uint64_t>(in_off), buffer) || !out_.write_all(buffer)) return false;
+    in_off += static_cast<loff_t>(buffer.size());
+    left -= buffer.size();
+  }
+  offset_ += entry.compressed_size;
+  entries_.push_back(std::move(w));
+  return true;
+}
+
+bool ZipWriter::add_generated(const std::string& name, std::span<const uint8_t> content, bool executable) {
+  z_stream z{};
+  deflateInit2(&z, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::vector<uint8_t> packed(deflateBound(&z, static_cast<uLong>(content.size())));
+  z.next_in = const_cast<uint8_t*>(content.data());
+  z.avail_in = static_cast<uInt>(content.size());
+  z.next_out = packed.data();
+  z.avail_out = static_cast<uInt>(packed.size());
+  int rc = deflate(&z, Z_FINISH);
+  packed.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) {
+    errno = ENOMEM;
+    return false;
+  }
+  uint32_t crc = static_cast<uint32_t>(crc32(0L, content.data(), static_cast<uInt>(content.size())));
+  Written w{name, kMethodDeflate, crc, packed.size(), content.size(), offset_, executable};
+  if (!write_local_header(w) || !write(packed)) return false;
+  entries_.push_back(std::move(w));
+  return true;
+}
+
+bool ZipWriter::finish() {
+  const uint64_t cd_offset = offset_;
+  std::vector<uint8_t> cd;
+  for (const Written& w : entries_) {
+    // Only the overflowing fields go into the ZIP64 extra, in the order the format fixes.
+    std::vector<uint8_t> extra;
+    if (w.uncompressed >= kMax32) put64(extra, w.uncompressed);
+    if (w.compressed >= kMax32) put64(extra, w.compressed);
+    if (w.offset >= kMax32) put64(extra, w.offset);
+    const bool zip64 = w.compressed >= kMax32 || w.uncompressed >= kMax32 || w.offset >= kMax32;
+    const uint16_t version = zip64 ? 45 : 20;
+    put32(cd, 0x02014b50);
+    put16(cd, kMadeByUnix | version);
+    put16(cd, version);
+    put16(cd, needs_utf8_flag(w.name) ? kFlagUtf8 : 0);
+    put16(cd, w.method);
+    put16(cd, time_.time);
+    put16(cd, time_.date);
+    put32(cd, w.crc);
+    put32(cd, std::min(w.compressed, kMax32));
+    put32(cd, std::min(w.uncompressed, kMax32));
+    put16(cd, w.name.size());
+    put16(cd, extra.empty() ? 0 : extra.size() + 4);
+    put16(cd, 0);  // comment
+    put16(cd, 0);  // disk
+    put16(cd, 0);  // internal attributes
+    put32(cd, uint64_t{S_IFREG | (w.executable ? 0755u : 0644u)} << 16);
+    put32(cd, std::min(w.offset, kMax32));
+    put_bytes(cd, w.name);
+    if (!extra.empty()) {
+      put16(cd, 0x0001);
+      put16(cd, extra.size());
+      cd.insert(cd.end(), extra.begin(), extra.end());
+    }
+  }
+  if (!write(cd)) return false;
+  const uint64_t cd_size = cd.size(), count = entries_.size();
+  std::vector<uint8_t> end;
+  if (count >= 0xFFFF || cd_offset >= kMax32 || cd_size >= kMax32) {
+    const uint64_t z64_offset = offset_;
+    put32(end, 0x06064b50);
+    put64(end, 44);
+    put16(end, kMadeByUnix | 45);
+    put16(end, 45);
+    put32(end, 0);
+    put32(end, 0);
+    put64(end, count);
+    put64(end, count);
+    put64(end, cd_size);
+    put64(end, cd_offset);
+    put32(end, 0x07064b50);
+    put32(end, 0);
+    put64(end, z64_offset);
+    put32(end, 1);
+  }
+  put32(end, 0x06054b50);
+  put16(end, 0);
+  put16(end, 0);
+  put16(end, std::min<uint64_t>(count, 0xFFFF));
+  put16(end, std::min<uint64_t>(count, 0xFFFF));
+  put32(end, std::min(cd_size, kMax32));
+  put32(end, std::min(cd_offset, kMax32));
+  put16(end, 0);
+  return write(end);
+}
+
+}  // namespace wm

@@ -1,0 +1,174 @@
+"""Builds merged-package layouts for the loader tests: real C extensions and private shared
+libraries per CUDA build, and the loader rendered from templates/loader.py as the merger does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "templates" / "loader.py"
+MANIFEST_LINE = '_MANIFEST_JSON = r"""{}"""'
+EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")  # ".cpython-311-x86_64-linux-gnu.so"
+LABELS = ("cu12", "cu13")
+DISTRIBUTION = "pkg-name"
+
+INIT_PY = '''"""A package merged by wheelmerge."""
+
+from __future__ import annotations
+
+from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's CUDA build
+
+from ._core import build_major
+'''
+
+# Extension module NAME; with WM_RUNTIME it calls into the private library libwmrt.
+EXTENSION_C = """
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *build_major(PyObject *self, PyObject *args) { return PyLong_FromLong(WM_MAJOR); }
+#ifdef WM_RUNTIME
+int wmrt_value(void);
+static PyObject *runtime_value(PyObject *self, PyObject *args) {
+    return PyLong_FromLong(wmrt_value());
+}
+#endif
+static PyMethodDef methods[] = {
+    {"build_major", build_major, METH_NOARGS, NULL},
+#ifdef WM_RUNTIME
+    {"runtime_value", runtime_value, METH_NOARGS, NULL},
+#endif
+    {NULL, NULL, 0, NULL},
+};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "NAME", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_NAME(void) { return PyModule_Create(&module); }
+"""
+# libwmrt needs libwmdep, so the preload order matters.
+WMDEP_C = "int wmdep_value(void) { return WM_MAJOR * 100; }\n"
+WMRT_C = "int wmdep_value(void);\nint wmrt_value(void) { return wmdep_value() + 1; }\n"
+# A stand-in CUDA driver: reports DRIVER_VERSION, and aborts the process if cuInit is called.
+LIBCUDA_C = """
+#include <stdlib.h>
+int cuDriverGetVersion(int *version) { *version = DRIVER_VERSION; return 0; }
+int cuInit(unsigned int flags) { abort(); }
+"""
+
+
+def render_loader(template: str, manifest: dict) -> str:
+    """What the merger does: the manifest line of the template replaced by the manifest."""
+    lines = template.split("\n")
+    assert lines.count(MANIFEST_LINE) == 1, "the template must hold the manifest line once"
+    rendered = f'_MANIFEST_JSON = r"""{json.dumps(manifest, ensure_ascii=True)}"""'
+    return "\n".join(rendered if line == MANIFEST_LINE else line for line in lines)
+
+
+def compile_shared(source: str, output: Path, *, defines=(), soname=None, libs=(), libdir=None):
+    """Compiles C source into a shared object with cc; links LIBS from LIBDIR without recording
+    any RPATH/RUNPATH, so at run time only preloading can satisfy them."""
+    src = output.with_name(output.name + ".c")
+    src.write_text(source)
+    command = ["cc", "-shared", "-fPIC", "-O0", "-o", str(output), str(src),
+               f"-I{sysconfig.get_paths()['include']}"]
+    command += [f"-D{define}" for define in defines]
+    if soname:
+        command.append(f"-Wl,-soname,{soname}")
+    if libdir:
+        # -rpath-link resolves libwmrt's own NEEDED at link time only.
+        command += [f"-L{libdir}", f"-Wl,-rpath-link,{libdir}"]
+    command += [f"-l{lib}" for lib in libs]
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    return output
+
+
+def build_native(directory: Path) -> Path:
+    """Compiles every build's binaries into DIRECTORY/LABEL/ under their unlabelled names."""
+    for label in LABELS:
+        out = directory / label
+        out.mkdir(parents=True)
+        major = f"WM_MAJOR={label[2:]}"
+        compile_shared(WMDEP_C, out / "libwmdep.so", defines=[major], soname="libwmdep.so.1")
+        compile_shared(WMRT_C, out / "libwmrt.so", defines=[major], soname="libwmrt.so.1",
+                       libs=["wmdep"], libdir=out)
+        compile_shared(EXTENSION_C.replace("NAME", "_core"), out / "_core.so",
+                       defines=[major, "WM_RUNTIME"], libs=["wmrt"], libdir=out)
+        compile_shared(EXTENSION_C.replace("NAME", "_nested"), out / "_nested.so", defines=[major])
+    return directory
+
+
+def build_fake_driver(directory: Path, version: int) -> Path:
+    """A directory with a libcuda.so.1 reporting VERSION, and a decoy libcuda.so reporting
+    11000 that the loader must never open."""
+    directory.mkdir(parents=True)
+    compile_shared(LIBCUDA_C, directory / "libcuda.so.1", defines=[f"DRIVER_VERSION={version}"],
+                   soname="libcuda.so.1")
+    compile_shared(LIBCUDA_C, directory / "libcuda.so", defines=["DRIVER_VERSION=11000"],
+                   soname="libcuda.so")
+    return directory
+
+
+def default_manifest() -> dict:
+    def for_each(make):
+        return {label: make(label) for label in LABELS}
+
+    modules = for_each(lambda label: {
+        "pkg._core": f"_core.{label}{EXT_SUFFIX}",
+        "pkg.sub._nested": f"sub/_nested.{label}{EXT_SUFFIX}",
+        "pkg._pyvariant": f"_pyvariant.{label}.py",
+    })
+    modules["cu13"]["pkg._extra"] = "_extra.cu13.py"  # a module only the cu13 build has
+    files = for_each(lambda label: {
+        f"_core{EXT_SUFFIX}": f"_core.{label}{EXT_SUFFIX}",
+        f"sub/_nested{EXT_SUFFIX}": f"sub/_nested.{label}{EXT_SUFFIX}",
+        "_pyvariant.py": f"_pyvariant.{label}.py",
+        "kernels/x.cubin": f"kernels/x.{label}.cubin",
+    })
+    files["cu13"]["_extra.py"] = "_extra.cu13.py"
+    return {
+        "format": 1,
+        "package": "pkg",
+        "distribution": DISTRIBUTION,
+        "variants": list(LABELS),
+        "driver_fallback": 0,
+        "modules": modules,
+        "files": files,
+        # Dependencies first: libwmrt needs libwmdep.
+        "preload": for_each(lambda label: [f"../pkg.libs/libwmdep.{label}.so.1",
+                                           f"../pkg.libs/libwmrt.{label}.so.1"]),
+        "build_info": {"cu12": {"cuda": "12.9.1"}, "cu13": {"cuda": "13.0.2"}},
+    }
+
+
+def make_site(site: Path, native: Path, manifest: dict) -> Path:
+    """A site directory holding pkg as a merged wheel installs it, with MANIFEST's loader."""
+    package = site / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "kernels").mkdir()
+    (site / "pkg.libs").mkdir()
+    (package / "__init__.py").write_text(INIT_PY)
+    (package / "_wheelmerge.py").write_text(render_loader(TEMPLATE.read_text(), manifest))
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "plain.py").write_text("VALUE = 'plain'\n")
+    (package / "_extra.cu13.py").write_text("BUILD = 'cu13'\n")
+    for label in LABELS:
+        built = native / label
+        shutil.copy(built / "_core.so", package / f"_core.{label}{EXT_SUFFIX}")
+        shutil.copy(built / "_nested.so", package / "sub" / f"_nested.{label}{EXT_SUFFIX}")
+        shutil.copy(built / "libwmdep.so", site / "pkg.libs" / f"libwmdep.{label}.so.1")
+        shutil.copy(built / "libwmrt.so", site / "pkg.libs" / f"libwmrt.{label}.so.1")
+        (package / f"_pyvariant.{label}.py").write_text(f"BUILD = {label!r}\n")
+        (package / "kernels" / f"x.{label}.cubin").write_text(f"{label} kernel\n")
+    return site
+
+
+def run_python(python: Path, site: Path, *args: str, env: dict | None = None):
+    """Runs PYTHON ARGS with only SITE added to its path and a minimal environment."""
+    environment = {"PATH": os.environ["PATH"], "PYTHONPATH": str(site), "PYTHONNOUSERSITE": "1",
+                   "LANG": "C.UTF-8"}
+    environment.update(env or {})
+    return subprocess.run([str(python), *args], check=False, cwd=site.parent, env=environment,
+                          capture_output=True, text=True, timeout=60)
