@@ -244,6 +244,15 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
     return std::nullopt;
   }
   if (cd_offset > cd_end_limit || cd_size != cd_end_limit - cd_offset) {
+    // A directory found whole just before the end record, only later than recorded: bytes
+    // were put in front of the archive (a self-extractor stub, a concatenation).
+    std::vector<uint8_t> moved;
+    if (cd_size <= cd_end_limit && cd_end_limit - cd_size > cd_offset &&
+        r.read(cd_end_limit - cd_size, moved, 4) && ByteView(moved).u32(0) == kCentralSig) {
+      r.fail({}, "bytes before the first local header", "the archive to start at offset 0",
+             fmt::format("{} bytes in front of it", cd_end_limit - cd_size - cd_offset));
+      return std::nullopt;
+    }
     std::vector<uint8_t> between;
     bool extra_end = cd_offset + cd_size < cd_end_limit &&
                      r.read(cd_offset + cd_size, between, cd_end_limit - cd_offset - cd_size) &&

@@ -1,0 +1,33 @@
+#include "headers.hpp"
+#include "metadata.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace wm;
+
+TEST_CASE("header fields, continuation lines and the body") {
+  Problems problems;
+  auto h = parse_headers("Name: pkg\nVersion: 1.0\nRequires-Dist: a\nRequires-Dist: b\nLicense: MIT\n  more\n\nBody\n",
+                         "w", "METADATA", problems);
+  REQUIRE(h);
+  CHECK(h->one("name") == "pkg");
+  CHECK(h->all("Requires-Dist") == std::vector<std::string>{"a", "b"});
+  CHECK(h->one("License") == "MIT\n  more");
+  CHECK(h->body == "Body\n");
+  CHECK_FALSE(h->one("Summary"));
+  CHECK(h->to_string() == "Name: pkg\nVersion: 1.0\nRequires-Dist: a\nRequires-Dist: b\nLicense: MIT\n  more\n\nBody\n");
+}
+
+TEST_CASE("a line that is no field is refused") {
+  Problems problems;
+  CHECK_FALSE(parse_headers("Name pkg\n", "w.whl", "METADATA", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].member == "METADATA");
+  CHECK_FALSE(parse_headers(" leading\n", "w.whl", "METADATA", problems));
+}
+
+TEST_CASE("requirements become conditional on the label's extra") {
+  CHECK(require_for_extra("cuda-bindings>=12,<13", "cu12") == "cuda-bindings>=12,<13; extra == \"cu12\"");
+  CHECK(require_for_extra("numpy; python_version < \"3.12\"", "cu13") ==
+        "numpy; (python_version < \"3.12\") and extra == \"cu13\"");
+}

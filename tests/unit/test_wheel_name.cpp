@@ -1,0 +1,82 @@
+#include "wheel_name.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace wm;
+
+TEST_CASE("wheel file names parse into their parts") {
+  std::string why;
+  auto w = parse_wheel_filename("cuda_core-0.3.0+cu12-1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", why);
+  REQUIRE(w);
+  CHECK(w->name == "cuda_core");
+  CHECK(w->version == "0.3.0+cu12");
+  CHECK(w->build == "1");
+  CHECK(w->platform == std::vector<std::string>{"manylinux_2_17_x86_64", "manylinux2014_x86_64"});
+  CHECK(w->expanded_tags() == std::vector<std::string>{"cp311-cp311-manylinux2014_x86_64",
+                                                       "cp311-cp311-manylinux_2_17_x86_64"});
+  CHECK(w->suffix_label.empty());
+}
+
+TEST_CASE("a .cuNN suffix before .whl is the variant label") {
+  std::string why;
+  auto w = parse_wheel_filename("pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.cu13.whl", why);
+  REQUIRE(w);
+  CHECK(w->suffix_label == "cu13");
+  CHECK(w->platform == std::vector<std::string>{"manylinux_2_28_x86_64"});
+  CHECK(w->filename() == "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+}
+
+TEST_CASE("malformed file names are refused with a reason") {
+  std::string why;
+  CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-linux_x86_64.whl", why));
+  CHECK(why.find("4 dash-separated parts") != std::string::npos);
+  CHECK_FALSE(parse_wheel_filename("pkg-1.0-x-cp311-cp311-linux_x86_64.whl", why));
+  CHECK(why.find("build tag") != std::string::npos);
+  CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-cp311-linux_x86_64.zip", why));
+  CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-cp 311-linux_x86_64.whl", why));
+}
+
+TEST_CASE("names normalise as wheel file names do") {
+  CHECK(normalize_name("Cuda.Core--Py") == "cuda_core_py");
+  CHECK(normalize_name("a_-_b") == "a_b");
+}
+
+TEST_CASE("labels and local versions") {
+  CHECK(label_major("cu12") == 12);
+  CHECK(label_major("cu1") == 1);
+  CHECK_FALSE(label_major("cu"));
+  CHECK_FALSE(label_major("rocm6"));
+  CHECK_FALSE(label_major("cu012"));
+  CHECK(local_version_label("1.0+cu13") == "cu13");
+  CHECK(local_version_label("1.0+local") == "");
+  CHECK(strip_local_label("1.0+cu13") == "1.0");
+  CHECK(strip_local_label("1.0+abc") == "1.0+abc");
+}
+
+TEST_CASE("legacy manylinux aliases read as their manylinux_2_x forms") {
+  CHECK(parse_platform_tag("manylinux2014_x86_64").str() == "manylinux_2_17_x86_64");
+  CHECK(parse_platform_tag("manylinux2010_x86_64").str() == "manylinux_2_12_x86_64");
+  CHECK(parse_platform_tag("manylinux1_x86_64").str() == "manylinux_2_5_x86_64");
+  CHECK(parse_platform_tag("manylinux_2_28_aarch64").arch == "aarch64");
+}
+
+TEST_CASE("merged platforms are the most restrictive, never the union") {
+  std::string why;
+  auto merged = merge_platforms({{"manylinux_2_17_x86_64", "manylinux2014_x86_64"}, {"manylinux_2_28_x86_64"}}, why);
+  REQUIRE(merged);
+  CHECK(*merged == std::vector<std::string>{"manylinux_2_28_x86_64"});
+  merged = merge_platforms({{"linux_x86_64"}, {"manylinux_2_28_x86_64"}}, why);
+  REQUIRE(merged);
+  CHECK(*merged == std::vector<std::string>{"linux_x86_64"});
+  merged = merge_platforms({{"macosx_11_0_arm64"}, {"macosx_12_0_arm64"}}, why);
+  REQUIRE(merged);
+  CHECK(*merged == std::vector<std::string>{"macosx_12_0_arm64"});
+}
+
+TEST_CASE("different architectures or C libraries do not merge") {
+  std::string why;
+  CHECK_FALSE(merge_platforms({{"manylinux_2_28_x86_64"}, {"manylinux_2_28_aarch64"}}, why));
+  CHECK(why.find("aarch64") != std::string::npos);
+  CHECK_FALSE(merge_platforms({{"manylinux_2_28_x86_64"}, {"musllinux_1_2_x86_64"}}, why));
+  CHECK_FALSE(merge_platforms({{"win_amd64"}, {"linux_x86_64"}}, why));
+}

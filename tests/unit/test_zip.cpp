@@ -1,0 +1,163 @@
+#include "bytes.hpp"
+#include "member_stream.hpp"
+#include "zip_archive.hpp"
+#include "zip_writer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+using namespace wm;
+
+namespace {
+
+// A zip written by ZipWriter into a temporary file, removed at the end of the test.
+struct TempZip {
+  std::string path;
+  TempZip() {
+    char name[] = "/tmp/wm_unit_XXXXXX";
+    int fd = mkstemp(name);
+    path = name;
+    File out(fd);
+    ZipWriter w(out, dos_time_from_epoch(1700000000));
+    REQUIRE(w.add_generated("pkg/__init__.py", as_bytes("print('hi')\n"), false));
+    REQUIRE(w.add_generated("pkg/tool", as_bytes(std::string(5000, 'x')), true));
+    REQUIRE(w.finish());
+  }
+  ~TempZip() { std::remove(path.c_str()); }
+  std::vector<uint8_t> bytes() const {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  void rewrite(const std::vector<uint8_t>& data) const {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  }
+  std::optional<ZipArchive> read(Problems& problems) const { return read_zip(path, "t.whl", problems); }
+};
+
+std::string content(const ZipArchive& zip, const ZipEntry& e) {
+  std::string out;
+  auto problem = stream_member(zip, e, [&](std::span<const uint8_t> c) {
+    out.append(c.begin(), c.end());
+    return true;
+  }, "t.whl");
+  REQUIRE_FALSE(problem);
+  return out;
+}
+
+// Offset of the central directory header of entry `index`.
+size_t central_header(const std::vector<uint8_t>& data, size_t index) {
+  for (size_t i = 0, seen = 0; i + 4 <= data.size(); ++i)
+    if (ByteView(data).u32(i) == 0x02014b50 && seen++ == index) return i;
+  FAIL("no such central header");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("what ZipWriter writes, read_zip reads back exactly") {
+  TempZip z;
+  Problems problems;
+  auto zip = z.read(problems);
+  REQUIRE(zip);
+  REQUIRE(zip->entries.size() == 2);
+  CHECK(zip->entries[0].name == "pkg/__init__.py");
+  CHECK(zip->entries[0].method == kMethodDeflate);
+  CHECK_FALSE(zip->entries[0].executable());
+  CHECK(zip->entries[1].executable());
+  CHECK((zip->entries[1].external_attributes >> 16) == 0100755);
+  CHECK(content(*zip, zip->entries[0]) == "print('hi')\n");
+  CHECK(content(*zip, zip->entries[1]) == std::string(5000, 'x'));
+}
+
+TEST_CASE("bytes outside the entries are refused") {
+  TempZip z;
+  auto data = z.bytes();
+  Problems problems;
+  SUBCASE("after the end record") {
+    data.push_back(0);
+    z.rewrite(data);
+    CHECK_FALSE(z.read(problems));
+    CHECK(problems.at(0).what == "truncated zip archive");
+  }
+  SUBCASE("before the first local header") {
+    data.insert(data.begin(), 4, 0);
+    z.rewrite(data);
+    CHECK_FALSE(z.read(problems));
+    CHECK(problems.at(0).what == "bytes before the first local header");
+    CHECK(problems.at(0).found == "4 bytes in front of it");
+  }
+  SUBCASE("not a zip at all") {
+    z.rewrite(std::vector<uint8_t>(100, 'a'));
+    CHECK_FALSE(z.read(problems));
+    CHECK(problems.at(0).what == "not a zip archive");
+  }
+}
+
+TEST_CASE("central directory and local header must agree") {
+  TempZip z;
+  auto data = z.bytes();
+  size_t at = central_header(data, 1);
+  data[at + 16] ^= 0xFF;  // CRC-32
+  z.rewrite(data);
+  Problems problems;
+  CHECK_FALSE(z.read(problems));
+  REQUIRE(!problems.empty());
+  CHECK(problems[0].member == "pkg/tool");
+  CHECK(problems[0].what.find("CRC-32") != std::string::npos);
+}
+
+TEST_CASE("a declared size that lies stops inflating at the claim") {
+  TempZip z;
+  auto data = z.bytes();
+  // Claim 10 bytes for the 5000-byte member, in both headers.
+  size_t central = central_header(data, 1);
+  uint64_t local = ByteView(data).u32(central + 42);
+  for (size_t field : {central + 24, static_cast<size_t>(local + 22)}) {
+    data[field] = 10;
+    data[field + 1] = data[field + 2] = data[field + 3] = 0;
+  }
+  z.rewrite(data);
+  Problems problems;
+  auto zip = z.read(problems);
+  REQUIRE(zip);
+  size_t delivered = 0;
+  auto problem = stream_member(*zip, zip->entries[1], [&](std::span<const uint8_t> c) {
+    delivered += c.size();
+    return true;
+  }, "t.whl");
+  REQUIRE(problem);
+  CHECK(problem->what == "more data than the declared uncompressed size");
+  CHECK(delivered <= 10);
+}
+
+TEST_CASE("unsafe names") {
+  CHECK(unsafe_name_reason("pkg/mod.py").empty());
+  CHECK(unsafe_name_reason("pkg/").empty());
+  CHECK(unsafe_name_reason("") == "empty name");
+  CHECK(unsafe_name_reason("/etc/passwd") == "absolute name");
+  CHECK(unsafe_name_reason("C:/x") == "name starts with a drive letter");
+  CHECK(unsafe_name_reason("a\\b") == "name contains a backslash");
+  CHECK(unsafe_name_reason("a/../b") == "name has a '..' segment");
+  CHECK(unsafe_name_reason("./a") == "name has a '.' segment");
+  CHECK(unsafe_name_reason("a//b") == "name has an empty path segment");
+  CHECK(unsafe_name_reason(std::string("a\x01", 2)) == "name contains a control character");
+  CHECK(unsafe_name_reason("caf\xc3\xa9.py").empty());
+  CHECK(unsafe_name_reason("caf\xe9.py") == "name is not valid UTF-8");
+  CHECK(unsafe_name_reason("\xc0\xaf") == "name is not valid UTF-8");  // overlong '/'
+  CHECK(fold_case("Pkg/README.md") == "pkg/readme.md");
+}
+
+TEST_CASE("SOURCE_DATE_EPOCH becomes a DOS timestamp in UTC, clamped to 1980") {
+  DosTime t = dos_time_from_epoch(1700000000);  // 2023-11-14 22:13:20 UTC
+  CHECK(t.date == ((2023 - 1980) << 9 | 11 << 5 | 14));
+  CHECK(t.time == (22 << 11 | 13 << 5 | 10));
+  DosTime early = dos_time_from_epoch(0);
+  CHECK(early.date == DosTime{}.date);
+  CHECK(early.time == 0);
+}
