@@ -6,5 +6,4 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 cd "$root"
 ctest --test-dir build --output-on-failure
-build/unit_tests --minimal
 WHEELMERGE="$root/build/wheelmerge" .venv/bin/python -m pytest tests/integration -q -p no:cacheprovider "$@"
