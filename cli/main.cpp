@@ -182,6 +182,6 @@ int main(int argc, char** argv) {
     if (merge->parsed()) return run_merge(out, wheels, out_dir, options);
     return run_inspect(out, inspect_path);
   } catch (const std::exception& e) {
-    return out.fail({{wm::ProblemKind::other, {}, {}, std::string("internal error: ") + e.what()}});
+    return out.fail({{wm::ProblemKind::other, {}, {}, std::string("internal error: ") + e.what(), {}, {}}});
   }
 }

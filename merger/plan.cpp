@@ -170,6 +170,7 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
   plan.filename = out_name.filename();
   plan.tags = out_name.expanded_tags();
   plan.dist_info = out_name.name + "-" + out_name.version + ".dist-info";
+  const std::string data_dir = out_name.name + "-" + out_name.version + ".data";
 
   // Every path of every build, dist-info apart (it is rebuilt below).
   PathTable payload, dist_info;
@@ -177,8 +178,12 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     const Wheel& w = *wheels[i];
     for (const WheelFile& f : w.files) {
       bool in_dist_info = f.path.compare(0, w.dist_info.size() + 1, w.dist_info + "/") == 0;
+      bool in_data = !w.data_dir.empty() && f.path.compare(0, w.data_dir.size() + 1, w.data_dir + "/") == 0;
       PathTable& table = in_dist_info ? dist_info : payload;
-      std::string key = in_dist_info ? f.path.substr(w.dist_info.size() + 1) : f.path;
+      // The .data directory is named with each build's version; the merged one with the merged version.
+      std::string key = in_dist_info ? f.path.substr(w.dist_info.size() + 1)
+                        : in_data    ? data_dir + f.path.substr(w.data_dir.size())
+                                     : f.path;
       auto& row = table[key];
       row.resize(wheels.size(), nullptr);
       row[i] = &f;
@@ -351,6 +356,14 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
       continue;
     }
     members.push_back(generated(loader_path, render_loader(json_ascii(manifest))));
+  }
+  // Names that differ only in case break installs on macOS and Windows.
+  std::map<std::string, std::string> folded;
+  for (const PlannedMember& m : members) {
+    auto [it, fresh] = folded.emplace(fold_case(m.path), m.path);
+    if (!fresh)
+      problems.push_back({ProblemKind::conflict, {}, m.path, "merged wheel would hold names that differ only in case",
+                          "unique names after case folding", "also " + it->second});
   }
   if (problems.size() != before || !metadata) return std::nullopt;
 

@@ -75,9 +75,8 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
 }  // namespace
 
 const WheelFile* Wheel::find(const std::string& p) const {
-  for (const WheelFile& f : files)
-    if (f.path == p) return &f;
-  return nullptr;
+  auto it = index.find(p);
+  return it == index.end() ? nullptr : &files[it->second];
 }
 
 bool is_installer_file(const std::string& rel) {
@@ -167,6 +166,7 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
       if (is_installer_file(rel))
         fail(f.path, "installer-written file inside the wheel", "no INSTALLER, REQUESTED or direct_url.json", rel);
     }
+    w.index.emplace(f.path, w.files.size());
     w.files.push_back(std::move(f));
   }
   if (problems.size() != before) return std::nullopt;
@@ -319,6 +319,8 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
   }
   // Signature files are dropped, so they leave the model here.
   std::erase_if(w.files, [&](const WheelFile& f) { return f.sha256.empty() && f.path != record_path; });
+  w.index.clear();
+  for (size_t i = 0; i < w.files.size(); ++i) w.index.emplace(w.files[i].path, i);
   if (problems.size() != before) return std::nullopt;
   return w;
 }

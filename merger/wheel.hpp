@@ -9,6 +9,7 @@
 #include "zip_archive.hpp"
 
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct Wheel {
   Headers wheel_fields;
   Headers metadata;
   std::vector<WheelFile> files;  // every regular member, in archive order
+  std::unordered_map<std::string, size_t> index;  // path -> position in files
   std::vector<std::string> warnings;
 
   const WheelFile* find(const std::string& path) const;
