@@ -1,0 +1,212 @@
+"""Fixtures of the integration suites: the wheelmerge binary, the bundled example's two wheels,
+an offline cache of cuda-bindings wheels, and throwaway virtual environments.
+
+Names are prefixed by what they are about (`wheelmerge_bin`, `demo_wheels`, `wheel_cache`,
+`make_venv`) so that suites can define fixtures of their own beside them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "wmdemo"
+WHEEL_CACHE = ROOT / "tests" / ".cache" / "wheels"
+
+# The cuda-bindings each variant is tested with, and the pins of their dependencies, so that a
+# cache filled later holds the same wheels.
+CUDA_BINDINGS = {"cu12": "12.9.4", "cu13": "13.0.3"}
+CACHE_CONSTRAINTS = ("cuda-pathfinder==1.9.0",)
+# What the cache is for: CPython 3.11 on manylinux x86_64.
+CACHE_TARGET = (
+    "--only-binary=:all:", "--implementation", "cp", "--python-version", "3.11",
+    "--abi", "cp311", "--abi", "abi3", "--abi", "none",
+    "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+    "--platform", "manylinux2014_x86_64",
+)
+
+# Variables of the outer environment that would change what a child Python or pip does.
+_LEAKY_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV",
+                    "WHEELMERGE_CUDA_MAJOR", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
+                    "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_REQUIRE_VIRTUALENV", "PIP_TARGET",
+                    "PIP_PREFIX", "PIP_USER", "PIP_CONSTRAINT")
+
+
+def tool_python() -> Path:
+    """The interpreter holding the tools (build, setuptools, pip, installer, twine, ...)."""
+    venv_python = ROOT / ".venv" / "bin" / "python"
+    return venv_python if venv_python.exists() else Path(sys.executable)
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The current environment without what would leak into a child, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_VARIABLES}
+    env.update(PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1",
+               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    env.update(extra or {})
+    return env
+
+
+def run(command: Sequence[str | Path], *, check: bool = True, env: Mapping[str, str] | None = None,
+        cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Runs a command, capturing its output; on failure with `check`, fails the test with it."""
+    args = [str(c) for c in command]
+    result = subprocess.run(args, capture_output=True, text=True, env=env or clean_env(),
+                            cwd=cwd, timeout=timeout)
+    if check and result.returncode != 0:
+        pytest.fail(f"command failed with exit status {result.returncode}: {' '.join(args)}\n"
+                    f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}", pytrace=False)
+    return result
+
+
+# --- the binary --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def wheelmerge_bin() -> Path:
+    """The wheelmerge executable: $WHEELMERGE, else build/wheelmerge."""
+    path = Path(os.environ.get("WHEELMERGE") or ROOT / "build" / "wheelmerge")
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"no wheelmerge executable at {path}: build it (cmake -S . -B build -G Ninja "
+                    "&& cmake --build build) or point WHEELMERGE at one", pytrace=False)
+    return path
+
+
+# --- the bundled example's wheels --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DemoWheels:
+    """The two builds of examples/wmdemo. cu12 is labelled by a `.cu12` suffix before `.whl`
+    (and its `+cu12` version), cu13 only by its `+cu13` local version."""
+
+    cu12: Path
+    cu13: Path
+
+    def __getitem__(self, label: str) -> Path:
+        return {"cu12": self.cu12, "cu13": self.cu13}[label]
+
+
+def _copy_example(destination: Path) -> None:
+    shutil.copytree(EXAMPLE, destination, ignore=shutil.ignore_patterns(
+        "build", "dist", "*.egg-info", "__pycache__", "*.so", "*.so.*"))
+
+
+@pytest.fixture(scope="session")
+def demo_wheels(tmp_path_factory: pytest.TempPathFactory) -> DemoWheels:
+    """Builds examples/wmdemo for CUDA 12 and 13 (`python -m build --wheel --no-isolation`),
+    each from its own copy of the project so that the builds share no build/ directory."""
+    base = tmp_path_factory.mktemp("demo-wheels")
+    out = base / "wheels"
+    builds = {}
+    for major in ("12", "13"):
+        source = base / f"src-cu{major}"
+        _copy_example(source)
+        log = (base / f"build-cu{major}.log").open("w")
+        # The two builds run side by side: each is mostly a compiler waiting on its own files.
+        builds[major] = (subprocess.Popen(
+            [str(tool_python()), "-m", "build", "--wheel", "--no-isolation", "-o",
+             str(out / f"cu{major}"), str(source)],
+            stdout=log, stderr=subprocess.STDOUT, cwd=source,
+            env=clean_env({"WMDEMO_CUDA_MAJOR": major})), log)
+    wheels = {}
+    for major, (process, log) in builds.items():
+        status = process.wait(timeout=600)
+        log.close()
+        if status != 0:
+            pytest.fail(f"building wmdemo for CUDA {major} failed ({status}):\n"
+                        f"{Path(log.name).read_text()}", pytrace=False)
+        built = sorted((out / f"cu{major}").glob("*.whl"))
+        assert len(built) == 1, f"expected one wheel from the cu{major} build, found {built}"
+        wheels[major] = built[0]
+    cu12 = out / (wheels["12"].name[: -len(".whl")] + ".cu12.whl")
+    wheels["12"].rename(cu12)
+    assert "+cu13-" in wheels["13"].name, wheels["13"].name
+    return DemoWheels(cu12=cu12, cu13=wheels["13"])
+
+
+# --- an offline cache of cuda-bindings wheels --------------------------------------------------
+
+@dataclass(frozen=True)
+class WheelCache:
+    """A find-links directory holding pinned cuda-bindings of each major and their dependencies."""
+
+    path: Path
+
+    def requirement(self, label: str) -> str:
+        return f"cuda-bindings=={CUDA_BINDINGS[label]}"
+
+    def pip_args(self) -> list[str]:
+        return ["--no-index", "--find-links", str(self.path)]
+
+
+def _download(requirement: str, constraints: Path, *, offline: bool) -> subprocess.CompletedProcess[str]:
+    index = ["--no-index", "--find-links", str(WHEEL_CACHE)] if offline else []
+    return run([tool_python(), "-m", "pip", "download", "--quiet", *index, *CACHE_TARGET,
+                "-c", constraints, "-d", WHEEL_CACHE, requirement], check=False)
+
+
+@pytest.fixture(scope="session")
+def wheel_cache(tmp_path_factory: pytest.TempPathFactory) -> WheelCache:
+    """tests/.cache/wheels, filled from PyPI once and used offline (--no-index) afterwards."""
+    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+    constraints = tmp_path_factory.mktemp("wheel-cache") / "constraints.txt"
+    constraints.write_text("".join(f"{c}\n" for c in CACHE_CONSTRAINTS))
+    for label in CUDA_BINDINGS:
+        requirement = f"cuda-bindings=={CUDA_BINDINGS[label]}"
+        if _download(requirement, constraints, offline=True).returncode == 0:
+            continue
+        online = _download(requirement, constraints, offline=False)
+        if online.returncode != 0:
+            pytest.fail(f"could not fill {WHEEL_CACHE} with {requirement} (needs PyPI once):\n"
+                        f"{online.stdout}{online.stderr}", pytrace=False)
+    return WheelCache(WHEEL_CACHE)
+
+
+# --- virtual environments ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Venv:
+    """A virtual environment without pip of its own; the tools' pip installs into it."""
+
+    path: Path
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    def pip(self, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run([tool_python(), "-m", "pip", "--python", self.python, *args], check=check,
+                   cwd=self.path)
+
+    def install(self, *requirements: str | Path, find_links: Sequence[Path] = (),
+                check: bool = True) -> subprocess.CompletedProcess[str]:
+        """pip install, offline: from the given find-links directories only."""
+        links = [a for d in find_links for a in ("--find-links", str(d))]
+        return self.pip("install", "--no-index", *links, *requirements, check=check)
+
+    def run(self, *args: str | Path, env: Mapping[str, str] | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Runs this environment's python with `args`, from the environment's own directory
+        (so no source tree is on sys.path), with `env` added to a clean environment."""
+        return run([self.python, *args], env=clean_env(env), cwd=self.path, check=check)
+
+
+@pytest.fixture(scope="session")
+def make_venv(tmp_path_factory: pytest.TempPathFactory):
+    """Factory: make_venv(name) -> a fresh, empty Venv."""
+    base = tmp_path_factory.mktemp("venvs")
+
+    def make(name: str) -> Venv:
+        path = base / name
+        assert not path.exists(), f"venv {name} made twice"
+        run([tool_python(), "-m", "venv", "--without-pip", path])
+        return Venv(path)
+
+    return make
