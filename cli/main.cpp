@@ -45,8 +45,9 @@ struct Output {
     if (json) {
       nlohmann::json list = nlohmann::json::array();
       for (const wm::Problem& p : problems)
-        list.push_back({{"kind", wm::kind_name(p.kind)}, {"file", p.file}, {"member", p.member},
-                        {"what", p.what}, {"expected", p.expected}, {"found", p.found},
+        list.push_back({{"kind", wm::kind_name(p.kind)}, {"file", wm::printable(p.file)},
+                        {"member", wm::printable(p.member)}, {"what", wm::printable(p.what)},
+                        {"expected", wm::printable(p.expected)}, {"found", wm::printable(p.found)},
                         {"message", wm::describe(p)}});
       nlohmann::json out = {{"error", {{"kind", wm::kind_name(problems.front().kind)}, {"problems", list}}}};
       fmt::print("{}\n", out.dump(2));

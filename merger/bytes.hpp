@@ -52,22 +52,4 @@ inline std::span<const uint8_t> as_bytes(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
-// A member name made printable for messages: control characters and bytes that are not
-// printable ASCII are shown as \xNN.
-inline std::string escape_for_message(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<uint8_t>(c);
-    if (u < 0x20 || u >= 0x7F) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace wm

@@ -6,6 +6,7 @@
 #include "member_stream.hpp"
 #include "metadata.hpp"
 #include "record.hpp"
+#include "text.hpp"
 #include "version.hpp"
 
 #include <fmt/format.h>
@@ -126,6 +127,9 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     return label_major(a->label).value_or(0) < label_major(b->label).value_or(0);
   });
   const Wheel& first = *wheels.front();
+  std::vector<std::string> displays;
+  for (const Wheel* w : wheels) displays.push_back(w->display);
+  const std::string all_inputs = fmt::format("{}", fmt::join(displays, ", "));
 
   // The builds must be of one project, version and interpreter ABI.
   auto differ = [&](const Wheel& w, std::string what, std::string mine, std::string theirs) {
@@ -155,9 +159,9 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
   }
   std::string why;
   auto platform_tags = merge_platforms(platforms, why);
-  if (!platform_tags) problems.push_back({ProblemKind::invalid_input, fmt::format("{}", fmt::join(
-      [&] { std::vector<std::string> d; for (auto* w : wheels) d.push_back(w->display); return d; }(), ", ")),
-      {}, "different operating systems or architectures", "the same in every build", why});
+  if (!platform_tags)
+    problems.push_back({ProblemKind::invalid_input, all_inputs, {}, "different operating systems or architectures",
+                        "the same in every build", why});
   if (problems.size() != before) return std::nullopt;
 
   MergePlan plan;
@@ -199,7 +203,7 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     for (size_t i = 0; i < wheels.size(); ++i)
       found.push_back(fmt::format("{} ({}): {}", wheels[i]->label, wheels[i]->display,
                                   row[i] ? fmt::format("sha256={}, {} bytes", row[i]->sha256, row[i]->size) : "absent"));
-    problems.push_back({ProblemKind::conflict, {}, path, std::move(what), "the same bytes in every build",
+    problems.push_back({ProblemKind::conflict, all_inputs, path, std::move(what), "the same bytes in every build",
                         fmt::format("{}", fmt::join(found, "; "))});
   };
   auto matches_glob = [&](const std::string& path) {
@@ -281,14 +285,14 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     } else if (is_private_library(v.original, *file_of(v))) {
       outside.push_back(&v);
     } else {
-      problems.push_back({ProblemKind::conflict, {}, v.original,
+      problems.push_back({ProblemKind::conflict, all_inputs, v.original,
                           "variant file has no package __init__.py above it to load it from",
                           "a file inside a regular package", "none of its directories has an __init__.py shared by every build"});
     }
   }
   if (by_package.empty() && !outside.empty()) {
     for (const VariantFile* v : outside)
-      problems.push_back({ProblemKind::conflict, {}, v->original, "private library differs between builds, but no package loads it",
+      problems.push_back({ProblemKind::conflict, all_inputs, v->original, "private library differs between builds, but no package loads it",
                           "a package with variant extension modules", "none"});
   }
 
@@ -351,7 +355,7 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     members.push_back(generated(init_path, *patched));
     std::string loader_path = package + "/" + std::string(kLoaderModule);
     if (payload.count(loader_path)) {
-      problems.push_back({ProblemKind::conflict, {}, loader_path, "the package already has a file of the loader's name",
+      problems.push_back({ProblemKind::conflict, all_inputs, loader_path, "the package already has a file of the loader's name",
                           "no " + std::string(kLoaderModule), "one"});
       continue;
     }
@@ -362,7 +366,7 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
   for (const PlannedMember& m : members) {
     auto [it, fresh] = folded.emplace(fold_case(m.path), m.path);
     if (!fresh)
-      problems.push_back({ProblemKind::conflict, {}, m.path, "merged wheel would hold names that differ only in case",
+      problems.push_back({ProblemKind::conflict, all_inputs, m.path, "merged wheel would hold names that differ only in case",
                           "unique names after case folding", "also " + it->second});
   }
   if (problems.size() != before || !metadata) return std::nullopt;

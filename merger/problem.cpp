@@ -1,6 +1,36 @@
 #include "problem.hpp"
 
+#include "text.hpp"
+
 namespace wm {
+
+std::string printable(std::string_view text) {
+  std::string out;
+  size_t i = 0;
+  auto escape = [&](uint8_t byte) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
+  };
+  while (i < text.size()) {
+    auto c = static_cast<uint8_t>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len > 1 && i + len <= text.size() && is_valid_utf8(text.substr(i, len))) {
+      out += text.substr(i, len);
+      i += len;
+    } else if (len == 1 && c >= 0x20 && c != 0x7F) {
+      out += text[i++];
+    } else if (len == 1 && c == '\n') {
+      out += "\\n";
+      ++i;
+    } else {
+      escape(c);
+      ++i;
+    }
+  }
+  return out;
+}
 
 std::string describe(const Problem& p) {
   std::string out;
@@ -18,7 +48,7 @@ std::string describe(const Problem& p) {
     if (!p.found.empty()) detail += (detail.empty() ? "found " : ", found ") + p.found;
     out += out.empty() ? detail : ": " + detail;
   }
-  return out;
+  return printable(out);
 }
 
 const char* kind_name(ProblemKind kind) {

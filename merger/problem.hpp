@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wm {
@@ -25,7 +26,10 @@ struct Problem {
 
 using Problems = std::vector<Problem>;
 
-// "FILE: MEMBER: WHAT: expected E, found F", leaving out the parts that are empty.
+// `text` safe to print: valid UTF-8 kept, control characters and invalid bytes as \xNN.
+std::string printable(std::string_view text);
+
+// "FILE: MEMBER: WHAT: expected E, found F", leaving out the parts that are empty; printable.
 std::string describe(const Problem& problem);
 
 const char* kind_name(ProblemKind kind);

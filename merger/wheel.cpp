@@ -5,6 +5,7 @@
 #include "member_stream.hpp"
 #include "parallel.hpp"
 #include "record.hpp"
+#include "text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -87,11 +88,15 @@ bool is_record_signature(const std::string& rel) { return rel == "RECORD.jws" ||
 
 std::string detect_label(const WheelInput& input) {
   if (!input.label.empty()) return input.label;
-  std::string why;
-  auto name = parse_wheel_filename(std::filesystem::path(input.path).filename().string(), why);
-  if (!name) return {};
-  if (!name->suffix_label.empty()) return name->suffix_label;
-  return local_version_label(name->version);
+  // Read from the name's text, so a label is found even where the rest of the name is invalid.
+  std::string file = std::filesystem::path(input.path).filename().string();
+  if (file.size() <= 4 || file.substr(file.size() - 4) != ".whl") return {};
+  std::string stem = file.substr(0, file.size() - 4);
+  if (size_t dot = stem.rfind('.'); dot != std::string::npos && label_major(stem.substr(dot + 1)))
+    return stem.substr(dot + 1);
+  size_t first = stem.find('-'), second = stem.find('-', first + 1);
+  if (first == std::string::npos) return {};
+  return local_version_label(stem.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
 }
 
 std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
@@ -234,7 +239,7 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     for (RecordRow& row : *parsed) {
       if (std::string bad = unsafe_name_reason(row.path); !bad.empty() || row.path.back() == '/') {
         fail(record_path, "unsafe path in RECORD", "a relative file path",
-             escape_for_message(row.path) + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
+             row.path + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
         continue;
       }
       std::string path = row.path;

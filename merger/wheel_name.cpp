@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 #include <set>
 
 namespace wm {
@@ -33,6 +34,18 @@ bool tag_chars_ok(std::string_view s) {
 }
 
 }  // namespace
+
+bool is_pep440_version(std::string_view version) {
+  // The specification's own pattern (packaging.version.VERSION_PATTERN), case-insensitive.
+  static const std::regex pattern(
+      R"(v?(?:(?:[0-9]+)!)?(?:[0-9]+(?:\.[0-9]+)*))"
+      R"((?:[-_\.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_\.]?(?:[0-9]+)?)?)"
+      R"((?:(?:-(?:[0-9]+))|(?:[-_\.]?(?:post|rev|r)[-_\.]?(?:[0-9]+)?))?)"
+      R"((?:[-_\.]?(?:dev)[-_\.]?(?:[0-9]+)?)?)"
+      R"((?:\+(?:[a-z0-9]+(?:[-_\.][a-z0-9]+)*))?)",
+      std::regex::icase | std::regex::optimize);
+  return std::regex_match(version.begin(), version.end(), pattern);
+}
 
 std::string normalize_name(std::string_view name) {
   std::string out;
@@ -101,6 +114,10 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   w.platform = split(parts[parts.size() - 1], '.');
   if (w.name.empty() || w.version.empty()) {
     why = "empty name or version";
+    return std::nullopt;
+  }
+  if (!is_pep440_version(w.version)) {
+    why = "version \"" + w.version + "\" is not a PEP 440 version";
     return std::nullopt;
   }
   for (const auto* set : {&w.python, &w.abi, &w.platform}) {

@@ -27,6 +27,8 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
 // The wheel file name form of a distribution name: lower case, runs of "-_." as one "_".
 std::string normalize_name(std::string_view name);
 
+bool is_pep440_version(std::string_view version);
+
 // "cu12" -> 12; nullopt for anything that is not "cu" followed by a CUDA major.
 std::optional<int> label_major(std::string_view label);
 

@@ -1,6 +1,7 @@
 #include "zip_archive.hpp"
 
 #include "bytes.hpp"
+#include "text.hpp"
 
 #include <fmt/format.h>
 
@@ -85,31 +86,6 @@ std::string apply_zip64_extra(ByteView extra, const Zip64Needs& needs, uint64_t&
 
 }  // namespace
 
-bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<uint8_t>(s[i]);
-    size_t extra;
-    uint32_t cp;
-    if (c < 0x80) { ++i; continue; }
-    if ((c >> 5) == 0x6) { extra = 1; cp = c & 0x1F; }
-    else if ((c >> 4) == 0xE) { extra = 2; cp = c & 0x0F; }
-    else if ((c >> 3) == 0x1E) { extra = 3; cp = c & 0x07; }
-    else return false;
-    if (s.size() - i <= extra) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      auto cc = static_cast<uint8_t>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
-
 bool ZipEntry::executable() const {
   return made_by_host == 3 && ((external_attributes >> 16) & 0111) != 0;
 }
@@ -137,13 +113,6 @@ std::string unsafe_name_reason(const std::string& name) {
     start = end + 1;
   }
   return {};
-}
-
-std::string fold_case(const std::string& name) {
-  std::string out = name;
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
 }
 
 std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name,
@@ -331,7 +300,7 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
              std::to_string(e.compressed_size));
     }
     if (std::string why = unsafe_name_reason(e.name); !why.empty()) {
-      r.fail(escape_for_message(e.name), "unsafe member name", "a relative path of safe UTF-8 segments",
+      r.fail(e.name, "unsafe member name", "a relative path of safe UTF-8 segments",
              why);
       continue;
     }
@@ -380,7 +349,7 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
       r.fail(e.name, fmt::format("local header and central directory disagree on the {}", field),
              central + " (central directory)", local + " (local header)");
     };
-    if (lname != e.name) mismatch("name", e.name, escape_for_message(lname));
+    if (lname != e.name) mismatch("name", e.name, lname);
     if (lflags != e.flags) mismatch("flags", hex32(e.flags), hex32(lflags));
     if (lmethod != e.method) mismatch("compression method", std::to_string(e.method), std::to_string(lmethod));
     e.data_offset = e.local_header_offset + kLocalSize + lname_len + lextra_len;

@@ -49,9 +49,4 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
 // Why `name` is not a safe archive member name, or empty when it is.
 std::string unsafe_name_reason(const std::string& name);
 
-bool is_valid_utf8(std::string_view text);
-
-// ASCII case folding, used to find names that collide on case-insensitive file systems.
-std::string fold_case(const std::string& name);
-
 }  // namespace wm

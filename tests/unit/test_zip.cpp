@@ -150,7 +150,6 @@ TEST_CASE("unsafe names") {
   CHECK(unsafe_name_reason("caf\xc3\xa9.py").empty());
   CHECK(unsafe_name_reason("caf\xe9.py") == "name is not valid UTF-8");
   CHECK(unsafe_name_reason("\xc0\xaf") == "name is not valid UTF-8");  // overlong '/'
-  CHECK(fold_case("Pkg/README.md") == "pkg/readme.md");
 }
 
 TEST_CASE("SOURCE_DATE_EPOCH becomes a DOS timestamp in UTC, clamped to 1980") {

@@ -1,0 +1,30 @@
+#include "problem.hpp"
+#include "text.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace wm;
+
+TEST_CASE("UTF-8 validity") {
+  CHECK(is_valid_utf8("plain"));
+  CHECK(is_valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  CHECK_FALSE(is_valid_utf8("\xff"));
+  CHECK_FALSE(is_valid_utf8("\xc3"));              // cut short
+  CHECK_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong
+  CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate
+  CHECK_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+}
+
+TEST_CASE("case folding covers more than ASCII") {
+  CHECK(fold_case("Pkg/README.md") == "pkg/readme.md");
+  CHECK(fold_case("pkg/\xc3\x84.py") == fold_case("pkg/\xc3\xa4.py"));          // Ä, ä
+  CHECK(fold_case("\xce\xa3") == "\xcf\x83");                                  // Σ -> σ
+  CHECK(fold_case("\xd0\x96") == "\xd0\xb6");                                  // Ж -> ж
+  CHECK(fold_case("\xff") == "\xff");                                          // not UTF-8: as bytes
+}
+
+TEST_CASE("printable keeps UTF-8 and escapes the rest") {
+  CHECK(printable("caf\xc3\xa9") == "caf\xc3\xa9");
+  CHECK(printable("a\x01" "b\xff") == "a\\x01b\\xff");
+  CHECK(printable("line\nnext") == "line\\nnext");
+}
