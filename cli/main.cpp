@@ -1,5 +1,6 @@
 // The wheelmerge command line: arguments, output formatting and exit codes; the work is done
 // by the merger library.
+#include "build.hpp"
 #include "merge.hpp"
 #include "problem.hpp"
 #include "version.hpp"
@@ -65,15 +66,10 @@ wm::WheelInput parse_input(const std::string& arg) {
 }
 
 wm::DosTime output_time(const Output& out) {
-  const char* sde = std::getenv("SOURCE_DATE_EPOCH");
-  if (!sde || !*sde) return {};
-  char* end = nullptr;
-  long long seconds = std::strtoll(sde, &end, 10);
-  if (*end != '\0') {
-    out.warning(fmt::format("SOURCE_DATE_EPOCH={} is not a number of seconds; using 1980-01-01", sde));
-    return {};
-  }
-  return wm::dos_time_from_epoch(seconds);
+  std::string warning;
+  wm::DosTime time = wm::output_time_from_environment(warning);
+  if (!warning.empty()) out.warning(warning);
+  return time;
 }
 
 int run_merge(const Output& out, const std::vector<std::string>& args, const std::string& out_dir,
@@ -99,6 +95,48 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
                         {"loaders", result->plan.loader_packages},
                         {"warnings", result->plan.warnings},
                         {"seconds", seconds}};
+    fmt::print("{}\n", j.dump(2));
+  }
+  return 0;
+}
+
+// "12=PATH" or "12".
+bool parse_cuda_option(const std::string& value, wm::BuildOptions& options) {
+  size_t eq = value.find('=');
+  std::string major = value.substr(0, eq);
+  if (major.rfind("cu", 0) == 0) major = major.substr(2);
+  if (major.empty() || major.size() > 2 || major.find_first_not_of("0123456789") != std::string::npos) return false;
+  options.majors.push_back(std::stoi(major));
+  if (eq != std::string::npos) options.toolkit_paths[std::stoi(major)] = value.substr(eq + 1);
+  return true;
+}
+
+int run_build(const Output& out, wm::BuildOptions& options, const std::vector<std::string>& cuda,
+              const std::vector<std::string>& settings) {
+  for (const std::string& c : cuda)
+    if (!parse_cuda_option(c, options))
+      return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N, e.g. 12=/usr/local/cuda-12.9", c}});
+  for (const std::string& kv : settings) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid -C", "KEY=VALUE", kv}});
+    options.config_settings[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  auto start = std::chrono::steady_clock::now();
+  wm::Problems problems;
+  auto result = wm::build_project(options, [&](const std::string& line) { out.info(line); }, problems);
+  if (!result) return out.fail(problems);
+  for (const std::string& w : result->merge.plan.warnings) out.warning(w);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.info(fmt::format("wrote {} in {:.1f}s (logs in {})", result->merge.output, seconds, result->log_dir));
+  if (out.json) {
+    nlohmann::json variants = nlohmann::json::array();
+    for (const wm::VariantBuild& v : result->variants)
+      variants.push_back({{"label", v.label}, {"cuda_version", v.toolkit.version}, {"toolkit", v.toolkit.root},
+                          {"found_by", v.toolkit.found_by}, {"log", v.log}, {"seconds", v.seconds}});
+    nlohmann::json j = {{"output", result->merge.output}, {"variants", variants}, {"log_dir", result->log_dir},
+                        {"shared", result->merge.plan.shared_files},
+                        {"variant_files", result->merge.plan.variant_files.size()}, {"seconds", seconds}};
     fmt::print("{}\n", j.dump(2));
   }
   return 0;
@@ -138,7 +176,7 @@ int run_inspect(const Output& out, const std::string& path) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  if (!args.empty() && args[0] != "merge" && args[0] != "inspect" && args[0].rfind('-', 0) != 0)
+  if (!args.empty() && args[0] != "merge" && args[0] != "inspect" && args[0] != "build" && args[0].rfind('-', 0) != 0)
     args.insert(args.begin(), "merge");
 
   CLI::App app{"wheelmerge: merge per-CUDA-major wheels into one that imports the right build"};
@@ -167,6 +205,22 @@ int main(int argc, char** argv) {
   inspect->add_option("wheel", inspect_path, "the wheel")->required();
   add_common(inspect);
 
+  wm::BuildOptions build_options;
+  std::vector<std::string> cuda, settings;
+  auto* build = app.add_subcommand("build", "build a project once per CUDA major, then merge");
+  build->add_option("project", build_options.project_dir, "the project directory (default: .)");
+  build->add_option("--cuda", cuda, "a CUDA major to build, N or N=TOOLKIT_ROOT (repeatable)");
+  build->add_option("-o,--output-dir", build_options.out_dir, "output directory (default: dist)");
+  build->add_flag("!--no-isolation", build_options.isolation, "build in the current environment");
+  build->add_option("-C,--config-setting", settings, "KEY=VALUE for the project's build backend");
+  build->add_option("-j,--jobs", build_options.jobs, "variants built at once (default: 1)");
+  build->add_option("--python", build_options.python, "the Python that builds (default: python3)");
+  build->add_option("--find-links", build_options.find_links, "a directory or URL pip may install build requirements from");
+  build->add_option("--log-dir", build_options.log_dir, "where each variant's log is kept");
+  build->add_option("--variant-file", build_options.merge.variant_globs, "glob of other paths that may differ per build");
+  build->add_flag("--driver-fallback", build_options.merge.driver_fallback, "see merge --driver-fallback");
+  add_common(build);
+
   std::vector<const char*> cargv = {argv[0]};
   for (const std::string& a : args) cargv.push_back(a.c_str());
   try {
@@ -181,6 +235,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (merge->parsed()) return run_merge(out, wheels, out_dir, options);
+    if (build->parsed()) return run_build(out, build_options, cuda, settings);
     return run_inspect(out, inspect_path);
   } catch (const std::exception& e) {
     return out.fail({{wm::ProblemKind::other, {}, {}, std::string("internal error: ") + e.what(), {}, {}}});

@@ -332,7 +332,8 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
       manifest["modules"][label] = modules;
       manifest["files"][label] = paths;
       manifest["preload"][label] = ordered;
-      manifest["build_info"][label] = nlohmann::json::object();
+      auto info = options.build_info.find(label);
+      manifest["build_info"][label] = info == options.build_info.end() ? nlohmann::json::object() : nlohmann::json(info->second);
     }
     plan.loader_packages.push_back(package);
     const std::string init_path = package + "/__init__.py";

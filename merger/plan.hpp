@@ -5,6 +5,7 @@
 #include "problem.hpp"
 #include "wheel.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@ namespace wm {
 struct MergeOptions {
   std::vector<std::string> variant_globs;  // extra paths that may differ per build
   bool driver_fallback = false;            // let the loader ask the driver for its CUDA version
+  std::map<std::string, std::map<std::string, std::string>> build_info;  // per label, for build_info()
 };
 
 // A file that differs per build, stored under a labelled name.

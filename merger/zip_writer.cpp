@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,19 @@ DosTime dos_time_from_epoch(int64_t seconds) {
   d.date = static_cast<uint16_t>(((tm.tm_year - 80) << 9) | ((tm.tm_mon + 1) << 5) | tm.tm_mday);
   d.time = static_cast<uint16_t>((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec / 2));
   return d;
+}
+
+DosTime output_time_from_environment(std::string& warning) {
+  const char* sde = std::getenv("SOURCE_DATE_EPOCH");
+  if (!sde || !*sde) return {};
+  char* end = nullptr;
+  errno = 0;
+  long long seconds = std::strtoll(sde, &end, 10);
+  if (*end != '\0' || errno == ERANGE) {
+    warning = std::string("SOURCE_DATE_EPOCH=") + sde + " is not a number of seconds; using 1980-01-01";
+    return {};
+  }
+  return dos_time_from_epoch(seconds);
 }
 
 bool ZipWriter::write(std::span<const uint8_t> data) {

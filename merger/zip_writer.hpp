@@ -21,6 +21,10 @@ struct DosTime {
 // SOURCE_DATE_EPOCH (seconds, UTC) as a DOS timestamp, clamped to 1980-01-01..2107-12-31.
 DosTime dos_time_from_epoch(int64_t seconds);
 
+// The timestamp of every entry: SOURCE_DATE_EPOCH when set, else 1980-01-01. A value that is
+// no number of seconds is ignored and `warning` says so.
+DosTime output_time_from_environment(std::string& warning);
+
 class ZipWriter {
  public:
   ZipWriter(const File& out, DosTime time) : out_(out), time_(time) {}

@@ -6,7 +6,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
-              libfmt-dev libyaml-cpp-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
+              libfmt-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
               python3-venv)
 missing=()
 for p in "${apt_packages[@]}"; do

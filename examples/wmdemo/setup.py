@@ -1,4 +1,4 @@
-"""Builds wmdemo for one CUDA major, chosen by the environment variable WMDEMO_CUDA_MAJOR.
+"""Builds wmdemo for one CUDA major, chosen by WMDEMO_CUDA_MAJOR (else WHEELMERGE_BUILD_CUDA_MAJOR, which `wheelmerge build` sets).
 
 The major sets the C define WMDEMO_CUDA_MAJOR, the version's local label (0.1.0+cu12) and the
 cuda-bindings requirement, the way a real CUDA project's build would. Besides the two extension
@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def cuda_major() -> str:
-    major = os.environ.get("WMDEMO_CUDA_MAJOR", "")
+    major = os.environ.get("WMDEMO_CUDA_MAJOR") or os.environ.get("WHEELMERGE_BUILD_CUDA_MAJOR", "")
     if major not in SUPPORTED_MAJORS:
         raise SystemExit(
             f"wmdemo: set WMDEMO_CUDA_MAJOR to one of {', '.join(SUPPORTED_MAJORS)} (found {major!r})"

@@ -1,0 +1,271 @@
+#include "build.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace wm {
+
+namespace fs = std::filesystem;
+
+extern const std::string_view kHookRunnerTemplate;
+
+namespace {
+
+bool is_build_output(const fs::path& p) {
+  static const std::set<std::string> kNames = {".git", ".hg", ".svn", "build", "dist", "__pycache__", ".venv",
+                                               "_skbuild", ".eggs", ".tox", ".nox", ".mypy_cache",
+                                               ".pytest_cache", ".ruff_cache", ".wheelmerge"};
+  std::string name = p.filename().string();
+  return kNames.count(name) || (name.size() > 9 && name.substr(name.size() - 9) == ".egg-info");
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+bool copy_source_tree(const std::string& from, const std::string& to, std::string& error) {
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  for (auto it = fs::recursive_directory_iterator(from, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (is_build_output(it->path()) && it->is_directory()) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    fs::path target = fs::path(to) / fs::relative(it->path(), from);
+    if (it->is_symlink()) fs::copy_symlink(it->path(), target, ec);
+    else if (it->is_directory()) fs::create_directories(target, ec);
+    else if (it->is_regular_file()) fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ec);
+    if (ec) break;
+  }
+  if (ec) error = ec.message();
+  return !ec;
+}
+
+Environment variant_environment(const Toolkit& toolkit, const BuildConfig& config, const Environment& base) {
+  Environment env;
+  env["CUDA_HOME"] = toolkit.root;
+  env["CUDA_PATH"] = toolkit.root;
+  // CMake and meson read CUDACXX; a toolkit without nvcc must not leave another one in place.
+  if (fs::exists(fs::path(toolkit.root) / "bin" / "nvcc")) env["CUDACXX"] = toolkit.root + "/bin/nvcc";
+  auto path = base.find("PATH");
+  env["PATH"] = toolkit.root + "/bin" + (path != base.end() ? ":" + path->second : "");
+  env["WHEELMERGE_BUILD_CUDA_MAJOR"] = std::to_string(toolkit.major);
+  for (const auto& [k, v] : config.env) env[k] = v;
+  if (auto it = config.variants.find(toolkit.major); it != config.variants.end())
+    for (const auto& [k, v] : it->second.env) env[k] = v;
+  return env;
+}
+
+namespace {
+
+struct VariantJob {
+  VariantBuild build;
+  std::string work;  // this variant's directory: src/, env/, dist/
+  Problems problems;
+};
+
+// One variant's build: environment, requirements, the backend's hooks.
+void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOptions& options,
+                   const std::string& backend, const std::vector<std::string>& requirements,
+                   const ProgressSink& progress) {
+  VariantBuild& b = job.build;
+  const auto start = std::chrono::steady_clock::now();
+  auto step = [&](const std::string& what) {
+    progress(fmt::format("[{}] {} ({:.1f}s)", b.label, what, seconds_since(start)));
+  };
+  auto fail = [&](std::string what, const std::vector<std::string>& argv = {}) {
+    std::string found = argv.empty() ? std::string() : "$ " + shell_quote(argv);
+    job.problems.push_back({ProblemKind::other, b.label, {}, std::move(what), {},
+                            found + "\n  last lines of " + b.log + ":\n" + tail_lines(b.log, 25)});
+  };
+  const std::string src = job.work + "/src";
+  std::string error;
+  step("copying the source tree");
+  if (!copy_source_tree(options.project_dir, src, error)) return fail("cannot copy the source tree: " + error);
+
+  Environment env = current_environment();
+  b.env = variant_environment(b.toolkit, project.wheelmerge, env);
+  for (const auto& [k, v] : b.env) env[k] = v;
+  env.erase("PYTHONPATH");  // the build sees its own environment only
+  auto run = [&](const std::vector<std::string>& argv) {
+    int rc = run_logged(argv, env, src, b.log, error);
+    if (rc == -1) fail(error, argv);
+    else if (rc != 0) fail(fmt::format("command failed with exit status {}", rc), argv);
+    return rc == 0;
+  };
+
+  std::string python = options.python;
+  auto pip_install = [&](const std::vector<std::string>& reqs) {
+    if (reqs.empty()) return true;
+    std::vector<std::string> argv = {python, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location"};
+    for (const std::string& f : options.find_links) argv.insert(argv.end(), {"--find-links", f});
+    argv.insert(argv.end(), reqs.begin(), reqs.end());
+    return run(argv);
+  };
+  if (options.isolation) {
+    step("creating an isolated build environment");
+    if (!run({options.python, "-m", "venv", job.work + "/env"})) return;
+    python = job.work + "/env/bin/python";
+    env["VIRTUAL_ENV"] = job.work + "/env";
+    env["PATH"] = job.work + "/env/bin:" + env["PATH"];
+    step(fmt::format("installing build requirements: {}", fmt::join(requirements, ", ")));
+    if (!pip_install(requirements)) return;
+  }
+
+  const std::string runner = job.work + "/hook_runner.py";
+  std::ofstream(runner) << kHookRunnerTemplate;
+  auto hook = [&](const std::string& name, const nlohmann::json& kwargs) -> std::optional<nlohmann::json> {
+    const std::string args = job.work + "/" + name + ".args.json", result = job.work + "/" + name + ".result.json";
+    std::ofstream(args) << kwargs.dump();
+    std::vector<std::string> argv = {python, runner, name, backend, nlohmann::json(project.build_system.backend_path).dump(), args, result};
+    run_logged(argv, env, src, b.log, error);
+    std::ifstream in(result);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || j.contains("error")) {
+      fail(j.is_discarded() ? fmt::format("the {} hook did not report back", name) : j["error"].get<std::string>(), argv);
+      return std::nullopt;
+    }
+    return j["return"];
+  };
+  nlohmann::json settings = options.config_settings;
+  if (options.isolation) {
+    auto extra = hook("get_requires_for_build_wheel", {{"config_settings", settings}});
+    if (!extra) return;
+    if (!extra->empty()) {
+      step(fmt::format("installing what the backend asks for: {}", fmt::join(extra->get<std::vector<std::string>>(), ", ")));
+      if (!pip_install(extra->get<std::vector<std::string>>())) return;
+    }
+  }
+  step(fmt::format("building the wheel with {} against CUDA {} at {}", backend, b.toolkit.version, b.toolkit.root));
+  fs::create_directories(job.work + "/dist");
+  auto wheel = hook("build_wheel", {{"wheel_directory", job.work + "/dist"}, {"config_settings", settings}});
+  if (!wheel) return;
+  b.wheel = job.work + "/dist/" + wheel->get<std::string>();
+  b.seconds = seconds_since(start);
+  step("built " + wheel->get<std::string>());
+}
+
+}  // namespace
+
+std::optional<BuildResult> build_project(const BuildOptions& options, const ProgressSink& progress, Problems& problems) {
+  const size_t before = problems.size();
+  auto project = load_project_config(options.project_dir, problems);
+  if (!project) return std::nullopt;
+  const BuildConfig& config = project->wheelmerge;
+
+  // Which majors: the command line's, else the configuration's, else 12 and 13.
+  std::vector<int> majors = options.majors;
+  if (majors.empty()) majors = config.cuda;
+  if (majors.empty()) majors = {12, 13};
+  std::sort(majors.begin(), majors.end());
+  majors.erase(std::unique(majors.begin(), majors.end()), majors.end());
+  if (majors.size() < 2)
+    problems.push_back({ProblemKind::usage, {}, {}, "a build needs two or more CUDA majors", "at least 2",
+                        fmt::format("{}", fmt::join(majors, ", "))});
+
+  // The backend that builds each variant: the project's, or the inner one when the project
+  // uses wheelmerge's own backend.
+  std::string backend = project->build_system.backend;
+  std::vector<std::string> requirements = project->build_system.requirements;
+  if (backend == "wheelmerge.backend") {
+    backend = config.backend;
+    if (backend.empty())
+      problems.push_back({ProblemKind::usage, config.source.empty() ? options.project_dir + "/pyproject.toml" : config.source,
+                          {}, "build-backend is wheelmerge.backend but no inner backend is configured",
+                          "[tool.wheelmerge] backend = \"setuptools.build_meta\" (or another)", "none"});
+    std::erase_if(requirements, [](const std::string& r) { return r.rfind("wheelmerge", 0) == 0; });
+  }
+
+  ToolkitHints hints;
+  hints.command_line = options.toolkit_paths;
+  for (const auto& [major, v] : config.variants) hints.config[major] = v.toolkit;
+  hints.env = current_environment();
+  std::vector<VariantJob> jobs;
+  for (int major : majors) {
+    if (auto t = find_toolkit(major, hints, problems)) {
+      VariantJob job;
+      job.build.major = major;
+      job.build.label = fmt::format("cu{}", major);
+      job.build.toolkit = *t;
+      jobs.push_back(std::move(job));
+    }
+  }
+  if (problems.size() != before) return std::nullopt;
+
+  std::string tmp = fs::temp_directory_path().string() + "/wheelmerge-build-XXXXXX";
+  if (!mkdtemp(tmp.data())) {
+    problems.push_back({ProblemKind::other, tmp, {}, "cannot create a temporary directory", {}, std::strerror(errno)});
+    return std::nullopt;
+  }
+  BuildResult result;
+  result.log_dir = options.log_dir.empty() ? tmp + "/logs" : options.log_dir;
+  fs::create_directories(result.log_dir);
+  for (VariantJob& job : jobs) {
+    job.work = tmp + "/" + job.build.label;
+    job.build.log = result.log_dir + "/" + job.build.label + ".log";
+    std::ofstream(job.build.log, std::ios::trunc);
+    progress(fmt::format("[{}] CUDA {} at {} (found by {}, version from {}); log: {}", job.build.label,
+                         job.build.toolkit.version, job.build.toolkit.root, job.build.toolkit.found_by,
+                         job.build.toolkit.version_source, job.build.log));
+  }
+
+  std::mutex progress_lock;
+  ProgressSink locked = [&](const std::string& line) {
+    std::lock_guard lock(progress_lock);
+    progress(line);
+  };
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) build_variant(jobs[i], *project, options, backend, requirements, locked);
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 1; t < std::max(1, std::min<int>(options.jobs, static_cast<int>(jobs.size()))); ++t) threads.emplace_back(worker);
+    worker();
+  }
+  for (VariantJob& job : jobs) problems.insert(problems.end(), job.problems.begin(), job.problems.end());
+  auto cleanup = [&] {
+    std::error_code ec;
+    for (VariantJob& job : jobs) fs::remove_all(job.work, ec);
+  };
+  if (problems.size() != before) {
+    cleanup();
+    return std::nullopt;
+  }
+
+  // The merge, with each variant's toolkit recorded for the loader's build_info().
+  std::vector<WheelInput> inputs;
+  MergeOptions merge = options.merge;
+  merge.variant_globs.insert(merge.variant_globs.end(), config.variant_files.begin(), config.variant_files.end());
+  merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
+  for (VariantJob& job : jobs) {
+    inputs.push_back({job.build.wheel, job.build.label});
+    merge.build_info[job.build.label] = {{"cuda_version", job.build.toolkit.version}};
+    result.variants.push_back(job.build);
+  }
+  progress(fmt::format("merging {}", fmt::join(majors, " and ")));
+  std::string warning;
+  DosTime time = output_time_from_environment(warning);
+  if (!warning.empty()) progress("warning: " + warning);
+  auto merged = merge_wheels(inputs, merge, options.out_dir, time, problems);
+  cleanup();
+  if (!merged) return std::nullopt;
+  result.merge = std::move(*merged);
+  return result;
+}
+
+}  // namespace wm

@@ -1,0 +1,59 @@
+// `wheelmerge build`: the project's own PEP 517 build, once per CUDA major against that
+// major's toolkit, each from its own clean copy of the source tree, then the merge.
+#pragma once
+
+#include "config.hpp"
+#include "merge.hpp"
+#include "process.hpp"
+#include "toolkit.hpp"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wm {
+
+struct BuildOptions {
+  std::string project_dir = ".";
+  std::string out_dir = "dist";
+  std::vector<int> majors;                   // empty: the configuration's, else 12 and 13
+  std::map<int, std::string> toolkit_paths;  // --cuda N=PATH
+  bool isolation = true;
+  std::map<std::string, std::string> config_settings;  // -C KEY=VALUE, for the project's backend
+  int jobs = 1;
+  std::string python = "python3";  // the interpreter that runs the backend (or makes the build venv)
+  std::vector<std::string> find_links;
+  std::string log_dir;  // empty: a new directory under the system's temporary directory
+  MergeOptions merge;   // command-line additions to the configuration's
+};
+
+struct VariantBuild {
+  int major = 0;
+  std::string label;
+  Toolkit toolkit;
+  Environment env;    // what the variant's build saw on top of the inherited environment
+  std::string wheel;  // the built wheel
+  std::string log;
+  double seconds = 0;
+};
+
+struct BuildResult {
+  std::string log_dir;
+  std::vector<VariantBuild> variants;
+  MergeResult merge;
+};
+
+using ProgressSink = std::function<void(const std::string&)>;
+
+// The environment a variant's build gets on top of `base`.
+Environment variant_environment(const Toolkit& toolkit, const BuildConfig& config, const Environment& base);
+
+// Copies a project's source tree, leaving out version control and the usual build outputs
+// (build/, dist/, *.egg-info/, __pycache__/...), so no artefact of an earlier build is reused.
+bool copy_source_tree(const std::string& from, const std::string& to, std::string& error);
+
+std::optional<BuildResult> build_project(const BuildOptions& options, const ProgressSink& progress, Problems& problems);
+
+}  // namespace wm

@@ -1,0 +1,281 @@
+#include "config.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace wm {
+
+namespace {
+
+// The schema is walked once, with a small adapter per file format: a Node says what it is and
+// where it was written.
+struct ConfigError {
+  std::string where;
+  std::string what;
+  std::string expected;
+  std::string found;
+};
+
+template <typename Node>
+struct Walker {
+  std::vector<ConfigError> errors;
+
+  void fail(const Node& n, std::string what, std::string expected, std::string found) {
+    errors.push_back({n.where(), std::move(what), std::move(expected), std::move(found)});
+  }
+  std::optional<std::string> string(const Node& n, const std::string& key) {
+    if (auto s = n.as_string()) return s;
+    fail(n, "\"" + key + "\" must be a string", "a string", n.kind());
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> env(const Node& n, const std::string& key) {
+    std::map<std::string, std::string> out;
+    if (!n.is_table()) {
+      fail(n, "\"" + key + "\" must be a table of environment variables", "a table", n.kind());
+      return out;
+    }
+    for (auto& [name, value] : n.entries())
+      if (auto s = string(value, key + "." + name)) out[name] = *s;
+    return out;
+  }
+
+  void walk(const Node& root, BuildConfig& config) {
+    if (!root.is_table()) {
+      fail(root, "the wheelmerge configuration must be a table", "a table", root.kind());
+      return;
+    }
+    for (auto& [key, value] : root.entries()) {
+      if (key == "cuda") {
+        for (const Node& item : value.items(*this, key)) {
+          auto major = item.as_int();
+          if (!major || *major < 1 || *major > 99)
+            fail(item, "\"cuda\" lists CUDA majors", "an integer such as 12", item.kind());
+          else
+            config.cuda.push_back(static_cast<int>(*major));
+        }
+      } else if (key == "backend") {
+        if (auto s = string(value, key)) config.backend = *s;
+      } else if (key == "variant-files") {
+        for (const Node& item : value.items(*this, key))
+          if (auto s = string(item, key)) config.variant_files.push_back(*s);
+      } else if (key == "driver-fallback") {
+        if (auto b = value.as_bool()) config.driver_fallback = *b;
+        else fail(value, "\"driver-fallback\" must be true or false", "a boolean", value.kind());
+      } else if (key == "env") {
+        config.env = env(value, key);
+      } else if (key.size() > 2 && key.rfind("cu", 0) == 0 && key.find_first_not_of("0123456789", 2) == std::string::npos) {
+        VariantConfig& variant = config.variants[std::stoi(key.substr(2))];
+        if (!value.is_table()) {
+          fail(value, "\"" + key + "\" must be a table", "a table with toolkit and env", value.kind());
+          continue;
+        }
+        for (auto& [vkey, vvalue] : value.entries()) {
+          if (vkey == "toolkit") {
+            if (auto s = string(vvalue, key + ".toolkit")) variant.toolkit = *s;
+          } else if (vkey == "env") {
+            variant.env = env(vvalue, key + ".env");
+          } else {
+            fail(vvalue, fmt::format("unknown key \"{}.{}\"", key, vkey), "toolkit or env", vkey);
+          }
+        }
+      } else {
+        fail(value, fmt::format("unknown key \"{}\"", key),
+             "cuda, backend, variant-files, driver-fallback, env or cuNN", key);
+      }
+    }
+    std::set<int> seen;
+    for (int major : config.cuda)
+      if (!seen.insert(major).second) fail(root, "\"cuda\" lists a major twice", "distinct majors", std::to_string(major));
+  }
+};
+
+// toml++ nodes.
+struct TomlNode {
+  const toml::node* node;
+  std::string source;
+  std::string where() const {
+    const auto& b = node->source().begin;
+    return fmt::format("{}:{}:{}", source, b.line, b.column);
+  }
+  std::string kind() const {
+    switch (node->type()) {
+      case toml::node_type::table: return "a table";
+      case toml::node_type::array: return "an array";
+      case toml::node_type::string: return "a string";
+      case toml::node_type::integer: return "an integer";
+      case toml::node_type::floating_point: return "a number";
+      case toml::node_type::boolean: return "a boolean";
+      default: return "a date or time";
+    }
+  }
+  bool is_table() const { return node->is_table(); }
+  std::optional<std::string> as_string() const { return node->value<std::string>(); }
+  std::optional<int64_t> as_int() const { return node->is_integer() ? node->value<int64_t>() : std::nullopt; }
+  std::optional<bool> as_bool() const { return node->is_boolean() ? node->value<bool>() : std::nullopt; }
+  std::vector<std::pair<std::string, TomlNode>> entries() const {
+    std::vector<std::pair<std::string, TomlNode>> out;
+    for (auto& [k, v] : *node->as_table()) out.emplace_back(std::string(k.str()), TomlNode{&v, source});
+    return out;
+  }
+  std::vector<TomlNode> items(Walker<TomlNode>& w, const std::string& key) const {
+    std::vector<TomlNode> out;
+    if (!node->is_array()) {
+      w.fail(*this, "\"" + key + "\" must be an array", "an array", kind());
+      return out;
+    }
+    for (auto& v : *node->as_array()) out.push_back(TomlNode{&v, source});
+    return out;
+  }
+};
+
+// yaml-cpp nodes.
+struct YamlNode {
+  YAML::Node node;
+  std::string source;
+  std::string where() const {
+    return fmt::format("{}:{}:{}", source, node.Mark().line + 1, node.Mark().column + 1);
+  }
+  std::string kind() const {
+    if (node.IsMap()) return "a mapping";
+    if (node.IsSequence()) return "a sequence";
+    if (node.IsNull()) return "nothing";
+    return "\"" + node.Scalar() + "\"";
+  }
+  bool is_table() const { return node.IsMap(); }
+  std::optional<std::string> as_string() const {
+    if (!node.IsScalar()) return std::nullopt;
+    return node.Scalar();
+  }
+  std::optional<int64_t> as_int() const {
+    if (!node.IsScalar()) return std::nullopt;
+    const std::string& s = node.Scalar();
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 9) return std::nullopt;
+    return std::stoll(s);
+  }
+  std::optional<bool> as_bool() const {
+    if (!node.IsScalar()) return std::nullopt;
+    if (node.Scalar() == "true") return true;
+    if (node.Scalar() == "false") return false;
+    return std::nullopt;
+  }
+  std::vector<std::pair<std::string, YamlNode>> entries() const {
+    std::vector<std::pair<std::string, YamlNode>> out;
+    for (const auto& kv : node) out.emplace_back(kv.first.Scalar(), YamlNode{kv.second, source});
+    return out;
+  }
+  std::vector<YamlNode> items(Walker<YamlNode>& w, const std::string& key) const {
+    std::vector<YamlNode> out;
+    if (!node.IsSequence()) {
+      w.fail(*this, "\"" + key + "\" must be a sequence", "a sequence", kind());
+      return out;
+    }
+    for (const auto& v : node) out.push_back(YamlNode{v, source});
+    return out;
+  }
+};
+
+template <typename Node>
+std::optional<BuildConfig> walk_config(const Node& root, const std::string& source, Problems& problems) {
+  Walker<Node> walker;
+  BuildConfig config;
+  config.source = source;
+  walker.walk(root, config);
+  for (const ConfigError& e : walker.errors)
+    problems.push_back({ProblemKind::usage, e.where, {}, e.what, e.expected, e.found});
+  if (!walker.errors.empty()) return std::nullopt;
+  return config;
+}
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+std::optional<BuildConfig> parse_toml_config(const std::string& text, const std::string& source, Problems& problems,
+                                             BuildSystem* build_system) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    problems.push_back({ProblemKind::usage, fmt::format("{}:{}:{}", source, e.source().begin.line, e.source().begin.column),
+                        {}, "not valid TOML", {}, std::string(e.description())});
+    return std::nullopt;
+  }
+  if (build_system) {
+    if (auto* bs = doc["build-system"].as_table()) {
+      if (auto* req = (*bs)["requires"].as_array())
+        for (auto& r : *req)
+          if (auto s = r.value<std::string>()) build_system->requirements.push_back(*s);
+      build_system->backend = (*bs)["build-backend"].value_or(std::string());
+      if (auto* path = (*bs)["backend-path"].as_array())
+        for (auto& p : *path)
+          if (auto s = p.value<std::string>()) build_system->backend_path.push_back(*s);
+    }
+  }
+  toml::node* table = doc["tool"]["wheelmerge"].node();
+  if (!table) {
+    BuildConfig empty;
+    return empty;
+  }
+  return walk_config(TomlNode{table, source}, source, problems);
+}
+
+std::optional<BuildConfig> parse_yaml_config(const std::string& text, const std::string& source, Problems& problems) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    problems.push_back({ProblemKind::usage, fmt::format("{}:{}:{}", source, e.mark.line + 1, e.mark.column + 1), {},
+                        "not valid YAML", {}, e.msg});
+    return std::nullopt;
+  }
+  if (root.IsNull()) {
+    BuildConfig empty;
+    empty.source = source;
+    return empty;
+  }
+  return walk_config(YamlNode{root, source}, source, problems);
+}
+
+std::optional<ProjectConfig> load_project_config(const std::string& project_dir, Problems& problems) {
+  namespace fs = std::filesystem;
+  const fs::path pyproject = fs::path(project_dir) / "pyproject.toml";
+  const fs::path yaml = fs::path(project_dir) / "wheelmerge.yaml";
+  ProjectConfig project;
+  auto text = read_file(pyproject);
+  if (!text) {
+    problems.push_back({ProblemKind::usage, pyproject.string(), {}, "no pyproject.toml", "a Python project", "none"});
+    return std::nullopt;
+  }
+  auto config = parse_toml_config(*text, pyproject.string(), problems, &project.build_system);
+  if (!config) return std::nullopt;
+  if (auto yaml_text = read_file(yaml)) {
+    if (!config->source.empty()) {
+      problems.push_back({ProblemKind::usage, yaml.string(), {}, "configuration in two places",
+                          "[tool.wheelmerge] or wheelmerge.yaml", "both"});
+      return std::nullopt;
+    }
+    config = parse_yaml_config(*yaml_text, yaml.string(), problems);
+    if (!config) return std::nullopt;
+  }
+  project.wheelmerge = std::move(*config);
+  // PEP 517: without build-backend, the legacy setuptools backend.
+  if (project.build_system.backend.empty()) project.build_system.backend = "setuptools.build_meta:__legacy__";
+  if (project.build_system.requirements.empty() && project.build_system.backend.rfind("setuptools", 0) == 0)
+    project.build_system.requirements = {"setuptools>=40.8.0"};
+  return project;
+}
+
+}  // namespace wm

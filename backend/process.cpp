@@ -1,0 +1,109 @@
+#include "process.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <fstream>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace wm {
+
+Environment current_environment() {
+  Environment env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+int run_logged(const std::vector<std::string>& argv, const Environment& env, const std::string& cwd,
+               const std::string& log_path, std::string& error) {
+  int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0) {
+    error = fmt::format("cannot open log {}: {}", log_path, std::strerror(errno));
+    return -1;
+  }
+  std::string header = fmt::format("$ {}\n", shell_quote(argv));
+  (void)!::write(log, header.data(), header.size());
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, log, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log, STDERR_FILENO);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  // PATH lookup uses the child's PATH, as a shell would.
+  std::string program = argv.front();
+  if (program.find('/') == std::string::npos) {
+    auto path = env.find("PATH");
+    for (size_t start = 0; path != env.end() && start <= path->second.size();) {
+      size_t end = path->second.find(':', start);
+      if (end == std::string::npos) end = path->second.size();
+      std::string candidate = path->second.substr(start, end - start) + "/" + argv.front();
+      if (end > start && ::access(candidate.c_str(), X_OK) == 0) {
+        program = candidate;
+        break;
+      }
+      start = end + 1;
+    }
+  }
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(log);
+  if (rc != 0) {
+    error = fmt::format("cannot run {}: {}", argv.front(), std::strerror(rc));
+    return -1;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+std::string tail_lines(const std::string& path, size_t lines) {
+  std::ifstream in(path);
+  std::deque<std::string> last;
+  for (std::string line; std::getline(in, line);) {
+    last.push_back(line);
+    if (last.size() > lines) last.pop_front();
+  }
+  std::string out;
+  for (const std::string& l : last) out += "    " + l + "\n";
+  return out;
+}
+
+std::string shell_quote(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) {
+    if (!out.empty()) out += ' ';
+    if (!a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,@%") == std::string::npos) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+}  // namespace wm

@@ -1,0 +1,25 @@
+// Running a child process with a given environment and working directory, its output
+// appended to a log file.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace wm {
+
+using Environment = std::map<std::string, std::string>;
+
+Environment current_environment();
+
+// The exit status (128 + signal when killed), or -1 with `error` when it could not start.
+int run_logged(const std::vector<std::string>& argv, const Environment& env, const std::string& cwd,
+               const std::string& log_path, std::string& error);
+
+// The last `lines` lines of a file.
+std::string tail_lines(const std::string& path, size_t lines);
+
+// "a 'b c'": argv as a shell would read it back, for messages.
+std::string shell_quote(const std::vector<std::string>& argv);
+
+}  // namespace wm
