@@ -1,0 +1,124 @@
+#include "build.hpp"
+#include "toolkit.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace wm;
+namespace fs = std::filesystem;
+
+namespace {
+// A directory tree under the system's temporary directory, removed at the end of the test.
+struct TempTree {
+  fs::path root;
+  TempTree() {
+    std::string t = (fs::temp_directory_path() / "wm_toolkit_XXXXXX").string();
+    REQUIRE(mkdtemp(t.data()));
+    root = t;
+  }
+  ~TempTree() { fs::remove_all(root); }
+  fs::path write(const std::string& rel, const std::string& text) const {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+    return root / rel;
+  }
+};
+}  // namespace
+
+TEST_CASE("a toolkit's version: version.json first, then cuda.h") {
+  TempTree t;
+  t.write("a/include/cuda.h", "#define CUDA_VERSION 12090\n");
+  std::string why;
+  auto a = read_toolkit((t.root / "a").string(), why);
+  REQUIRE(a);
+  CHECK(a->version == "12.9");
+  CHECK(a->major == 12);
+  CHECK(a->version_source == "include/cuda.h");
+  t.write("a/version.json", R"({"cuda": {"name": "CUDA SDK", "version": "12.9.1"}})");
+  a = read_toolkit((t.root / "a").string(), why);
+  REQUIRE(a);
+  CHECK(a->version == "12.9.1");
+  CHECK(a->version_source == "version.json");
+  fs::create_directories(t.root / "empty");
+  CHECK_FALSE(read_toolkit((t.root / "empty").string(), why));
+  CHECK(why.find("no version.json") != std::string::npos);
+}
+
+TEST_CASE("explicit toolkits of another major are refused; discovery passes them over") {
+  TempTree t;
+  t.write("cuda-13.0/include/cuda.h", "#define CUDA_VERSION 13000\n");
+  t.write("cuda-12.4/include/cuda.h", "#define CUDA_VERSION 12040\n");
+  t.write("cuda-12.8/include/cuda.h", "#define CUDA_VERSION 12080\n");
+  ToolkitHints hints;
+  hints.search_root = t.root.string();
+  Problems problems;
+
+  SUBCASE("--cuda with the wrong major") {
+    hints.command_line[12] = (t.root / "cuda-13.0").string();
+    CHECK_FALSE(find_toolkit(12, hints, problems));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].expected == "CUDA 12");
+    CHECK(problems[0].found.find("CUDA 13.0") != std::string::npos);
+  }
+  SUBCASE("WHEELMERGE_CUDA_N beats discovery") {
+    hints.env["WHEELMERGE_CUDA_12"] = (t.root / "cuda-12.4").string();
+    auto k = find_toolkit(12, hints, problems);
+    REQUIRE(k);
+    CHECK(k->version == "12.4");
+    CHECK(k->found_by == "WHEELMERGE_CUDA_12");
+  }
+  SUBCASE("CUDA_HOME of another major is skipped; the newest cuda-N.* wins") {
+    hints.env["CUDA_HOME"] = (t.root / "cuda-13.0").string();
+    auto k = find_toolkit(12, hints, problems);
+    REQUIRE(k);
+    CHECK(k->version == "12.8");
+    auto k13 = find_toolkit(13, hints, problems);
+    REQUIRE(k13);
+    CHECK(k13->found_by == "CUDA_HOME");
+  }
+  SUBCASE("none found: every place is named") {
+    hints.env["CUDA_HOME"] = (t.root / "cuda-13.0").string();
+    CHECK_FALSE(find_toolkit(11, hints, problems));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "no CUDA 11 toolkit found");
+    CHECK(problems[0].found.find("CUDA_HOME") != std::string::npos);
+    CHECK(problems[0].found.find("cuda-11.*") != std::string::npos);
+    CHECK(problems[0].found.find("nvcc on PATH") != std::string::npos);
+  }
+}
+
+TEST_CASE("a variant's environment points everything at its toolkit") {
+  Toolkit k;
+  k.root = "/opt/cuda-12";
+  k.major = 12;
+  BuildConfig config;
+  config.env["SHARED"] = "1";
+  config.variants[12].env["SHARED"] = "2";
+  config.variants[13].env["OTHER"] = "x";
+  Environment env = variant_environment(k, config, {{"PATH", "/usr/bin"}});
+  CHECK(env.at("CUDA_HOME") == "/opt/cuda-12");
+  CHECK(env.at("CUDA_PATH") == "/opt/cuda-12");
+  CHECK(env.at("PATH") == "/opt/cuda-12/bin:/usr/bin");
+  CHECK(env.at("WHEELMERGE_BUILD_CUDA_MAJOR") == "12");
+  CHECK(env.at("SHARED") == "2");
+  CHECK_FALSE(env.count("OTHER"));
+  CHECK_FALSE(env.count("CUDACXX"));  // no bin/nvcc in this toolkit
+}
+
+TEST_CASE("source copies leave build outputs behind") {
+  TempTree t;
+  t.write("p/pyproject.toml", "[project]\n");
+  t.write("p/pkg/__init__.py", "");
+  t.write("p/build/lib/pkg/_core.so", "stale");
+  t.write("p/pkg.egg-info/PKG-INFO", "stale");
+  t.write("p/.git/HEAD", "ref");
+  std::string error;
+  REQUIRE(copy_source_tree((t.root / "p").string(), (t.root / "copy").string(), error));
+  CHECK(fs::exists(t.root / "copy/pyproject.toml"));
+  CHECK(fs::exists(t.root / "copy/pkg/__init__.py"));
+  CHECK_FALSE(fs::exists(t.root / "copy/build"));
+  CHECK_FALSE(fs::exists(t.root / "copy/pkg.egg-info"));
+  CHECK_FALSE(fs::exists(t.root / "copy/.git"));
+}
