@@ -56,18 +56,42 @@ bool copy_source_tree(const std::string& from, const std::string& to, std::strin
 }
 
 Environment variant_environment(const Toolkit& toolkit, const BuildConfig& config, const Environment& base) {
-  Environment env;
-  env["CUDA_HOME"] = toolkit.root;
-  env["CUDA_PATH"] = toolkit.root;
-  // CMake and meson read CUDACXX; a toolkit without nvcc must not leave another one in place.
-  if (fs::exists(fs::path(toolkit.root) / "bin" / "nvcc")) env["CUDACXX"] = toolkit.root + "/bin/nvcc";
-  auto path = base.find("PATH");
-  env["PATH"] = toolkit.root + "/bin" + (path != base.end() ? ":" + path->second : "");
+  Environment env = base;
+  const fs::path root = toolkit.root;
+  // CMake (FindCUDAToolkit, FindCUDA), meson, setuptools and torch read these.
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDAToolkit_ROOT", "CUDA_TOOLKIT_ROOT_DIR", "CUDA_BIN_PATH"})
+    env[var] = toolkit.root;
+  std::error_code ec;
+  if (fs::exists(root / "bin" / "nvcc", ec)) env["CUDACXX"] = (root / "bin" / "nvcc").string();
+  else env.erase("CUDACXX");  // an inherited one would compile this variant with another toolkit
+  std::string path = (root / "bin").string();
+  if (auto it = base.find("PATH"); it != base.end()) {
+    for (size_t start = 0; start <= it->second.size();) {
+      size_t end = it->second.find(':', start);
+      if (end == std::string::npos) end = it->second.size();
+      std::string dir = it->second.substr(start, end - start);
+      start = end + 1;
+      fs::path nvcc = fs::path(dir) / "nvcc";
+      bool other_toolkit = !dir.empty() && fs::exists(nvcc, ec) &&
+                           fs::weakly_canonical(nvcc, ec).parent_path().parent_path() != fs::weakly_canonical(root, ec);
+      if (!dir.empty() && !other_toolkit) path += ":" + dir;
+    }
+  }
+  env["PATH"] = path;
   env["WHEELMERGE_BUILD_CUDA_MAJOR"] = std::to_string(toolkit.major);
   for (const auto& [k, v] : config.env) env[k] = v;
   if (auto it = config.variants.find(toolkit.major); it != config.variants.end())
     for (const auto& [k, v] : it->second.env) env[k] = v;
   return env;
+}
+
+Environment environment_changes(const Environment& base, const Environment& env) {
+  Environment changes;
+  for (const auto& [k, v] : env)
+    if (auto it = base.find(k); it == base.end() || it->second != v) changes[k] = v;
+  for (const auto& [k, v] : base)
+    if (!env.count(k)) changes[k] = "";
+  return changes;
 }
 
 namespace {
@@ -97,10 +121,10 @@ void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOpt
   step("copying the source tree");
   if (!copy_source_tree(options.project_dir, src, error)) return fail("cannot copy the source tree: " + error);
 
-  Environment env = current_environment();
-  b.env = variant_environment(b.toolkit, project.wheelmerge, env);
-  for (const auto& [k, v] : b.env) env[k] = v;
+  const Environment inherited = current_environment();
+  Environment env = variant_environment(b.toolkit, project.wheelmerge, inherited);
   env.erase("PYTHONPATH");  // the build sees its own environment only
+  b.env = environment_changes(inherited, env);
   auto run = [&](const std::vector<std::string>& argv) {
     int rc = run_logged(argv, env, src, b.log, error);
     if (rc == -1) fail(error, argv);

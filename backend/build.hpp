@@ -33,7 +33,7 @@ struct VariantBuild {
   int major = 0;
   std::string label;
   Toolkit toolkit;
-  Environment env;    // what the variant's build saw on top of the inherited environment
+  Environment env;    // what the variant's build saw changed from the inherited environment ("": removed)
   std::string wheel;  // the built wheel
   std::string log;
   double seconds = 0;
@@ -47,8 +47,12 @@ struct BuildResult {
 
 using ProgressSink = std::function<void(const std::string&)>;
 
-// The environment a variant's build gets on top of `base`.
+// The whole environment of a variant's build, from `base`: every toolkit variable names this
+// toolkit, no other toolkit's nvcc stays reachable on PATH, and the configuration's env applies.
 Environment variant_environment(const Toolkit& toolkit, const BuildConfig& config, const Environment& base);
+
+// What `env` changes in `base`: variables set to another value, and those removed (as "").
+Environment environment_changes(const Environment& base, const Environment& env);
 
 // Copies a project's source tree, leaving out version control and the usual build outputs
 // (build/, dist/, *.egg-info/, __pycache__/...), so no artefact of an earlier build is reused.

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <unistd.h>
 
 namespace {
@@ -142,6 +143,38 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   return 0;
 }
 
+// The toolkit a build of `major` would use, and the environment its build would get.
+int run_toolkit(const Output& out, const std::string& project_dir, const std::vector<std::string>& cuda) {
+  wm::Problems problems;
+  auto project = wm::load_project_config(project_dir, problems);
+  if (!project) return out.fail(problems);
+  wm::BuildOptions options;
+  for (const std::string& c : cuda)
+    if (!parse_cuda_option(c, options))
+      return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N", c}});
+  if (options.majors.empty()) options.majors = project->wheelmerge.cuda;
+  if (options.majors.empty()) options.majors = {12, 13};
+  wm::ToolkitHints hints;
+  hints.command_line = options.toolkit_paths;
+  for (const auto& [major, v] : project->wheelmerge.variants) hints.config[major] = v.toolkit;
+  hints.env = wm::current_environment();
+  nlohmann::json found = nlohmann::json::array();
+  for (int major : options.majors) {
+    wm::Problems missing;
+    auto t = wm::find_toolkit(major, hints, missing);
+    if (!t) {
+      for (const wm::Problem& p : missing) out.warning(wm::describe(p));
+      continue;
+    }
+    found.push_back({{"label", fmt::format("cu{}", major)}, {"major", major}, {"root", t->root},
+                     {"version", t->version}, {"version_source", t->version_source}, {"found_by", t->found_by},
+                     {"env", wm::environment_changes(hints.env, wm::variant_environment(*t, project->wheelmerge, hints.env))}});
+    out.info(fmt::format("cu{}: CUDA {} at {} (found by {})", major, t->version, t->root, t->found_by));
+  }
+  if (out.json) fmt::print("{}\n", nlohmann::json{{"toolkits", found}}.dump(2));
+  return found.empty() ? 2 : 0;
+}
+
 int run_inspect(const Output& out, const std::string& path) {
   wm::Problems problems;
   auto report = wm::inspect_wheel(path, problems);
@@ -176,7 +209,8 @@ int run_inspect(const Output& out, const std::string& path) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  if (!args.empty() && args[0] != "merge" && args[0] != "inspect" && args[0] != "build" && args[0].rfind('-', 0) != 0)
+  static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit"};
+  if (!args.empty() && !kCommands.count(args[0]) && args[0].rfind('-', 0) != 0)
     args.insert(args.begin(), "merge");
 
   CLI::App app{"wheelmerge: merge per-CUDA-major wheels into one that imports the right build"};
@@ -221,6 +255,13 @@ int main(int argc, char** argv) {
   build->add_flag("--driver-fallback", build_options.merge.driver_fallback, "see merge --driver-fallback");
   add_common(build);
 
+  std::string toolkit_project = ".";
+  std::vector<std::string> toolkit_cuda;
+  auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and their build environment");
+  toolkit->add_option("project", toolkit_project, "the project directory (default: .)");
+  toolkit->add_option("--cuda", toolkit_cuda, "a CUDA major, N or N=TOOLKIT_ROOT (repeatable)");
+  add_common(toolkit);
+
   std::vector<const char*> cargv = {argv[0]};
   for (const std::string& a : args) cargv.push_back(a.c_str());
   try {
@@ -236,6 +277,7 @@ int main(int argc, char** argv) {
   try {
     if (merge->parsed()) return run_merge(out, wheels, out_dir, options);
     if (build->parsed()) return run_build(out, build_options, cuda, settings);
+    if (toolkit->parsed()) return run_toolkit(out, toolkit_project, toolkit_cuda);
     return run_inspect(out, inspect_path);
   } catch (const std::exception& e) {
     return out.fail({{wm::ProblemKind::other, {}, {}, std::string("internal error: ") + e.what(), {}, {}}});

@@ -90,21 +90,39 @@ TEST_CASE("explicit toolkits of another major are refused; discovery passes them
 }
 
 TEST_CASE("a variant's environment points everything at its toolkit") {
+  TempTree t;
+  t.write("cuda-13/bin/nvcc", "");
+  t.write("cuda-13/include/cuda.h", "#define CUDA_VERSION 13000\n");
   Toolkit k;
-  k.root = "/opt/cuda-12";
+  k.root = (t.root / "cuda-12").string();
   k.major = 12;
   BuildConfig config;
   config.env["SHARED"] = "1";
   config.variants[12].env["SHARED"] = "2";
   config.variants[13].env["OTHER"] = "x";
-  Environment env = variant_environment(k, config, {{"PATH", "/usr/bin"}});
-  CHECK(env.at("CUDA_HOME") == "/opt/cuda-12");
-  CHECK(env.at("CUDA_PATH") == "/opt/cuda-12");
-  CHECK(env.at("PATH") == "/opt/cuda-12/bin:/usr/bin");
+  const std::string other_bin = (t.root / "cuda-13/bin").string();
+  Environment base = {{"PATH", other_bin + ":/usr/bin"}, {"CUDACXX", other_bin + "/nvcc"}, {"KEEP", "k"}};
+  Environment env = variant_environment(k, config, base);
+  CHECK(env.at("CUDA_HOME") == k.root);
+  CHECK(env.at("CUDA_PATH") == k.root);
+  CHECK(env.at("CUDAToolkit_ROOT") == k.root);
+  // Another toolkit's nvcc is neither on PATH nor named by CUDACXX.
+  CHECK(env.at("PATH") == k.root + "/bin:/usr/bin");
+  CHECK_FALSE(env.count("CUDACXX"));
   CHECK(env.at("WHEELMERGE_BUILD_CUDA_MAJOR") == "12");
   CHECK(env.at("SHARED") == "2");
+  CHECK(env.at("KEEP") == "k");
   CHECK_FALSE(env.count("OTHER"));
-  CHECK_FALSE(env.count("CUDACXX"));  // no bin/nvcc in this toolkit
+  Environment changes = environment_changes(base, env);
+  CHECK(changes.at("CUDACXX").empty());
+  CHECK_FALSE(changes.count("KEEP"));
+
+  Toolkit k13;
+  k13.root = (t.root / "cuda-13").string();
+  k13.major = 13;
+  Environment env13 = variant_environment(k13, config, base);
+  CHECK(env13.at("CUDACXX") == k13.root + "/bin/nvcc");
+  CHECK(env13.at("PATH") == k13.root + "/bin:" + other_bin + ":/usr/bin");
 }
 
 TEST_CASE("source copies leave build outputs behind") {
