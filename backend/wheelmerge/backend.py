@@ -16,16 +16,21 @@ environment): the build logic stays in the executable. Config settings named
 every other setting goes to the inner backend unchanged. The sdist and the optional hooks are
 the inner backend's own; ``prepare_metadata_for_build_wheel`` is not offered, because the
 merged wheel's METADATA (per-variant extras) is only known after the merge.
+
+``build_editable`` (offered when the inner backend has it) builds one variant in place, the one
+named by ``-C wheelmerge.editable-variant=cu13`` or else the first whose toolkit is found, with
+the environment ``wheelmerge build`` would give that variant.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from . import executable
 
@@ -91,13 +96,9 @@ def _run(arguments: list[str]) -> dict[str, Any]:
 
 
 def _build_arguments(own: dict[str, Any], inner: dict[str, Any]) -> list[str]:
-    arguments = ["--no-isolation", "--python", sys.executable]
-    for name, value in own.items():
-        if name.startswith("cuda-"):
-            major = name[len("cuda-"):]
-            arguments += ["--cuda", f"{major}={value}" if value else major]
-        elif name == "jobs":
-            arguments += ["--jobs", str(value)]
+    arguments = ["--no-isolation", "--python", sys.executable, *_toolkit_arguments(own)]
+    if "jobs" in own:
+        arguments += ["--jobs", str(own["jobs"])]
     for key, value in inner.items():
         for item in value if isinstance(value, list) else [value]:
             arguments += ["-C", f"{key}={item}"]
@@ -126,3 +127,75 @@ def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) 
     _, inner = _split_settings(config_settings)
     hook = getattr(_inner_backend(), "get_requires_for_build_sdist", None)
     return list(hook(inner)) if hook else []
+
+
+def _toolkit_arguments(own: dict[str, Any]) -> list[str]:
+    arguments = []
+    for name, value in own.items():
+        if name.startswith("cuda-"):
+            major = name[len("cuda-"):]
+            arguments += ["--cuda", f"{major}={value}" if value else major]
+    return arguments
+
+
+def _editable_environment(own: dict[str, Any]) -> dict[str, str]:
+    """The environment changes for the variant an editable install builds."""
+    wanted = own.get("editable-variant")
+    arguments = _toolkit_arguments(own)
+    if wanted and not any(a.split("=")[0] == wanted.removeprefix("cu") for a in arguments[1::2]):
+        arguments += ["--cuda", wanted.removeprefix("cu")]
+    report = _run(["toolkit", ".", *arguments])
+    toolkits = report.get("toolkits", [])
+    chosen = [t for t in toolkits if t["label"] == wanted] if wanted else toolkits[:1]
+    if not chosen:
+        raise BuildError(f"no CUDA toolkit found for the editable variant {wanted or '(any)'}; "
+                         "give one with -C wheelmerge.cuda-N=PATH")
+    return chosen[0]["env"]
+
+
+@contextlib.contextmanager
+def _variant(changes: dict[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    for key, value in changes.items():
+        if value:
+            os.environ[key] = value
+        else:
+            os.environ.pop(key, None)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _build_editable(wheel_directory: str, config_settings: dict[str, Any] | None = None,
+                    metadata_directory: str | None = None) -> str:
+    own, inner = _split_settings(config_settings)
+    with _variant(_editable_environment(own)):
+        return _inner_backend().build_editable(wheel_directory, inner, metadata_directory)
+
+
+def _get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
+    _, inner = _split_settings(config_settings)
+    return list(_inner_backend().get_requires_for_build_editable(inner))
+
+
+def _prepare_metadata_for_build_editable(metadata_directory: str,
+                                         config_settings: dict[str, Any] | None = None) -> str:
+    own, inner = _split_settings(config_settings)
+    with _variant(_editable_environment(own)):
+        return _inner_backend().prepare_metadata_for_build_editable(metadata_directory, inner)
+
+
+_EDITABLE_HOOKS: dict[str, Callable[..., Any]] = {
+    "build_editable": _build_editable,
+    "get_requires_for_build_editable": _get_requires_for_build_editable,
+    "prepare_metadata_for_build_editable": _prepare_metadata_for_build_editable,
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The PEP 660 hooks exist exactly when the inner backend has them."""
+    if name in _EDITABLE_HOOKS and hasattr(_inner_backend(), name):
+        return _EDITABLE_HOOKS[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
