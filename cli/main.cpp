@@ -3,6 +3,7 @@
 #include "build.hpp"
 #include "merge.hpp"
 #include "problem.hpp"
+#include "verify.hpp"
 #include "version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,16 @@
 #include <unistd.h>
 
 namespace {
+
+nlohmann::json problem_list(const wm::Problems& problems) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const wm::Problem& p : problems)
+    list.push_back({{"kind", wm::kind_name(p.kind)}, {"file", wm::printable(p.file)},
+                    {"member", wm::printable(p.member)}, {"what", wm::printable(p.what)},
+                    {"expected", wm::printable(p.expected)}, {"found", wm::printable(p.found)},
+                    {"message", wm::describe(p)}});
+  return list;
+}
 
 struct Output {
   bool json = false;
@@ -45,13 +56,7 @@ struct Output {
   int fail(const wm::Problems& problems) const {
     for (const wm::Problem& p : problems) error(p);
     if (json) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const wm::Problem& p : problems)
-        list.push_back({{"kind", wm::kind_name(p.kind)}, {"file", wm::printable(p.file)},
-                        {"member", wm::printable(p.member)}, {"what", wm::printable(p.what)},
-                        {"expected", wm::printable(p.expected)}, {"found", wm::printable(p.found)},
-                        {"message", wm::describe(p)}});
-      nlohmann::json out = {{"error", {{"kind", wm::kind_name(problems.front().kind)}, {"problems", list}}}};
+      nlohmann::json out = {{"error", {{"kind", wm::kind_name(problems.front().kind)}, {"problems", problem_list(problems)}}}};
       fmt::print("{}\n", out.dump(2));
     }
     return wm::exit_code(problems);
@@ -175,6 +180,26 @@ int run_toolkit(const Output& out, const std::string& project_dir, const std::ve
   return found.empty() ? 2 : 0;
 }
 
+int run_verify(const Output& out, const std::vector<std::string>& paths) {
+  nlohmann::json reports = nlohmann::json::array();
+  wm::Problems all;
+  for (const std::string& path : paths) {
+    wm::Problems problems;
+    auto summary = wm::verify_wheel(path, problems);
+    if (summary) {
+      for (const auto& w : (*summary)["warnings"]) out.warning(w.get<std::string>());
+      out.info(fmt::format("{}: valid{}", path, (*summary)["merged"].get<bool>() ? " merged wheel" : " wheel"));
+      reports.push_back(*summary);
+    } else {
+      for (const wm::Problem& p : problems) out.error(p);
+      reports.push_back({{"file", path}, {"valid", false}, {"problems", problem_list(problems)}});
+      all.insert(all.end(), problems.begin(), problems.end());
+    }
+  }
+  if (out.json) fmt::print("{}\n", nlohmann::json{{"wheels", reports}}.dump(2));
+  return wm::exit_code(all);
+}
+
 int run_inspect(const Output& out, const std::string& path) {
   wm::Problems problems;
   auto report = wm::inspect_wheel(path, problems);
@@ -209,7 +234,7 @@ int run_inspect(const Output& out, const std::string& path) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit"};
+  static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit", "verify"};
   if (!args.empty() && !kCommands.count(args[0]) && args[0].rfind('-', 0) != 0)
     args.insert(args.begin(), "merge");
 
@@ -255,6 +280,11 @@ int main(int argc, char** argv) {
   build->add_flag("--driver-fallback", build_options.merge.driver_fallback, "see merge --driver-fallback");
   add_common(build);
 
+  std::vector<std::string> verify_paths;
+  auto* verify = app.add_subcommand("verify", "check wheels strictly: zip structure, names, hashes, metadata, loaders");
+  verify->add_option("wheels", verify_paths, "the wheels")->required();
+  add_common(verify);
+
   std::string toolkit_project = ".";
   std::vector<std::string> toolkit_cuda;
   auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and their build environment");
@@ -278,6 +308,7 @@ int main(int argc, char** argv) {
     if (merge->parsed()) return run_merge(out, wheels, out_dir, options);
     if (build->parsed()) return run_build(out, build_options, cuda, settings);
     if (toolkit->parsed()) return run_toolkit(out, toolkit_project, toolkit_cuda);
+    if (verify->parsed()) return run_verify(out, verify_paths);
     return run_inspect(out, inspect_path);
   } catch (const std::exception& e) {
     return out.fail({{wm::ProblemKind::other, {}, {}, std::string("internal error: ") + e.what(), {}, {}}});

@@ -2,6 +2,7 @@
 
 #include "loader.hpp"
 #include "member_stream.hpp"
+#include "verify.hpp"
 #include "write.hpp"
 
 #include <fmt/format.h>
@@ -79,16 +80,10 @@ std::optional<nlohmann::json> inspect_wheel(const std::string& path, Problems& p
       return std::nullopt;
     }
     const std::string package_dir = f.path.substr(0, f.path.size() - kLoaderModule.size() - 1);
-    // Manifest paths are relative to the package and may leave it with "../".
-    auto archive_path = [&](std::string rel) {
-      std::string dir = package_dir;
-      for (; rel.rfind("../", 0) == 0; rel = rel.substr(3))
-        dir = dir.find('/') == std::string::npos ? "" : dir.substr(0, dir.rfind('/'));
-      return dir.empty() ? rel : dir + "/" + rel;
-    };
     for (auto& [label, files] : manifest["files"].items()) {
-      for (auto& [original, stored] : files.items()) variant_of[archive_path(stored.get<std::string>())] = label;
-      for (auto& lib : manifest["preload"][label]) variant_of[archive_path(lib.get<std::string>())] = label;
+      for (auto& [original, stored] : files.items())
+        variant_of[manifest_archive_path(package_dir, stored.get<std::string>())] = label;
+      for (auto& lib : manifest["preload"][label]) variant_of[manifest_archive_path(package_dir, lib.get<std::string>())] = label;
     }
     variants = manifest["variants"].get<std::vector<std::string>>();
     loaders.push_back({{"package", manifest["package"]},

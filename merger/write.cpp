@@ -1,7 +1,9 @@
 #include "write.hpp"
 
 #include "bytes.hpp"
+#include "loader.hpp"
 #include "member_stream.hpp"
+#include "verify.hpp"
 
 #include <fmt/format.h>
 #include <zip.h>
@@ -9,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <set>
 #include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,6 +57,22 @@ void check_written(const std::string& path, const std::string& display, const Me
         fail(m.path, p->what, p->expected, p->found);
     }
   }
+  // The loaders against the files written, as `wheelmerge verify` checks them.
+  std::set<std::string> paths;
+  std::vector<LoaderFiles> loaders;
+  for (const PlannedMember& m : plan.members) paths.insert(m.path);
+  for (const std::string& package : plan.loader_packages) {
+    LoaderFiles l{package + "/" + std::string(kLoaderModule), {}, {}};
+    for (const PlannedMember& m : plan.members) {
+      if (m.path == l.loader_path) l.loader_source = m.content;
+      if (m.path == package + "/__init__.py") l.init_source = m.content;
+    }
+    loaders.push_back(std::move(l));
+  }
+  Problems loader_problems;
+  check_loaders(display, loaders, paths, loader_problems);
+  for (const Problem& p : loader_problems) fail(p.member, p.what, p.expected, p.found);
+
   int error = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &error);
   if (!z) {

@@ -15,8 +15,11 @@ namespace wm {
 std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<Wheel>& inputs,
                                        const std::string& out_dir, DosTime time, Problems& problems);
 
-// The archive at `path` read back: structure, the names and order the plan promised, and the
-// generated members' bytes; libzip's consistency check as a second, independent reader.
+// The archive at `path` read back: structure, the names and order the plan promised, the
+// generated members' bytes and the loaders against the files (as `wheelmerge verify` checks
+// them); libzip's consistency check as a second, independent reader. Copied members are not
+// hashed again: their bytes are those of input members whose hashes were verified, and their
+// headers (CRC, sizes) are checked here.
 void check_written(const std::string& path, const std::string& display, const MergePlan& plan, Problems& problems);
 
 }  // namespace wm

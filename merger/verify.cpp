@@ -1,0 +1,111 @@
+#include "verify.hpp"
+
+#include "loader.hpp"
+#include "member_stream.hpp"
+#include "wheel.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace wm {
+
+std::string manifest_archive_path(const std::string& package_dir, std::string relative) {
+  std::string dir = package_dir;
+  for (; relative.rfind("../", 0) == 0; relative = relative.substr(3))
+    dir = dir.find('/') == std::string::npos ? "" : dir.substr(0, dir.rfind('/'));
+  return dir.empty() ? relative : dir + "/" + relative;
+}
+
+void check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
+                   const std::set<std::string>& paths, Problems& problems) {
+  auto fail = [&](const std::string& member, std::string what, std::string expected, std::string found) {
+    problems.push_back({ProblemKind::invalid_input, display, member, std::move(what), std::move(expected), std::move(found)});
+  };
+  std::set<std::string> listed;  // every file some manifest names
+  std::optional<nlohmann::json> first_variants;
+  for (const LoaderFiles& l : loaders) {
+    const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
+    auto text = manifest_of_loader(l.loader_source);
+    auto manifest = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    if (!text || manifest.is_discarded() || !manifest.is_object() || manifest.value("format", 0) != 1 ||
+        !manifest.contains("variants") || !manifest["variants"].is_array()) {
+      fail(l.loader_path, "loader manifest unreadable", "a format 1 manifest", text ? "other JSON or text" : "no manifest line");
+      continue;
+    }
+    if (l.init_source.find(kLoaderImport) == std::string::npos)
+      fail(package_dir + "/__init__.py", "package does not import its loader", std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
+    if (!first_variants) first_variants = manifest["variants"];
+    else if (*first_variants != manifest["variants"])
+      fail(l.loader_path, "loaders disagree on the variants", first_variants->dump(), manifest["variants"].dump());
+    for (const auto& variant : manifest["variants"]) {
+      if (!variant.is_string()) {
+        fail(l.loader_path, "variant label is not a string", "\"cuNN\"", variant.dump());
+        continue;
+      }
+      const std::string label = variant.get<std::string>();
+      auto names = [&](const char* section) -> std::vector<std::string> {
+        std::vector<std::string> out;
+        const nlohmann::json& node = manifest.value(section, nlohmann::json::object()).value(label, nlohmann::json());
+        if (node.is_object())
+          for (const auto& [key, value] : node.items()) out.push_back(value.get<std::string>());
+        else if (node.is_array())
+          for (const auto& value : node) out.push_back(value.get<std::string>());
+        return out;
+      };
+      for (const char* section : {"modules", "files", "preload"}) {
+        for (const std::string& rel : names(section)) {
+          std::string path = manifest_archive_path(package_dir, rel);
+          listed.insert(path);
+          if (!paths.count(path))
+            fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), path, "no such member");
+        }
+      }
+    }
+  }
+  // A file stored under a variant label that no manifest names would never be loaded.
+  if (first_variants) {
+    for (const std::string& path : paths) {
+      std::string base = path.substr(path.rfind('/') + 1);
+      for (const auto& variant : *first_variants) {
+        std::string mark = "." + variant.get<std::string>();
+        size_t at = base.find(mark);
+        bool labelled = at != std::string::npos && at > 0 &&
+                        (at + mark.size() == base.size() || base[at + mark.size()] == '.');
+        if (labelled && !listed.count(path) && path.find(".dist-info/") == std::string::npos)
+          fail(path, "variant file no loader lists", "a file named in a manifest", "none names it");
+      }
+    }
+  }
+}
+
+std::optional<nlohmann::json> verify_wheel(const std::string& path, Problems& problems) {
+  const size_t before = problems.size();
+  auto wheel = read_wheel(WheelInput{path, {}}, problems);
+  if (!wheel) return std::nullopt;
+  std::set<std::string> paths;
+  for (const WheelFile& f : wheel->files) paths.insert(f.path);
+  auto text_of = [&](const std::string& member) -> std::string {
+    const WheelFile* f = wheel->find(member);
+    if (!f) return {};
+    auto bytes = read_member(wheel->zip, wheel->zip.entries[f->entry], 64 << 20, wheel->display, problems);
+    return bytes ? std::string(bytes->begin(), bytes->end()) : std::string();
+  };
+  std::vector<LoaderFiles> loaders;
+  const std::string suffix = "/" + std::string(kLoaderModule);
+  for (const std::string& p : paths) {
+    if (p.size() <= suffix.size() || p.compare(p.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    std::string source = text_of(p);
+    if (!manifest_of_loader(source)) continue;  // a module of that name that is no wheelmerge loader
+    loaders.push_back({p, source, text_of(p.substr(0, p.size() - suffix.size()) + "/__init__.py")});
+  }
+  check_loaders(wheel->display, loaders, paths, problems);
+  if (problems.size() != before) return std::nullopt;
+  nlohmann::json summary = {{"file", path}, {"valid", true}, {"files", wheel->files.size()},
+                            {"merged", !loaders.empty()}, {"warnings", wheel->warnings}};
+  nlohmann::json packages = nlohmann::json::array();
+  for (const LoaderFiles& l : loaders) packages.push_back(l.loader_path);
+  summary["loaders"] = packages;
+  return summary;
+}
+
+}  // namespace wm

@@ -1,0 +1,92 @@
+"""`wheelmerge verify`: the strict checks on their own, and for merged wheels the loaders
+against the files present. Broken merged wheels are made by rewriting a real merged wheel with
+a correct RECORD, so only the loader check can catch them."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import run
+
+
+def record_row(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}\n"
+
+
+def rewrite(source: Path, target: Path, *, drop: str = "", replace: dict[str, bytes] | None = None,
+            add: dict[str, bytes] | None = None) -> Path:
+    """A copy of a wheel with members dropped, replaced or added, and a RECORD that matches."""
+    replace = replace or {}
+    members: dict[str, bytes] = {}
+    with zipfile.ZipFile(source) as z:
+        record = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD"))
+        for name in z.namelist():
+            if name not in (drop, record):
+                members[name] = replace.get(name, z.read(name))
+    members.update(add or {})
+    rows = "".join(record_row(n, d) for n, d in members.items()) + f"{record},,\n"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+        z.writestr(record, rows)
+    return target
+
+
+@pytest.fixture(scope="module")
+def merged(wheelmerge_bin, demo_wheels, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("verify")
+    run([wheelmerge_bin, "merge", demo_wheels["cu12"], demo_wheels["cu13"], "-o", out])
+    return next(out.glob("*.whl"))
+
+
+def verify(wheelmerge_bin, *wheels: Path):
+    return run([wheelmerge_bin, "verify", "--json", *wheels], check=False)
+
+
+def test_valid_wheels_pass(wheelmerge_bin, demo_wheels, merged):
+    result = verify(wheelmerge_bin, merged, demo_wheels["cu12"])
+    assert result.returncode == 0, result.stderr
+    reports = json.loads(result.stdout)["wheels"]
+    assert [r["merged"] for r in reports] == [True, False]
+    assert reports[0]["loaders"] == ["wmdemo/_wheelmerge.py"]
+
+
+def test_missing_variant_file(wheelmerge_bin, merged, tmp_path):
+    broken = rewrite(merged, tmp_path / merged.name, drop="wmdemo/kernels/scale.cu12.cubin")
+    result = verify(wheelmerge_bin, broken)
+    assert result.returncode == 3
+    assert "wmdemo/_wheelmerge.py: manifest files of cu12 names a file the wheel lacks" in result.stderr
+    assert "wmdemo/kernels/scale.cu12.cubin" in result.stderr
+
+
+def test_init_without_loader_import(wheelmerge_bin, merged, tmp_path):
+    with zipfile.ZipFile(merged) as z:
+        init = z.read("wmdemo/__init__.py").replace(b"from . import _wheelmerge as _wheelmerge", b"pass  #")
+    broken = rewrite(merged, tmp_path / merged.name, replace={"wmdemo/__init__.py": init})
+    result = verify(wheelmerge_bin, broken)
+    assert result.returncode == 3
+    assert "wmdemo/__init__.py: package does not import its loader" in result.stderr
+
+
+def test_labelled_file_no_manifest_lists(wheelmerge_bin, merged, tmp_path):
+    broken = rewrite(merged, tmp_path / merged.name, add={"wmdemo/extra.cu13.cpython-311-x86_64-linux-gnu.so": b"\x7fELF"})
+    result = verify(wheelmerge_bin, broken)
+    assert result.returncode == 3
+    assert "wmdemo/extra.cu13.cpython-311-x86_64-linux-gnu.so: variant file no loader lists" in result.stderr
+
+
+def test_a_bad_and_a_good_wheel(wheelmerge_bin, merged, tmp_path):
+    broken = rewrite(merged, tmp_path / merged.name, drop="wmdemo/kernels/scale.cu12.cubin")
+    result = verify(wheelmerge_bin, merged, broken)
+    assert result.returncode == 3
+    reports = json.loads(result.stdout)["wheels"]
+    assert reports[0]["valid"] is True
+    assert reports[1]["valid"] is False
+    assert reports[1]["problems"][0]["member"] == "wmdemo/_wheelmerge.py"
