@@ -156,7 +156,10 @@ void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOpt
     const std::string args = job.work + "/" + name + ".args.json", result = job.work + "/" + name + ".result.json";
     std::ofstream(args) << kwargs.dump();
     std::vector<std::string> argv = {python, runner, name, backend, nlohmann::json(project.build_system.backend_path).dump(), args, result};
-    run_logged(argv, env, src, b.log, error);
+    if (run_logged(argv, env, src, b.log, error) == -1) {
+      fail(error, argv);
+      return std::nullopt;
+    }
     std::ifstream in(result);
     auto j = nlohmann::json::parse(in, nullptr, false);
     if (j.is_discarded() || j.contains("error")) {
@@ -185,7 +188,24 @@ void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOpt
 
 }  // namespace
 
-std::optional<BuildResult> build_project(const BuildOptions& options, const ProgressSink& progress, Problems& problems) {
+namespace {
+// Paths the user gave, made absolute: the builds run in other directories.
+BuildOptions with_absolute_paths(BuildOptions options) {
+  auto absolute = [](std::string& path) {
+    if (!path.empty() && path.find("://") == std::string::npos) path = fs::absolute(path).lexically_normal().string();
+  };
+  absolute(options.project_dir);
+  absolute(options.out_dir);
+  absolute(options.log_dir);
+  if (options.python.find('/') != std::string::npos) absolute(options.python);
+  for (std::string& f : options.find_links) absolute(f);
+  for (auto& [major, path] : options.toolkit_paths) absolute(path);
+  return options;
+}
+}  // namespace
+
+std::optional<BuildResult> build_project(const BuildOptions& given, const ProgressSink& progress, Problems& problems) {
+  const BuildOptions options = with_absolute_paths(given);
   const size_t before = problems.size();
   auto project = load_project_config(options.project_dir, problems);
   if (!project) return std::nullopt;
@@ -216,7 +236,8 @@ std::optional<BuildResult> build_project(const BuildOptions& options, const Prog
 
   ToolkitHints hints;
   hints.command_line = options.toolkit_paths;
-  for (const auto& [major, v] : config.variants) hints.config[major] = v.toolkit;
+  for (const auto& [major, v] : config.variants)  // relative to the project, like backend-path
+    if (!v.toolkit.empty()) hints.config[major] = (fs::path(options.project_dir) / v.toolkit).lexically_normal().string();
   hints.env = current_environment();
   std::vector<VariantJob> jobs;
   for (int major : majors) {
@@ -265,6 +286,7 @@ std::optional<BuildResult> build_project(const BuildOptions& options, const Prog
   auto cleanup = [&] {
     std::error_code ec;
     for (VariantJob& job : jobs) fs::remove_all(job.work, ec);
+    fs::remove(tmp, ec);  // gone unless it holds the logs
   };
   if (problems.size() != before) {
     cleanup();

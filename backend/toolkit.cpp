@@ -129,7 +129,20 @@ std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Proble
     if (name == fmt::format("cuda-{}", major) || name.rfind(fmt::format("cuda-{}.", major), 0) == 0)
       versioned.push_back(entry.path());
   }
-  std::sort(versioned.rbegin(), versioned.rend());  // newest first
+  // Newest first, comparing versions as numbers: cuda-13.10 is newer than cuda-13.9.
+  auto version_of = [](const fs::path& p) {
+    std::vector<int> parts;
+    std::string v = p.filename().string().substr(5);
+    for (size_t start = 0; start < v.size();) {
+      size_t end = v.find('.', start);
+      if (end == std::string::npos) end = v.size();
+      std::string part = v.substr(start, end - start);
+      parts.push_back(part.empty() || part.find_first_not_of("0123456789") != std::string::npos ? -1 : std::stoi(part));
+      start = end + 1;
+    }
+    return parts;
+  };
+  std::sort(versioned.begin(), versioned.end(), [&](const fs::path& a, const fs::path& b) { return version_of(a) > version_of(b); });
   for (const fs::path& p : versioned) candidates.emplace_back(hints.search_root + "/cuda-" + std::to_string(major) + ".*", p.string());
   if (versioned.empty()) looked.push_back(fmt::format("{}/cuda-{}.* (none)", hints.search_root, major));
   std::string path_var = env_or(hints, "PATH");

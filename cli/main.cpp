@@ -24,7 +24,7 @@ nlohmann::json problem_list(const wm::Problems& problems) {
   for (const wm::Problem& p : problems)
     list.push_back({{"kind", wm::kind_name(p.kind)}, {"file", wm::printable(p.file)},
                     {"member", wm::printable(p.member)}, {"what", wm::printable(p.what)},
-                    {"expected", wm::printable(p.expected)}, {"found", wm::printable(p.found)},
+                    {"expected", wm::printable(p.expected, true)}, {"found", wm::printable(p.found, true)},
                     {"message", wm::describe(p)}});
   return list;
 }
@@ -161,7 +161,8 @@ int run_toolkit(const Output& out, const std::string& project_dir, const std::ve
   if (options.majors.empty()) options.majors = {12, 13};
   wm::ToolkitHints hints;
   hints.command_line = options.toolkit_paths;
-  for (const auto& [major, v] : project->wheelmerge.variants) hints.config[major] = v.toolkit;
+  for (const auto& [major, v] : project->wheelmerge.variants)
+    if (!v.toolkit.empty()) hints.config[major] = (std::filesystem::path(project_dir) / v.toolkit).lexically_normal().string();
   hints.env = wm::current_environment();
   nlohmann::json found = nlohmann::json::array();
   for (int major : options.majors) {

@@ -4,7 +4,7 @@
 
 namespace wm {
 
-std::string printable(std::string_view text) {
+std::string printable(std::string_view text, bool keep_lines) {
   std::string out;
   size_t i = 0;
   auto escape = [&](uint8_t byte) {
@@ -22,7 +22,7 @@ std::string printable(std::string_view text) {
     } else if (len == 1 && c >= 0x20 && c != 0x7F) {
       out += text[i++];
     } else if (len == 1 && c == '\n') {
-      out += "\\n";
+      out += keep_lines ? "\n" : "\\n";
       ++i;
     } else {
       escape(c);
@@ -37,18 +37,18 @@ std::string describe(const Problem& p) {
   auto add = [&](const std::string& part) {
     if (part.empty()) return;
     if (!out.empty()) out += ": ";
-    out += part;
+    out += printable(part);
   };
   add(p.file);
   add(p.member);
   add(p.what);
   if (!p.expected.empty() || !p.found.empty()) {
     std::string detail;
-    if (!p.expected.empty()) detail += "expected " + p.expected;
-    if (!p.found.empty()) detail += (detail.empty() ? "found " : ", found ") + p.found;
+    if (!p.expected.empty()) detail += "expected " + printable(p.expected, true);
+    if (!p.found.empty()) detail += (detail.empty() ? "found " : ", found ") + printable(p.found, true);
     out += out.empty() ? detail : ": " + detail;
   }
-  return printable(out);
+  return out;
 }
 
 const char* kind_name(ProblemKind kind) {

@@ -26,8 +26,9 @@ struct Problem {
 
 using Problems = std::vector<Problem>;
 
-// `text` safe to print: valid UTF-8 kept, control characters and invalid bytes as \xNN.
-std::string printable(std::string_view text);
+// `text` safe to print: valid UTF-8 kept, control characters and invalid bytes as \xNN;
+// line breaks kept where `keep_lines` (multi-line values such as a log's last lines).
+std::string printable(std::string_view text, bool keep_lines = false);
 
 // "FILE: MEMBER: WHAT: expected E, found F", leaving out the parts that are empty; printable.
 std::string describe(const Problem& problem);

@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
                 result = {"return": function(**kwargs)}
             except Exception:
                 traceback.print_exc()
-                result = {"error": f"{spec}.{hook} raised an exception (traceback above)"}
+                result = {"error": f"{spec}.{hook} raised an exception (its traceback is in the log)"}
     with open(result_path, "w", encoding="utf-8") as f:
         json.dump(result, f)
     return 0 if "error" not in result else 1

@@ -78,6 +78,12 @@ TEST_CASE("explicit toolkits of another major are refused; discovery passes them
     REQUIRE(k13);
     CHECK(k13->found_by == "CUDA_HOME");
   }
+  SUBCASE("versions compare as numbers") {
+    t.write("cuda-12.10/include/cuda.h", "#define CUDA_VERSION 12100\n");
+    auto k = find_toolkit(12, hints, problems);
+    REQUIRE(k);
+    CHECK(k->version == "12.10");
+  }
   SUBCASE("none found: every place is named") {
     hints.env["CUDA_HOME"] = (t.root / "cuda-13.0").string();
     CHECK_FALSE(find_toolkit(11, hints, problems));

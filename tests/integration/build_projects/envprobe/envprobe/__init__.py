@@ -1,0 +1,1 @@
+"""envprobe: its generated module _buildenv records the environment of the build."""

@@ -1,0 +1,1 @@
+"""A package whose CUDA 12 build fails."""
