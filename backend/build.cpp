@@ -1,5 +1,7 @@
 #include "build.hpp"
 
+#include "interrupt.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -124,8 +126,12 @@ void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOpt
   const Environment inherited = current_environment();
   Environment env = variant_environment(b.toolkit, project.wheelmerge, inherited);
   env.erase("PYTHONPATH");  // the build sees its own environment only
+  // Temporary files of pip and the backend stay inside the variant's directory, removed with it.
+  fs::create_directories(job.work + "/tmp");
+  env["TMPDIR"] = job.work + "/tmp";
   b.env = environment_changes(inherited, env);
   auto run = [&](const std::vector<std::string>& argv) {
+    if (interrupted()) return false;
     int rc = run_logged(argv, env, src, b.log, error);
     if (rc == -1) fail(error, argv);
     else if (rc != 0) fail(fmt::format("command failed with exit status {}", rc), argv);
@@ -282,11 +288,15 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
     for (int t = 1; t < std::max(1, std::min<int>(options.jobs, static_cast<int>(jobs.size()))); ++t) threads.emplace_back(worker);
     worker();
   }
-  for (VariantJob& job : jobs) problems.insert(problems.end(), job.problems.begin(), job.problems.end());
+  if (int signal = interrupted())
+    problems.push_back({ProblemKind::other, options.project_dir, {}, "interrupted", {}, fmt::format("signal {}", signal)});
+  else
+    for (VariantJob& job : jobs) problems.insert(problems.end(), job.problems.begin(), job.problems.end());
   auto cleanup = [&] {
     std::error_code ec;
     for (VariantJob& job : jobs) fs::remove_all(job.work, ec);
-    fs::remove(tmp, ec);  // gone unless it holds the logs
+    if (interrupted()) fs::remove_all(tmp, ec);  // an interrupted run leaves nothing behind
+    else fs::remove(tmp, ec);                    // gone unless it holds the logs
   };
   if (problems.size() != before) {
     cleanup();

@@ -1,5 +1,7 @@
 #include "process.hpp"
 
+#include "interrupt.hpp"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -7,6 +9,7 @@
 #include <deque>
 #include <fcntl.h>
 #include <fstream>
+#include <csignal>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,8 +75,17 @@ int run_logged(const std::vector<std::string>& argv, const Environment& env, con
     error = fmt::format("cannot run {}: {}", argv.front(), std::strerror(rc));
     return -1;
   }
+  // Polled rather than blocked on, so an interrupt reaches the child promptly.
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  bool forwarded = false;
+  for (;;) {
+    pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) break;
+    if (int signal = interrupted(); signal && !forwarded) {
+      ::kill(pid, signal);
+      forwarded = true;
+    }
+    ::usleep(20000);
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);

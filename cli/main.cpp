@@ -1,6 +1,7 @@
 // The wheelmerge command line: arguments, output formatting and exit codes; the work is done
 // by the merger library.
 #include "build.hpp"
+#include "interrupt.hpp"
 #include "merge.hpp"
 #include "problem.hpp"
 #include "verify.hpp"
@@ -305,12 +306,15 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
+  wm::catch_interrupts();
   try {
-    if (merge->parsed()) return run_merge(out, wheels, out_dir, options);
-    if (build->parsed()) return run_build(out, build_options, cuda, settings);
-    if (toolkit->parsed()) return run_toolkit(out, toolkit_project, toolkit_cuda);
-    if (verify->parsed()) return run_verify(out, verify_paths);
-    return run_inspect(out, inspect_path);
+    int rc = 0;
+    if (merge->parsed()) rc = run_merge(out, wheels, out_dir, options);
+    else if (build->parsed()) rc = run_build(out, build_options, cuda, settings);
+    else if (toolkit->parsed()) rc = run_toolkit(out, toolkit_project, toolkit_cuda);
+    else if (verify->parsed()) rc = run_verify(out, verify_paths);
+    else rc = run_inspect(out, inspect_path);
+    return wm::interrupted() ? 128 + wm::interrupted() : rc;
   } catch (const std::exception& e) {
     return out.fail({{wm::ProblemKind::other, {}, {}, std::string("internal error: ") + e.what(), {}, {}}});
   }

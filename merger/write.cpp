@@ -1,6 +1,7 @@
 #include "write.hpp"
 
 #include "bytes.hpp"
+#include "interrupt.hpp"
 #include "loader.hpp"
 #include "member_stream.hpp"
 #include "verify.hpp"
@@ -125,6 +126,10 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
 
   ZipWriter writer(out, time);
   for (const PlannedMember& m : plan.members) {
+    if (int signal = interrupted()) {
+      discard();
+      return fail("interrupted", fmt::format("signal {}", signal));
+    }
     bool ok = m.source ? writer.add_copy(m.path, m.source->zip, m.source->zip.entries[m.entry], m.executable)
                        : writer.add_generated(m.path, as_bytes(m.content), m.executable);
     if (!ok) {
