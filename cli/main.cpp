@@ -222,6 +222,9 @@ int run_inspect(const Output& out, const std::string& path) {
   for (const auto& l : r["loaders"])
     fmt::print("loader: {} (package {}, driver fallback {})\n", l["loader"].get<std::string>(),
                l["package"].get<std::string>(), l["driver_fallback"].get<bool>() ? "on" : "off");
+  for (const auto& l : r["loaders"])
+    for (const auto& [label, info] : l["build_info"].items())
+      if (!info.empty()) fmt::print("{} built with: {}\n", label, info.dump());
   fmt::print("shared: {} bytes\n", r["shared_bytes"].get<uint64_t>());
   for (const auto& [label, bytes] : r["variant_bytes"].items())
     fmt::print("{}: {} bytes\n", label, bytes.get<uint64_t>());
