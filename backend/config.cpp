@@ -204,7 +204,7 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
 }  // namespace
 
 std::optional<BuildConfig> parse_toml_config(const std::string& text, const std::string& source, Problems& problems,
-                                             BuildSystem* build_system) {
+                                             BuildSystem* build_system, std::string* project_name) {
   toml::table doc;
   try {
     doc = toml::parse(text, source);
@@ -224,6 +224,7 @@ std::optional<BuildConfig> parse_toml_config(const std::string& text, const std:
           if (auto s = p.value<std::string>()) build_system->backend_path.push_back(*s);
     }
   }
+  if (project_name) *project_name = doc["project"]["name"].value_or(std::string());
   toml::node* table = doc["tool"]["wheelmerge"].node();
   if (!table) {
     BuildConfig empty;
@@ -259,7 +260,7 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
     problems.push_back({ProblemKind::usage, pyproject.string(), {}, "no pyproject.toml", "a Python project", "none"});
     return std::nullopt;
   }
-  auto config = parse_toml_config(*text, pyproject.string(), problems, &project.build_system);
+  auto config = parse_toml_config(*text, pyproject.string(), problems, &project.build_system, &project.name);
   if (!config) return std::nullopt;
   if (auto yaml_text = read_file(yaml)) {
     if (!config->source.empty()) {

@@ -44,6 +44,7 @@ struct BuildSystem {
 };
 
 struct ProjectConfig {
+  std::string name;  // [project] name, empty when not static
   BuildSystem build_system;
   BuildConfig wheelmerge;
 };
@@ -54,7 +55,7 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
 
 // The same schema from text, for tests and for the two file formats.
 std::optional<BuildConfig> parse_toml_config(const std::string& text, const std::string& source, Problems& problems,
-                                             BuildSystem* build_system = nullptr);
+                                             BuildSystem* build_system = nullptr, std::string* project_name = nullptr);
 std::optional<BuildConfig> parse_yaml_config(const std::string& text, const std::string& source, Problems& problems);
 
 }  // namespace wm

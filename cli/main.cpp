@@ -5,6 +5,8 @@
 #include "merge.hpp"
 #include "problem.hpp"
 #include "verify.hpp"
+#include "wheel_name.hpp"
+#include "workflow.hpp"
 #include "version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -14,7 +16,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <unistd.h>
 
@@ -202,6 +207,52 @@ int run_verify(const Output& out, const std::vector<std::string>& paths) {
   return wm::exit_code(all);
 }
 
+int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowOptions options,
+                const std::string& pythons, const std::string& cuda, bool force) {
+  wm::Problems problems;
+  auto project = wm::load_project_config(project_dir, problems);
+  if (!project) return out.fail(problems);
+  auto split = [](const std::string& list) {
+    std::vector<std::string> items;
+    for (size_t start = 0; start <= list.size();) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      if (end > start) items.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+    return items;
+  };
+  options.python_versions = split(pythons);
+  for (const std::string& major : split(cuda)) {
+    if (major.find_first_not_of("0123456789") != std::string::npos || major.size() > 2)
+      return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "majors such as 12,13", cuda}});
+    options.cuda_majors.push_back(std::stoi(major));
+  }
+  if (options.cuda_majors.empty()) options.cuda_majors = project->wheelmerge.cuda;
+  if (options.cuda_majors.empty()) options.cuda_majors = {12, 13};
+  if (options.import_name.empty()) {
+    options.import_name = wm::normalize_name(project->name);
+    if (options.import_name.empty())
+      return out.fail({{wm::ProblemKind::usage, project_dir + "/pyproject.toml", {}, "no import name",
+                        "--import-name or a static [project] name", "neither"}});
+  }
+  options.variant_files = project->wheelmerge.variant_files;
+  options.driver_fallback = project->wheelmerge.driver_fallback;
+  const auto path = std::filesystem::path(project_dir) / ".github" / "workflows" / "wheels.yml";
+  if (std::filesystem::exists(path) && !force)
+    return out.fail({{wm::ProblemKind::usage, path.string(), {}, "the workflow already exists",
+                      "--force to replace it", "a file"}});
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream file(path, std::ios::trunc);
+  file << wm::caller_workflow(options);
+  if (!file.flush())
+    return out.fail({{wm::ProblemKind::other, path.string(), {}, "cannot write the workflow", {}, std::strerror(errno)}});
+  out.info(fmt::format("wrote {}: builds {} x CUDA {}, imports {}", path.string(), fmt::join(options.python_versions, ", "),
+                       fmt::join(options.cuda_majors, ", "), options.import_name));
+  if (out.json) fmt::print("{}\n", nlohmann::json{{"output", path.string()}}.dump(2));
+  return 0;
+}
+
 int run_inspect(const Output& out, const std::string& path) {
   wm::Problems problems;
   auto report = wm::inspect_wheel(path, problems);
@@ -239,7 +290,7 @@ int run_inspect(const Output& out, const std::string& path) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit", "verify"};
+  static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit", "verify", "ci"};
   if (!args.empty() && !kCommands.count(args[0]) && args[0].rfind('-', 0) != 0)
     args.insert(args.begin(), "merge");
 
@@ -290,6 +341,22 @@ int main(int argc, char** argv) {
   verify->add_option("wheels", verify_paths, "the wheels")->required();
   add_common(verify);
 
+  auto* ci = app.add_subcommand("ci", "GitHub Actions for the project");
+  ci->require_subcommand(1);
+  auto* ci_init = ci->add_subcommand("init", "write .github/workflows/wheels.yml: build each variant on runners, merge, test");
+  std::string ci_project = ".", ci_pythons = "3.10,3.11,3.12,3.13", ci_cuda;
+  bool ci_force = false;
+  wm::WorkflowOptions workflow;
+  ci_init->add_option("project", ci_project, "the project directory (default: .)");
+  ci_init->add_option("--python", ci_pythons, "Python versions, comma-separated (default: 3.10,3.11,3.12,3.13)");
+  ci_init->add_option("--cuda", ci_cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
+  ci_init->add_flag("--container", workflow.container, "build in NVIDIA's CUDA container images");
+  ci_init->add_flag("--publish", workflow.publish, "publish the merged wheels to PyPI on version tags");
+  ci_init->add_option("--import-name", workflow.import_name, "the package to import in the test job (default: from [project] name)");
+  ci_init->add_option("--ref", workflow.ref, "the ref of wheelmerge's reusable workflow (default: main)");
+  ci_init->add_flag("--force", ci_force, "replace an existing workflow file");
+  add_common(ci_init);
+
   std::string toolkit_project = ".";
   std::vector<std::string> toolkit_cuda;
   auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and their build environment");
@@ -316,6 +383,7 @@ int main(int argc, char** argv) {
     else if (build->parsed()) rc = run_build(out, build_options, cuda, settings);
     else if (toolkit->parsed()) rc = run_toolkit(out, toolkit_project, toolkit_cuda);
     else if (verify->parsed()) rc = run_verify(out, verify_paths);
+    else if (ci_init->parsed()) rc = run_ci_init(out, ci_project, workflow, ci_pythons, ci_cuda, ci_force);
     else rc = run_inspect(out, inspect_path);
     return wm::interrupted() ? 128 + wm::interrupted() : rc;
   } catch (const std::exception& e) {
