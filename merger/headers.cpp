@@ -39,11 +39,13 @@ std::optional<Headers> parse_headers(std::string_view text, const std::string& d
   size_t pos = 0;
   size_t line_no = 0;
   while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
+    // Lines end at "\r\n", "\r" or "\n", as Python's email parser (METADATA's readers) splits them.
+    size_t eol = text.find_first_of("\r\n", pos);
     std::string_view line = text.substr(pos, eol == std::string_view::npos ? text.size() - pos : eol - pos);
-    size_t next = eol == std::string_view::npos ? text.size() : eol + 1;
+    size_t next = eol == std::string_view::npos ? text.size()
+                  : text.compare(eol, 2, "\r\n") == 0 ? eol + 2
+                                                     : eol + 1;
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) {
       headers.body = std::string(text.substr(next));
       return headers;
