@@ -1,9 +1,28 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh), then runs every suite: the doctest unit tests through ctest and
-# the integration suites of the real binary with pytest.
+# Sets up (scripts/setup.sh), then runs every suite twice: against the release build, and
+# against a build with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan), which must
+# run them without findings.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 cd "$root"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWHEELMERGE_SANITIZE=ON >/dev/null
+cmake --build build-asan
+
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
+
+echo "== unit tests (release, then sanitizers)"
 ctest --test-dir build --output-on-failure
-WHEELMERGE="$root/build/wheelmerge" .venv/bin/python -m pytest tests/integration -q -p no:cacheprovider "$@"
+ctest --test-dir build-asan --output-on-failure
+
+echo "== integration suites, release build"
+WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration "$@"
+
+# The suites that run build/wheelmerge, against the sanitizer build. test_backend.py runs the
+# executable of the wheelmerge wheel it builds, test_fuzz.py its own sanitized harnesses, and
+# test_loader.py no executable at all, so they are not repeated.
+echo "== integration suites, sanitizer build"
+WHEELMERGE="$root/build-asan/wheelmerge" "${pytest[@]}" tests/integration \
+  --ignore=tests/integration/test_backend.py --ignore=tests/integration/test_fuzz.py \
+  --ignore=tests/integration/test_loader.py "$@"
