@@ -385,7 +385,8 @@ int main(int argc, char** argv) {
     else if (verify->parsed()) rc = run_verify(out, verify_paths);
     else if (ci_init->parsed()) rc = run_ci_init(out, ci_project, workflow, ci_pythons, ci_cuda, ci_force);
     else rc = run_inspect(out, inspect_path);
-    return wm::interrupted() ? 128 + wm::interrupted() : rc;
+    // A run that completed despite a late signal reports its success: its output is in place.
+    return rc != 0 && wm::interrupted() ? 128 + wm::interrupted() : rc;
   } catch (const std::exception& e) {
     return out.fail({{wm::ProblemKind::other, {}, {}, std::string("internal error: ") + e.what(), {}, {}}});
   }

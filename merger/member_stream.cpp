@@ -1,5 +1,7 @@
 #include "member_stream.hpp"
 
+#include "interrupt.hpp"
+
 #include <fmt/format.h>
 #include <zlib.h>
 
@@ -18,8 +20,10 @@ std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entr
     return Problem{ProblemKind::invalid_input, display_name, entry.name, std::move(what),
                    std::move(expected), std::move(found)};
   };
+  // Buffers sized for the member: most members of a wheel are small. One byte more than the
+  // declared size lets inflate show at once that the claim is too small.
   std::vector<uint8_t> in(std::min<uint64_t>(kChunk, std::max<uint64_t>(entry.compressed_size, 1)));
-  std::vector<uint8_t> out(entry.method == kMethodDeflate ? kChunk : 0);
+  std::vector<uint8_t> out(entry.method == kMethodDeflate ? std::min<uint64_t>(kChunk, entry.uncompressed_size + 1) : 0);
   uLong crc = crc32(0L, Z_NULL, 0);
   uint64_t produced = 0;
   uint64_t consumed = 0;
@@ -44,6 +48,7 @@ std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entr
   };
 
   while (consumed < entry.compressed_size) {
+    if (int signal = interrupted()) return fail("interrupted", {}, fmt::format("signal {}", signal));
     size_t n = static_cast<size_t>(std::min<uint64_t>(in.size(), entry.compressed_size - consumed));
     if (!zip.file->read_at(entry.data_offset + consumed, std::span(in.data(), n)))
       return fail("cannot read member data", fmt::format("{} bytes", entry.compressed_size), "a short read");

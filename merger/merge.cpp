@@ -2,6 +2,7 @@
 
 #include "loader.hpp"
 #include "member_stream.hpp"
+#include "parallel.hpp"
 #include "verify.hpp"
 #include "write.hpp"
 
@@ -35,10 +36,16 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   }
   if (problems.size() != before) return std::nullopt;
 
+  // Every input is read, side by side, so every problem is reported and no core waits for
+  // one input's largest member; problems are kept in input order.
   MergeResult result;
-  result.inputs.reserve(inputs.size());
-  for (const WheelInput& in : inputs)  // every input is read, so every problem is reported
-    if (auto w = read_wheel(in, problems)) result.inputs.push_back(std::move(*w));
+  std::vector<std::optional<Wheel>> read(inputs.size());
+  std::vector<Problems> found(inputs.size());
+  parallel_for(inputs.size(), [&](size_t i) { read[i] = read_wheel(inputs[i], found[i]); });
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    problems.insert(problems.end(), found[i].begin(), found[i].end());
+    if (read[i]) result.inputs.push_back(std::move(*read[i]));
+  }
   if (problems.size() != before) return std::nullopt;
   auto plan = plan_merge(result.inputs, options, problems);
   if (!plan) return std::nullopt;

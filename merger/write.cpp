@@ -150,15 +150,21 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
     return std::nullopt;
   }
 
-  // Into place: a new name directly, or through a temporary name renamed over an old output.
-  if (temp_name.empty()) {
-    if (::linkat(AT_FDCWD, self.c_str(), dir.fd, plan.filename.c_str(), AT_SYMLINK_FOLLOW) == 0) return target;
-    if (errno != EEXIST) return fail("cannot link the output into place");
-    temp_name = fmt::format(".{}.{}.tmp", plan.filename, ::getpid());
-    if (::linkat(AT_FDCWD, self.c_str(), dir.fd, temp_name.c_str(), AT_SYMLINK_FOLLOW) != 0)
-      return fail("cannot link the output into place");
+  if (int signal = interrupted()) {
+    discard();
+    return fail("interrupted", fmt::format("signal {}", signal));
   }
-  if (::renameat(dir.fd, temp_name.c_str(), dir.fd, plan.filename.c_str()) != 0) {
+  // Into place under its name, with no other name on the way: an older output of that name is
+  // removed first, so whenever the run is killed the path holds nothing or a whole wheel, and
+  // nothing stray lies beside it.
+  if (temp_name.empty()) {
+    for (int attempt = 0;; ++attempt) {
+      if (::linkat(AT_FDCWD, self.c_str(), dir.fd, plan.filename.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+      if (errno != EEXIST || attempt == 3) return fail("cannot link the output into place");
+      if (::unlinkat(dir.fd, plan.filename.c_str(), 0) != 0 && errno != ENOENT)
+        return fail("cannot replace the older output");
+    }
+  } else if (::renameat(dir.fd, temp_name.c_str(), dir.fd, plan.filename.c_str()) != 0) {
     discard();
     return fail("cannot rename the output into place");
   }

@@ -1,5 +1,7 @@
 // Writes a merge plan: into an unnamed temporary file in the output directory, checked, then
-// linked into place, so the output path holds either nothing or the complete wheel.
+// linked into place, so the output path holds either nothing or the complete wheel, and no
+// other file is ever left beside it. (Where the file system has no O_TMPFILE, a named
+// temporary file is used and removed on failure; only a kill can leave that one behind.)
 #pragma once
 
 #include "plan.hpp"
