@@ -106,7 +106,8 @@ struct VariantJob {
 
 // One variant's build: environment, requirements, the backend's hooks.
 void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOptions& options,
-                   const std::string& backend, const std::vector<std::string>& requirements,
+                   const std::string& backend, const std::vector<std::string>& backend_path,
+                   const std::vector<std::string>& requirements,
                    const ProgressSink& progress) {
   VariantBuild& b = job.build;
   const auto start = std::chrono::steady_clock::now();
@@ -125,7 +126,9 @@ void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOpt
 
   const Environment inherited = current_environment();
   Environment env = variant_environment(b.toolkit, project.wheelmerge, inherited);
-  env.erase("PYTHONPATH");  // the build sees its own environment only
+  // An isolated build sees its own environment only; without isolation the frontend's
+  // environment is the build environment (pip's build isolation works through PYTHONPATH).
+  if (options.isolation) env.erase("PYTHONPATH");
   // Temporary files of pip and the backend stay inside the variant's directory, removed with it.
   fs::create_directories(job.work + "/tmp");
   env["TMPDIR"] = job.work + "/tmp";
@@ -161,7 +164,7 @@ void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOpt
   auto hook = [&](const std::string& name, const nlohmann::json& kwargs) -> std::optional<nlohmann::json> {
     const std::string args = job.work + "/" + name + ".args.json", result = job.work + "/" + name + ".result.json";
     std::ofstream(args) << kwargs.dump();
-    std::vector<std::string> argv = {python, runner, name, backend, nlohmann::json(project.build_system.backend_path).dump(), args, result};
+    std::vector<std::string> argv = {python, runner, name, backend, nlohmann::json(backend_path).dump(), args, result};
     if (run_logged(argv, env, src, b.log, error) == -1) {
       fail(error, argv);
       return std::nullopt;
@@ -174,7 +177,10 @@ void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOpt
     }
     return j["return"];
   };
-  nlohmann::json settings = options.config_settings;
+  // One value as a string, a repeated key as a list, as frontends pass them.
+  nlohmann::json settings = nlohmann::json::object();
+  for (const auto& [key, values] : options.config_settings)
+    settings[key] = values.size() == 1 ? nlohmann::json(values.front()) : nlohmann::json(values);
   if (options.isolation) {
     auto extra = hook("get_requires_for_build_wheel", {{"config_settings", settings}});
     if (!extra) return;
@@ -230,9 +236,11 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   // The backend that builds each variant: the project's, or the inner one when the project
   // uses wheelmerge's own backend.
   std::string backend = project->build_system.backend;
+  std::vector<std::string> backend_path = project->build_system.backend_path;
   std::vector<std::string> requirements = project->build_system.requirements;
   if (backend == "wheelmerge.backend") {
     backend = config.backend;
+    backend_path = config.backend_path;
     if (backend.empty())
       problems.push_back({ProblemKind::usage, config.source.empty() ? options.project_dir + "/pyproject.toml" : config.source,
                           {}, "build-backend is wheelmerge.backend but no inner backend is configured",
@@ -281,7 +289,7 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   };
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) build_variant(jobs[i], *project, options, backend, requirements, locked);
+    for (size_t i = next++; i < jobs.size(); i = next++) build_variant(jobs[i], *project, options, backend, backend_path, requirements, locked);
   };
   {
     std::vector<std::jthread> threads;

@@ -21,7 +21,7 @@ struct BuildOptions {
   std::vector<int> majors;                   // empty: the configuration's, else 12 and 13
   std::map<int, std::string> toolkit_paths;  // --cuda N=PATH
   bool isolation = true;
-  std::map<std::string, std::string> config_settings;  // -C KEY=VALUE, for the project's backend
+  std::map<std::string, std::vector<std::string>> config_settings;  // -C KEY=VALUE (repeatable), for the project's backend
   int jobs = 1;
   std::string python = "python3";  // the interpreter that runs the backend (or makes the build venv)
   std::vector<std::string> find_links;

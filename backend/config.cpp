@@ -62,6 +62,9 @@ struct Walker {
         }
       } else if (key == "backend") {
         if (auto s = string(value, key)) config.backend = *s;
+      } else if (key == "backend-path") {
+        for (const Node& item : value.items(*this, key))
+          if (auto s = string(item, key)) config.backend_path.push_back(*s);
       } else if (key == "variant-files") {
         for (const Node& item : value.items(*this, key))
           if (auto s = string(item, key)) config.variant_files.push_back(*s);
@@ -70,7 +73,8 @@ struct Walker {
         else fail(value, "\"driver-fallback\" must be true or false", "a boolean", value.kind());
       } else if (key == "env") {
         config.env = env(value, key);
-      } else if (key.size() > 2 && key.rfind("cu", 0) == 0 && key.find_first_not_of("0123456789", 2) == std::string::npos) {
+      } else if (key.size() > 2 && key.size() <= 4 && key.rfind("cu", 0) == 0 &&
+                 key.find_first_not_of("0123456789", 2) == std::string::npos) {
         VariantConfig& variant = config.variants[std::stoi(key.substr(2))];
         if (!value.is_table()) {
           fail(value, "\"" + key + "\" must be a table", "a table with toolkit and env", value.kind());
@@ -87,7 +91,7 @@ struct Walker {
         }
       } else {
         fail(value, fmt::format("unknown key \"{}\"", key),
-             "cuda, backend, variant-files, driver-fallback, env or cuNN", key);
+             "cuda, backend, backend-path, variant-files, driver-fallback, env or cuNN", key);
       }
     }
     std::set<int> seen;

@@ -4,6 +4,7 @@
 //   [tool.wheelmerge]
 //   cuda = [12, 13]                      # the CUDA majors to build
 //   backend = "setuptools.build_meta"    # inner backend when build-backend is wheelmerge.backend
+//   backend-path = ["_build"]            # where an in-tree inner backend is imported from
 //   variant-files = ["pkg/_build.py"]    # other paths that may differ per build
 //   driver-fallback = false              # loader may ask the driver when cuda-bindings is absent
 //   env = { KEY = "value" }              # environment for every variant's build
@@ -30,6 +31,7 @@ struct BuildConfig {
   std::string source;  // where it was read from, for messages; empty when there is none
   std::vector<int> cuda;
   std::string backend;
+  std::vector<std::string> backend_path;
   std::vector<std::string> variant_files;
   bool driver_fallback = false;
   std::map<std::string, std::string> env;

@@ -38,7 +38,7 @@ std::optional<std::string> version_from_header(const fs::path& root) {
   auto text = slurp(root / "include" / "cuda.h");
   if (!text) return std::nullopt;
   std::smatch m;
-  static const std::regex define(R"(#define\s+CUDA_VERSION\s+(\d+))");
+  static const std::regex define(R"(#define\s+CUDA_VERSION\s+(\d{4,6})\b)");
   if (!std::regex_search(*text, m, define)) return std::nullopt;
   int v = std::stoi(m[1]);
   return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
@@ -85,6 +85,11 @@ std::optional<Toolkit> read_toolkit(const std::string& root, std::string& why) {
     t.version_source = "bin/nvcc --version";
   } else {
     why = "no version.json, include/cuda.h or bin/nvcc to read a version from";
+    return std::nullopt;
+  }
+  static const std::regex version(R"(\d{1,3}(\.\d{1,6})*)");
+  if (!std::regex_match(t.version, version)) {
+    why = "version \"" + t.version + "\" (from " + t.version_source + ") is not a CUDA version";
     return std::nullopt;
   }
   t.major = std::stoi(t.version.substr(0, t.version.find('.')));
@@ -137,7 +142,8 @@ std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Proble
       size_t end = v.find('.', start);
       if (end == std::string::npos) end = v.size();
       std::string part = v.substr(start, end - start);
-      parts.push_back(part.empty() || part.find_first_not_of("0123456789") != std::string::npos ? -1 : std::stoi(part));
+      bool number = !part.empty() && part.size() <= 6 && part.find_first_not_of("0123456789") == std::string::npos;
+      parts.push_back(number ? std::stoi(part) : -1);
       start = end + 1;
     }
     return parts;

@@ -132,7 +132,7 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid -C", "KEY=VALUE", kv}});
-    options.config_settings[kv.substr(0, eq)] = kv.substr(eq + 1);
+    options.config_settings[kv.substr(0, eq)].push_back(kv.substr(eq + 1));
   }
   auto start = std::chrono::steady_clock::now();
   wm::Problems problems;
@@ -253,6 +253,26 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   return 0;
 }
 
+// The project's configuration as wheelmerge reads it, for tools (the PEP 517 shim) that must
+// not parse pyproject.toml or wheelmerge.yaml a second way.
+int run_config(const Output& out, const std::string& project_dir) {
+  wm::Problems problems;
+  auto project = wm::load_project_config(project_dir, problems);
+  if (!project) return out.fail(problems);
+  const wm::BuildConfig& c = project->wheelmerge;
+  nlohmann::json variants = nlohmann::json::object();
+  for (const auto& [major, v] : c.variants)
+    variants[fmt::format("cu{}", major)] = {{"toolkit", v.toolkit}, {"env", v.env}};
+  nlohmann::json j = {{"source", c.source}, {"cuda", c.cuda}, {"backend", c.backend}, {"backend-path", c.backend_path},
+                      {"variant-files", c.variant_files}, {"driver-fallback", c.driver_fallback}, {"env", c.env},
+                      {"variants", variants},
+                      {"build-system", {{"requires", project->build_system.requirements},
+                                        {"build-backend", project->build_system.backend},
+                                        {"backend-path", project->build_system.backend_path}}}};
+  fmt::print("{}\n", j.dump(2));  // JSON whether or not --json is given: it is the output
+  return 0;
+}
+
 int run_inspect(const Output& out, const std::string& path) {
   wm::Problems problems;
   auto report = wm::inspect_wheel(path, problems);
@@ -290,7 +310,7 @@ int run_inspect(const Output& out, const std::string& path) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit", "verify", "ci"};
+  static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit", "verify", "ci", "config"};
   if (!args.empty() && !kCommands.count(args[0]) && args[0].rfind('-', 0) != 0)
     args.insert(args.begin(), "merge");
 
@@ -357,6 +377,11 @@ int main(int argc, char** argv) {
   ci_init->add_flag("--force", ci_force, "replace an existing workflow file");
   add_common(ci_init);
 
+  std::string config_project = ".";
+  auto* config = app.add_subcommand("config", "show the project's wheelmerge configuration as read");
+  config->add_option("project", config_project, "the project directory (default: .)");
+  add_common(config);
+
   std::string toolkit_project = ".";
   std::vector<std::string> toolkit_cuda;
   auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and their build environment");
@@ -383,6 +408,7 @@ int main(int argc, char** argv) {
     else if (build->parsed()) rc = run_build(out, build_options, cuda, settings);
     else if (toolkit->parsed()) rc = run_toolkit(out, toolkit_project, toolkit_cuda);
     else if (verify->parsed()) rc = run_verify(out, verify_paths);
+    else if (config->parsed()) rc = run_config(out, config_project);
     else if (ci_init->parsed()) rc = run_ci_init(out, ci_project, workflow, ci_pythons, ci_cuda, ci_force);
     else rc = run_inspect(out, inspect_path);
     // A run that completed despite a late signal reports its success: its output is in place.

@@ -3,6 +3,7 @@
 #include "bytes.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace wm {
 
@@ -29,13 +30,16 @@ bool ElfScanner::has_magic(std::span<const uint8_t> head) {
 
 std::optional<ElfScanner::Layout> ElfScanner::layout() const {
   ByteView p(prefix_);
-  if (p.size() < 52 || !has_magic(prefix_) || prefix_[5] != 1) return std::nullopt;  // little-endian only
+  if (p.size() < 16 || !has_magic(prefix_) || prefix_[5] != 1) return std::nullopt;  // little-endian only
   Layout l;
   l.is64 = prefix_[4] == 2;
+  if (p.size() < (l.is64 ? 64u : 52u)) return std::nullopt;  // the ELF header itself
   l.type = p.u16(16);
   uint64_t phoff = l.is64 ? p.u64(32) : p.u32(28);
   uint16_t phentsize = p.u16(l.is64 ? 54 : 42), phnum = p.u16(l.is64 ? 56 : 44);
-  if (phentsize < (l.is64 ? 56 : 32) || phoff + uint64_t{phentsize} * phnum > p.size()) return std::nullopt;
+  // Compared without sums that could wrap around.
+  if (phentsize < (l.is64 ? 56 : 32) || phoff > p.size() || uint64_t{phentsize} * phnum > p.size() - phoff)
+    return std::nullopt;
   for (uint16_t i = 0; i < phnum; ++i) {
     size_t at = phoff + size_t{i} * phentsize;
     if (l.is64)
@@ -57,7 +61,8 @@ void ElfScanner::feed(std::span<const uint8_t> chunk) {
     if (auto l = layout()) {
       dynamic_located_ = true;
       for (const Segment& s : l->segments)
-        if (s.type == kPtDynamic && s.filesz <= kPrefix) dynamic_range_ = ByteRange{s.offset, s.filesz};
+        if (s.type == kPtDynamic && s.filesz <= kPrefix && s.offset <= UINT64_MAX - s.filesz)
+          dynamic_range_ = ByteRange{s.offset, s.filesz};
     } else if (prefix_.size() == kPrefix || seen_ > kPrefix) {
       dynamic_located_ = true;  // not readable; finish() will say so
     }
@@ -99,10 +104,14 @@ DynamicFields read_dynamic(const std::vector<uint8_t>& dyn, bool is64) {
 
 std::optional<uint64_t> file_offset(const std::vector<Segment>& segments, uint64_t vaddr) {
   for (const Segment& s : segments)
-    if (s.type == kPtLoad && vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz)
+    if (s.type == kPtLoad && vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz &&
+        s.offset <= UINT64_MAX - (vaddr - s.vaddr))
       return vaddr - s.vaddr + s.offset;
   return std::nullopt;
 }
+
+// [offset, offset + size) lies inside `limit` bytes, computed without wrapping around.
+bool within(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= limit && size <= limit - offset; }
 }  // namespace
 
 std::optional<ByteRange> ElfScanner::missing_strings() const {
@@ -110,7 +119,7 @@ std::optional<ByteRange> ElfScanner::missing_strings() const {
   if (!l || !dynamic_range_ || dynamic_.size() != dynamic_range_->size) return std::nullopt;
   DynamicFields f = read_dynamic(dynamic_, l->is64);
   auto off = file_offset(l->segments, f.strtab_vaddr);
-  if (!off || *off + f.strsz <= prefix_.size() || f.strsz > kPrefix) return std::nullopt;
+  if (!off || within(*off, f.strsz, prefix_.size()) || f.strsz > kPrefix) return std::nullopt;
   return ByteRange{*off, f.strsz};
 }
 
@@ -125,7 +134,7 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings) cons
   auto off = file_offset(l->segments, f.strtab_vaddr);
   if (!off) return std::nullopt;
   std::span<const uint8_t> table;
-  if (*off + f.strsz <= prefix_.size())
+  if (within(*off, f.strsz, prefix_.size()))
     table = std::span<const uint8_t>(prefix_).subspan(*off, f.strsz);
   else if (strings.size() == f.strsz)
     table = strings;

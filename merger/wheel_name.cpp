@@ -128,6 +128,12 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
       }
     }
   }
+  for (const std::string& tag : w.platform) {
+    if (label_major(tag)) {  // "any.cu12.whl" would read as a variant label
+      why = "platform tag \"" + tag + "\" reads as a variant label";
+      return std::nullopt;
+    }
+  }
   return w;
 }
 
@@ -153,8 +159,11 @@ PlatformTag parse_platform_tag(std::string_view tag) {
       {"manylinux1", {2, 5}}, {"manylinux2010", {2, 12}}, {"manylinux2014", {2, 17}}};
   std::vector<std::string> parts = split(tag, '_');
   auto versioned = [&](F family) -> bool {
-    // family_MAJOR_MINOR_ARCH, ARCH may itself contain underscores (x86_64).
-    if (parts.size() < 4 || !all_digits(parts[1]) || !all_digits(parts[2])) return false;
+    // family_MAJOR_MINOR_ARCH, ARCH may itself contain underscores (x86_64). Versions too large
+    // for an int are no versions: such a tag is compared as an opaque one.
+    if (parts.size() < 4 || !all_digits(parts[1]) || !all_digits(parts[2]) || parts[1].size() > 6 ||
+        parts[2].size() > 6)
+      return false;
     p.family = family;
     p.major = std::stoi(parts[1]);
     p.minor = std::stoi(parts[2]);

@@ -28,19 +28,14 @@ import contextlib
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from typing import Any, Callable, Iterator
 
 from . import executable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older Pythons only
-    import tomli as tomllib
-
 _OWN_PREFIX = "wheelmerge."
-_OWN_KEYS = ("cuda-", "editable-variant", "jobs")
 
 
 class BuildError(RuntimeError):
@@ -48,8 +43,8 @@ class BuildError(RuntimeError):
 
 
 def _config() -> dict[str, Any]:
-    with open("pyproject.toml", "rb") as f:
-        return tomllib.load(f).get("tool", {}).get("wheelmerge", {})
+    """The configuration as the executable reads it ([tool.wheelmerge] or wheelmerge.yaml)."""
+    return _run(["config", "."])
 
 
 def _split_settings(config_settings: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -59,7 +54,7 @@ def _split_settings(config_settings: dict[str, Any] | None) -> tuple[dict[str, A
     for key, value in (config_settings or {}).items():
         if key.startswith(_OWN_PREFIX):
             name = key[len(_OWN_PREFIX):]
-            if not name.startswith(_OWN_KEYS):
+            if not (name in ("editable-variant", "jobs") or re.fullmatch(r"cuda-[0-9]+", name)):
                 raise BuildError(
                     f"unknown config setting {key!r}: wheelmerge knows "
                     "wheelmerge.cuda-N=PATH, wheelmerge.editable-variant=cuNN and wheelmerge.jobs=N"
@@ -71,9 +66,16 @@ def _split_settings(config_settings: dict[str, Any] | None) -> tuple[dict[str, A
 
 
 def _inner_backend():
-    spec = _config().get("backend")
+    config = _config()
+    spec = config.get("backend")
     if not spec:
-        raise BuildError('build-backend is wheelmerge.backend, but pyproject.toml has no [tool.wheelmerge] backend = "..."')
+        raise BuildError('build-backend is wheelmerge.backend, but the project configures no inner backend: '
+                         'add [tool.wheelmerge] backend = "setuptools.build_meta" (or another)')
+    # An in-tree inner backend, as PEP 517's backend-path does for the outer one.
+    for path in reversed(config.get("backend-path", [])):
+        path = os.path.abspath(path)
+        if path not in sys.path:
+            sys.path.insert(0, path)
     module_name, _, attribute = spec.partition(":")
     backend = importlib.import_module(module_name)
     for part in filter(None, attribute.split(".")):
@@ -81,9 +83,12 @@ def _inner_backend():
     return backend
 
 
-def _run(arguments: list[str]) -> dict[str, Any]:
-    """Runs the executable with --json; its messages pass through to the frontend's output."""
-    process = subprocess.run([executable(), *arguments, "--json"], stdout=subprocess.PIPE, text=True)
+def _run(arguments: list[str], own: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Runs the executable with --json; its messages pass through to the frontend's output.
+    Toolkits given as wheelmerge.cuda-N=PATH reach it as WHEELMERGE_CUDA_N: a hint for that
+    major, which does not change which majors are built."""
+    env = {**os.environ, **_toolkit_environment(own or {})}
+    process = subprocess.run([executable(), *arguments, "--json"], stdout=subprocess.PIPE, text=True, env=env)
     try:
         report = json.loads(process.stdout or "{}")
     except json.JSONDecodeError:
@@ -96,7 +101,7 @@ def _run(arguments: list[str]) -> dict[str, Any]:
 
 
 def _build_arguments(own: dict[str, Any], inner: dict[str, Any]) -> list[str]:
-    arguments = ["--no-isolation", "--python", sys.executable, *_toolkit_arguments(own)]
+    arguments = ["--no-isolation", "--python", sys.executable]
     if "jobs" in own:
         arguments += ["--jobs", str(own["jobs"])]
     for key, value in inner.items():
@@ -108,49 +113,60 @@ def _build_arguments(own: dict[str, Any], inner: dict[str, Any]) -> list[str]:
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None,
                 metadata_directory: str | None = None) -> str:
     own, inner = _split_settings(config_settings)
-    report = _run(["build", ".", "-o", os.path.abspath(wheel_directory), *_build_arguments(own, inner)])
+    report = _run(["build", ".", "-o", os.path.abspath(wheel_directory), *_build_arguments(own, inner)], own)
     return os.path.basename(report["output"])
 
 
 def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
-    _, inner = _split_settings(config_settings)
-    return _inner_backend().build_sdist(sdist_directory, inner)
+    own, inner = _split_settings(config_settings)
+    with _variant(_variant_environments(own)[0][1]):
+        return _inner_backend().build_sdist(sdist_directory, inner)
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
-    _, inner = _split_settings(config_settings)
+    """What the inner backend asks for, in every variant's environment (the union)."""
+    own, inner = _split_settings(config_settings)
     hook = getattr(_inner_backend(), "get_requires_for_build_wheel", None)
-    return list(hook(inner)) if hook else []
+    if not hook:
+        return []
+    requires: list[str] = []
+    for label, changes in _variant_environments(own):
+        with _variant(changes):
+            try:
+                asked = hook(inner)
+            except Exception as e:
+                raise BuildError(f"{label}: the inner backend's get_requires_for_build_wheel failed: {e!r}") from e
+            requires += [r for r in asked if r not in requires]
+    return requires
 
 
 def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
-    _, inner = _split_settings(config_settings)
+    own, inner = _split_settings(config_settings)
     hook = getattr(_inner_backend(), "get_requires_for_build_sdist", None)
-    return list(hook(inner)) if hook else []
+    if not hook:
+        return []
+    with _variant(_variant_environments(own)[0][1]):
+        return list(hook(inner))
 
 
-def _toolkit_arguments(own: dict[str, Any]) -> list[str]:
-    arguments = []
-    for name, value in own.items():
-        if name.startswith("cuda-"):
-            major = name[len("cuda-"):]
-            arguments += ["--cuda", f"{major}={value}" if value else major]
-    return arguments
+def _toolkit_environment(own: dict[str, Any]) -> dict[str, str]:
+    return {f"WHEELMERGE_CUDA_{name[len('cuda-'):]}": str(value)
+            for name, value in own.items() if name.startswith("cuda-") and value}
+
+
+def _variant_environments(own: dict[str, Any], wanted: str | None = None) -> list[tuple[str, dict[str, str]]]:
+    """The environment changes of each variant whose toolkit is found (or of `wanted` only)."""
+    arguments = ["--cuda", wanted.removeprefix("cu")] if wanted else []
+    toolkits = _run(["toolkit", ".", *arguments], own).get("toolkits", [])
+    if not toolkits:
+        raise BuildError(f"no CUDA toolkit found for {wanted or 'any variant'}; "
+                         "give one with -C wheelmerge.cuda-N=PATH")
+    return [(t["label"], t["env"]) for t in toolkits]
 
 
 def _editable_environment(own: dict[str, Any]) -> dict[str, str]:
     """The environment changes for the variant an editable install builds."""
-    wanted = own.get("editable-variant")
-    arguments = _toolkit_arguments(own)
-    if wanted and not any(a.split("=")[0] == wanted.removeprefix("cu") for a in arguments[1::2]):
-        arguments += ["--cuda", wanted.removeprefix("cu")]
-    report = _run(["toolkit", ".", *arguments])
-    toolkits = report.get("toolkits", [])
-    chosen = [t for t in toolkits if t["label"] == wanted] if wanted else toolkits[:1]
-    if not chosen:
-        raise BuildError(f"no CUDA toolkit found for the editable variant {wanted or '(any)'}; "
-                         "give one with -C wheelmerge.cuda-N=PATH")
-    return chosen[0]["env"]
+    return _variant_environments(own, own.get("editable-variant"))[0][1]
 
 
 @contextlib.contextmanager
@@ -176,8 +192,9 @@ def _build_editable(wheel_directory: str, config_settings: dict[str, Any] | None
 
 
 def _get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
-    _, inner = _split_settings(config_settings)
-    return list(_inner_backend().get_requires_for_build_editable(inner))
+    own, inner = _split_settings(config_settings)
+    with _variant(_editable_environment(own)):
+        return list(_inner_backend().get_requires_for_build_editable(inner))
 
 
 def _prepare_metadata_for_build_editable(metadata_directory: str,

@@ -88,7 +88,9 @@ class BuildExt(build_ext):
 
 
 setup(
-    version=f"{VERSION}+cu{MAJOR}",
+    # Built by hand (WMDEMO_CUDA_MAJOR), each wheel carries its label as a local version; built by
+    # wheelmerge, the label comes from the build and the version stays that of the sdist.
+    version=f"{VERSION}+cu{MAJOR}" if os.environ.get("WMDEMO_CUDA_MAJOR") else VERSION,
     install_requires=[f"cuda-bindings>={MAJOR}.0,<{int(MAJOR) + 1}"],
     ext_modules=[
         Extension(

@@ -1,0 +1,69 @@
+// ElfScanner over arbitrary bytes, fed in chunks as a member streams by (the first byte picks
+// the chunk size), then asked for the string table it still misses, which is cut from the
+// input as read_wheel's second ranged read would, then finished. Properties: no crash, and the
+// result does not depend on how the bytes were chunked, where the scanner can know the dynamic
+// segment's place before its bytes go by (program headers first, as every linker writes them).
+#include "elf.hpp"
+#include "fuzz_common.hpp"
+
+namespace {
+std::optional<wm::ElfInfo> scan(std::span<const uint8_t> file, size_t chunk) {
+  wm::ElfScanner scanner;
+  for (size_t at = 0; at < file.size(); at += chunk) scanner.feed(file.subspan(at, std::min(chunk, file.size() - at)));
+  std::vector<uint8_t> strings;
+  if (auto range = scanner.missing_strings()) {
+    if (range->offset < file.size()) {
+      auto from = file.subspan(range->offset, std::min<uint64_t>(range->size, file.size() - range->offset));
+      strings.assign(from.begin(), from.end());
+    }
+  }
+  return scanner.finish(strings);
+}
+uint64_t le(std::span<const uint8_t> b, size_t at, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= uint64_t{b[at + i]} << (8 * i);
+  return v;
+}
+
+// Whether a scan in chunks of `chunk` bytes locates the dynamic segment before its first byte
+// goes by: the program headers end, rounded up to a chunk, at or before the segment's offset.
+// Computed here independently of the scanner; false whenever the headers are not plainly sane.
+bool dynamic_after_headers(std::span<const uint8_t> f, size_t chunk) {
+  if (f.size() < 64 || f[5] != 1 || (f[4] != 1 && f[4] != 2)) return false;
+  const bool is64 = f[4] == 2;
+  const uint64_t phoff = is64 ? le(f, 32, 8) : le(f, 28, 4);
+  const uint64_t entsize = le(f, is64 ? 54 : 42, 2), phnum = le(f, is64 ? 56 : 44, 2);
+  if (entsize < (is64 ? 56u : 32u) || phoff > f.size() || entsize * phnum > f.size() - phoff) return false;
+  const uint64_t phend = phoff + entsize * phnum;
+  std::optional<uint64_t> dynamic;
+  for (uint64_t i = 0; i < phnum; ++i) {
+    size_t at = phoff + i * entsize;
+    uint64_t type = le(f, at, 4);
+    uint64_t offset = is64 ? le(f, at + 8, 8) : le(f, at + 4, 4);
+    uint64_t filesz = is64 ? le(f, at + 32, 8) : le(f, at + 16, 4);
+    if (type == 2 && filesz <= (4u << 20)) dynamic = offset;
+  }
+  if (!dynamic) return true;
+  const uint64_t located = (std::max<uint64_t>(64, phend) + chunk - 1) / chunk * chunk;
+  return located <= *dynamic;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  static constexpr size_t kChunks[] = {1, 3, 7, 16, 64, 255, 4096, 1 << 20};
+  const size_t chunk = kChunks[data[0] % std::size(kChunks)];
+  std::span<const uint8_t> file(data + 1, size - 1);
+  if (!wm::ElfScanner::has_magic(file)) return 0;  // read_wheel scans only files with the magic
+  auto whole = scan(file, 1 << 20);
+  auto chunked = scan(file, chunk);
+  if (!dynamic_after_headers(file, chunk)) return 0;
+  FUZZ_CHECK(whole.has_value() == chunked.has_value(), "the result depends on the chunk size");
+  if (whole) {
+    FUZZ_CHECK(whole->shared_object == chunked->shared_object && whole->soname == chunked->soname &&
+                   whole->needed == chunked->needed,
+               "the result depends on the chunk size");
+  }
+  return 0;
+}

@@ -1,0 +1,118 @@
+// Wheel file names and platform tags. The input's first line is a file name (at most 255
+// bytes, as file names are): parse_wheel_filename, then the name the parsed fields give back
+// must parse to the same fields. The other lines are platform tag sets ("a.b.c", one per line)
+// of two builds, separated by an empty line: merge_platforms must not depend on their order,
+// and a merged set must merge with itself to itself.
+#include "fuzz_common.hpp"
+#include "wheel_name.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <fmt/ranges.h>
+
+namespace {
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = s.find(sep, start);
+    out.emplace_back(s.substr(start, end == std::string_view::npos ? s.size() - start : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
+std::string show(const wm::WheelName& w) {
+  return fmt::format("name={} version={} build={} python={} abi={} platform={} label={}", w.name, w.version, w.build,
+                     fmt::join(w.python, "."), fmt::join(w.abi, "."), fmt::join(w.platform, "."), w.suffix_label);
+}
+
+void check_filename(std::string_view filename) {
+  std::string why;
+  auto name = wm::parse_wheel_filename(filename, why);
+  if (!name) {
+    FUZZ_CHECK(!why.empty(), "refused without saying why");
+    return;
+  }
+  FUZZ_CHECK(why.empty());
+  FUZZ_CHECK(!name->name.empty() && !name->version.empty() && wm::is_pep440_version(name->version));
+  FUZZ_CHECK(name->suffix_label.empty() || wm::label_major(name->suffix_label));
+  auto tags = name->expanded_tags();
+  FUZZ_CHECK(!tags.empty() && std::is_sorted(tags.begin(), tags.end()));
+
+  // What the merged wheel is named from these fields parses back to them.
+  std::string rebuilt = name->filename();
+  auto again = wm::parse_wheel_filename(rebuilt, why);
+  FUZZ_CHECK(again.has_value(), "filename() of a parsed name does not parse: " + wm::printable(rebuilt) + ": " + why);
+  FUZZ_CHECK(again->name == name->name && again->version == name->version && again->build == name->build &&
+                 again->python == name->python && again->abi == name->abi && again->platform == name->platform &&
+                 again->suffix_label.empty(),
+             wm::printable(std::string(filename)) + " parsed as " + wm::printable(show(*name)) + "; " +
+                 wm::printable(rebuilt) + " as " + wm::printable(show(*again)));
+
+  // Labels and local versions.
+  std::string label = wm::local_version_label(name->version);
+  FUZZ_CHECK(label.empty() || wm::label_major(label));
+  std::string stripped = wm::strip_local_label(name->version);
+  FUZZ_CHECK(wm::strip_local_label(stripped) == stripped);
+  FUZZ_CHECK(label.empty() ? stripped == name->version : stripped + "+" + label == name->version);
+  std::string normalized = wm::normalize_name(name->name);
+  FUZZ_CHECK(wm::normalize_name(normalized) == normalized);
+}
+
+void check_platforms(std::string_view rest) {
+  std::vector<std::vector<std::string>> inputs(1);
+  for (const std::string& line : split(rest, '\n')) {
+    if (line.empty()) {
+      if (!inputs.back().empty()) inputs.emplace_back();
+      continue;
+    }
+    auto tags = split(line, '.');
+    inputs.back().insert(inputs.back().end(), tags.begin(), tags.end());
+  }
+  if (inputs.back().empty()) inputs.pop_back();
+  if (inputs.empty()) return;
+
+  for (const auto& tags : inputs) {
+    for (const std::string& tag : tags) {
+      wm::PlatformTag p = wm::parse_platform_tag(tag);
+      // A tag's canonical form is a fixed point.
+      wm::PlatformTag q = wm::parse_platform_tag(p.str());
+      FUZZ_CHECK(q.str() == p.str() && q.compatibility_group() == p.compatibility_group(),
+                 wm::printable(tag) + " -> " + wm::printable(p.str()) + " -> " + wm::printable(q.str()));
+    }
+  }
+
+  std::string why;
+  auto merged = wm::merge_platforms(inputs, why);
+  std::vector<std::vector<std::string>> reversed(inputs.rbegin(), inputs.rend());
+  std::string why_reversed;
+  auto merged_reversed = wm::merge_platforms(reversed, why_reversed);
+  FUZZ_CHECK(merged.has_value() == merged_reversed.has_value(), "merge_platforms depends on the input order");
+  if (!merged) {
+    FUZZ_CHECK(!why.empty());
+    return;
+  }
+  FUZZ_CHECK(*merged == *merged_reversed,
+             fmt::format("merge_platforms depends on the input order: {} vs {}", fmt::join(*merged, " "),
+                         fmt::join(*merged_reversed, " ")));
+  FUZZ_CHECK(!merged->empty() && std::is_sorted(merged->begin(), merged->end()));
+  auto idempotent = wm::merge_platforms({*merged, *merged}, why);
+  FUZZ_CHECK(idempotent && *idempotent == *merged, "merging a merged set with itself changes it");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text = wm_fuzz::as_text(data, size);
+  size_t eol = text.find('\n');
+  std::string_view first = text.substr(0, eol);
+  std::string_view rest = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  if (first.size() <= 255) check_filename(first);  // NAME_MAX: longer names cannot reach the engine
+  for (std::string_view label : {first, first.substr(0, std::min<size_t>(first.size(), 8))}) {
+    if (auto major = wm::label_major(label)) FUZZ_CHECK(*major > 0 && "cu" + std::to_string(*major) == label);
+  }
+  check_platforms(rest);
+  return 0;
+}
