@@ -1,0 +1,1 @@
+"""bkfail: builds for CUDA 13 only."""

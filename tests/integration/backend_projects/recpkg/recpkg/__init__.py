@@ -1,0 +1,1 @@
+"""recpkg: a pure Python package whose generated module _variant says which build it is."""
