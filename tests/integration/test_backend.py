@@ -1,7 +1,7 @@
 """wheelmerge as a build backend (`build-backend = "wheelmerge.backend"`), and wheelmerge's own
 installability.
 
-The wheelmerge wheel is built once (`pip wheel /work/main`, scikit-build-core) and cached under
+The wheelmerge wheel is built once (`pip wheel` of this repository, scikit-build-core) and cached under
 tests/.cache/wheelmerge-wheel/KEY/, KEY a hash of the sources that go into it; $WHEELMERGE_WHEEL
 names a prebuilt wheel to use instead. Build frontends get it from a --find-links directory
 (PIP_FIND_LINKS for pip and build, --find-links for uv) that also holds wmtest-backends, the
@@ -84,7 +84,7 @@ def source_key() -> str:
 
 @pytest.fixture(scope="session")
 def wheelmerge_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheelmerge wheel of this source tree: from the cache, else `pip wheel /work/main`."""
+    """The wheelmerge wheel of this source tree: from the cache, else `pip wheel` of this repository."""
     if os.environ.get("WHEELMERGE_WHEEL"):
         given = Path(os.environ["WHEELMERGE_WHEEL"]).resolve()
         assert given.is_file(), f"WHEELMERGE_WHEEL={given} is not a file"
@@ -684,7 +684,7 @@ def test_in_tree_inner_backend_through_tool_wheelmerge_backend_path(find_links, 
 # --- (1, continued) pip install from the source tree -------------------------------------------
 
 def test_pip_install_from_the_source_tree(make_venv, tmp_path):
-    """`pip install /work/main` into a clean venv: scikit-build-core compiles the executable
+    """`pip install` of this repository into a clean venv: scikit-build-core compiles the executable
     (minutes; a scikit-build-core build-dir kept between runs does not save the rebuild)."""
     venv = make_venv("wheelmerge-from-source")
     result = run([PY, "-m", "pip", "--python", venv.python, "install", ROOT],
