@@ -4,6 +4,7 @@
 #include "interrupt.hpp"
 #include "merge.hpp"
 #include "problem.hpp"
+#include "text.hpp"
 #include "verify.hpp"
 #include "wheel_name.hpp"
 #include "workflow.hpp"
@@ -212,14 +213,9 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   wm::Problems problems;
   auto project = wm::load_project_config(project_dir, problems);
   if (!project) return out.fail(problems);
-  auto split = [](const std::string& list) {
-    std::vector<std::string> items;
-    for (size_t start = 0; start <= list.size();) {
-      size_t end = list.find(',', start);
-      if (end == std::string::npos) end = list.size();
-      if (end > start) items.push_back(list.substr(start, end - start));
-      start = end + 1;
-    }
+  auto split = [](const std::string& list) {  // "3.10,3.11" -> 3.10, 3.11; empty pieces dropped
+    std::vector<std::string> items = wm::split(list, ',');
+    std::erase(items, std::string());
     return items;
   };
   options.python_versions = split(pythons);

@@ -6,6 +6,16 @@
 
 namespace wm {
 
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  for (size_t start = 0;;) {
+    size_t end = text.find(separator, start);
+    out.emplace_back(text.substr(start, end == std::string_view::npos ? text.size() - start : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
 bool is_valid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {

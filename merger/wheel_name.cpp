@@ -1,5 +1,7 @@
 #include "wheel_name.hpp"
 
+#include "text.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,17 +13,6 @@
 namespace wm {
 
 namespace {
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t end = s.find(sep, start);
-    out.emplace_back(s.substr(start, end == std::string_view::npos ? s.size() - start : end - start));
-    if (end == std::string_view::npos) return out;
-    start = end + 1;
-  }
-}
 
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });

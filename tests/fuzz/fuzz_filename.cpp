@@ -4,6 +4,7 @@
 // of two builds, separated by an empty line: merge_platforms must not depend on their order,
 // and a merged set must merge with itself to itself.
 #include "fuzz_common.hpp"
+#include "text.hpp"
 #include "wheel_name.hpp"
 
 #include <fmt/format.h>
@@ -12,16 +13,7 @@
 
 namespace {
 
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t end = s.find(sep, start);
-    out.emplace_back(s.substr(start, end == std::string_view::npos ? s.size() - start : end - start));
-    if (end == std::string_view::npos) return out;
-    start = end + 1;
-  }
-}
+using wm::split;
 
 std::string show(const wm::WheelName& w) {
   return fmt::format("name={} version={} build={} python={} abi={} platform={} label={}", w.name, w.version, w.build,

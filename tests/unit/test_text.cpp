@@ -28,3 +28,9 @@ TEST_CASE("printable keeps UTF-8 and escapes the rest") {
   CHECK(printable("a\x01" "b\xff") == "a\\x01b\\xff");
   CHECK(printable("line\nnext") == "line\\nnext");
 }
+
+TEST_CASE("split keeps empty pieces") {
+  CHECK(split("a..b", '.') == std::vector<std::string>{"a", "", "b"});
+  CHECK(split("", ',') == std::vector<std::string>{""});
+  CHECK(split("x", ',') == std::vector<std::string>{"x"});
+}
