@@ -579,7 +579,9 @@ def test_variant_environment_reaches_the_build(wheelmerge_bin, toolkits, tmp_pat
             assert env[key] == root, (key, env)
         # The toolkit's bin first; the other toolkit's bin (it holds an nvcc) hidden.
         assert env["PATH"] == f"{root}/bin:{outer_path}", env
-        assert env["PYTHONPATH"] is None, env  # the build sees its own environment only
+        # --no-isolation: the frontend's environment is the build environment, PYTHONPATH
+        # included (pip's build isolation works through it).
+        assert env["PYTHONPATH"] == str(tmp_path / "outer-pythonpath"), env
         assert env["WMTEST_GLOBAL"] == "from-tool-wheelmerge", env
         # The build ran in a copy, not in the project directory.
         assert not real(seen[label]["cwd"]).startswith(real(project)), seen[label]["cwd"]
