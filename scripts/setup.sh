@@ -5,11 +5,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
+# What building wheelmerge needs (ci/install.sh installs the same), then what the tests use:
+# strace injects faults, clang-19 builds the libFuzzer harnesses.
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
               libfmt-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
-              python3-venv strace clang-19 libclang-rt-19-dev)
+              python3-venv)
+test_packages=(strace clang-19 libclang-rt-19-dev)
 missing=()
-for p in "${apt_packages[@]}"; do
+for p in "${apt_packages[@]}" "${test_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -440,10 +440,10 @@ def test_build_step_with_a_repair_command(tmp_path: Path) -> None:
     built = run_step(REUSABLE, "build", job, workspace, CUDA_MAJOR="12", PACKAGE_DIR=".",
                      REPAIR_COMMAND=repair)
     wheel = outputs(built)["wheel"]
-    assert wheel == ".wheelmerge/wheelhouse/wmdemo-0.1.0+cu12-cp311-cp311-linux_x86_64.cu12.whl"
+    assert wheel == ".wheelmerge/wheelhouse/wmdemo-0.1.0-cp311-cp311-linux_x86_64.cu12.whl"
     assert (workspace / wheel).is_file()
     assert (workspace / ".wheelmerge" / "repair.log").read_text().split() == [
-        ".wheelmerge/dist/wmdemo-0.1.0+cu12-cp311-cp311-linux_x86_64.whl", ".wheelmerge/repaired"]
+        ".wheelmerge/dist/wmdemo-0.1.0-cp311-cp311-linux_x86_64.whl", ".wheelmerge/repaired"]
 
 
 # --- the rehearsal, end to end -----------------------------------------------------------------
@@ -484,7 +484,7 @@ def test_rehearsal_selects_cu12_and_cu13(rehearsal: Rehearsal, wheelmerge_bin: P
     assert len(names) == 3, names
     assert re.fullmatch(r"merged-py3\.\d+/wmdemo-0\.1\.0-cp3\d+-cp3\d+-linux_x86_64\.whl", names[0]), names
     for name, major in zip(names[1:], ("12", "13")):
-        assert re.fullmatch(rf"wheel-py3\.\d+-cu{major}/wmdemo-0\.1\.0\+cu{major}-cp3\d+-cp3\d+-linux_x86_64"
+        assert re.fullmatch(rf"wheel-py3\.\d+-cu{major}/wmdemo-0\.1\.0-cp3\d+-cp3\d+-linux_x86_64"
                             rf"\.cu{major}\.whl", name), names
     merged = next(artifacts.glob("merged-*/*.whl"))
     report = json.loads(run([wheelmerge_bin, "inspect", merged, "--json"]).stdout)
