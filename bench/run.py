@@ -366,6 +366,8 @@ def main() -> int:
     if args.baseline_copy:
         bl_cmd.append("--copy")
 
+    # Machine and binary, taken before the runs (the binary may be rebuilt meanwhile).
+    machine = machine_info(args.python, wm if run_wm else None)
     names = ", ".join("%s (%.0f MB)" % (i["name"], i["bytes"] / 1e6) for i in input_info)
     print(f"run: inputs {names}", file=sys.stderr)
 
@@ -510,6 +512,12 @@ def main() -> int:
                   + json.dumps({k: v[k] for k in v if k in ("checks", "error", "unpack_error",
                                                             "missing")})[:2000])
 
+    if run_wm and wm.exists():
+        now = hashlib.sha256(wm.read_bytes()).hexdigest()
+        if now != machine.get("wheelmerge_binary", {}).get("sha256"):
+            machine["wheelmerge_binary_changed_during_run"] = now
+            print(f"  WARNING: {wm} changed during the benchmark; the figures may mix builds")
+
     def strip(runs):  # keep logs short in the JSON
         return [{**{k: v for k, v in r.items() if k not in ("stdout", "stderr")},
                  "stdout_tail": r["stdout"][-2000:], "stderr_tail": r["stderr"][-2000:]}
@@ -517,7 +525,7 @@ def main() -> int:
 
     results = {
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": machine_info(args.python, wm if run_wm else None),
+        "machine": machine,
         "cache": "warm (page cache not dropped)",
         "rss_method": (wm_runs or bl_runs or [{}])[0].get("rss_method"),
         "rss_floor_mib (/bin/true measured the same way)": round(
