@@ -51,13 +51,13 @@ struct Output {
   void warning(const std::string& text) const {
     if (quiet) return;
     std::string prefix = color ? fmt::format(fmt::fg(fmt::terminal_color::yellow), "warning") : std::string("warning");
-    fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, text);
+    fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, wm::printable(text));
   }
   void info(const std::string& text) const {
-    if (!quiet) fmt::print(stderr, "{}\n", text);
+    if (!quiet) fmt::print(stderr, "{}\n", wm::printable(text));
   }
   void detail(const std::string& text) const {
-    if (verbose) fmt::print(stderr, "  {}\n", text);
+    if (verbose) fmt::print(stderr, "  {}\n", wm::printable(text));
   }
 
   int fail(const wm::Problems& problems) const {

@@ -4,6 +4,15 @@
 
 namespace wm {
 
+namespace {
+// Continuation lines of a multi-line value are indented, so that no input can start a line
+// of its own (a forged "wheelmerge: ..." line).
+std::string indented(std::string text) {
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) text.insert(at + 1, "    ");
+  return text;
+}
+}  // namespace
+
 std::string printable(std::string_view text, bool keep_lines) {
   std::string out;
   size_t i = 0;
@@ -17,7 +26,10 @@ std::string printable(std::string_view text, bool keep_lines) {
     auto c = static_cast<uint8_t>(text[i]);
     size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
     if (len > 1 && i + len <= text.size() && is_valid_utf8(text.substr(i, len))) {
-      out += text.substr(i, len);
+      if (has_hidden_controls(text.substr(i, len)))
+        out += code_points(text.substr(i, len));
+      else
+        out += text.substr(i, len);
       i += len;
     } else if (len == 1 && c >= 0x20 && c != 0x7F) {
       out += text[i++];
@@ -44,8 +56,8 @@ std::string describe(const Problem& p) {
   add(p.what);
   if (!p.expected.empty() || !p.found.empty()) {
     std::string detail;
-    if (!p.expected.empty()) detail += "expected " + printable(p.expected, true);
-    if (!p.found.empty()) detail += (detail.empty() ? "found " : ", found ") + printable(p.found, true);
+    if (!p.expected.empty()) detail += "expected " + indented(printable(p.expected, true));
+    if (!p.found.empty()) detail += (detail.empty() ? "found " : ", found ") + indented(printable(p.found, true));
     out += out.empty() ? detail : ": " + detail;
   }
   return out;

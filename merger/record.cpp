@@ -6,17 +6,24 @@ namespace wm {
 
 std::optional<std::vector<RecordRow>> parse_record(std::string_view text,
                                                    const std::string& display_name,
-                                                   const std::string& member, Problems& problems) {
+                                                   const std::string& member, size_t max_rows,
+                                                   Problems& problems) {
   std::vector<RecordRow> rows;
   size_t line = 1;
   size_t i = 0;
+  std::vector<std::string> fields;
+  // Errors name the line and, once its first field is read, the row's path.
   auto fail = [&](std::string what, std::string expected, std::string found) {
+    std::string where = fields.size() > 1 && !fields.front().empty() ? fmt::format("line {} (row of {})", line, fields.front())
+                                          : fmt::format("line {}", line);
     problems.push_back({ProblemKind::invalid_input, display_name, member,
-                        fmt::format("line {}: {}", line, what), std::move(expected), std::move(found)});
+                        fmt::format("{}: {}", where, what), std::move(expected), std::move(found)});
     return std::nullopt;
   };
   while (i < text.size()) {
-    std::vector<std::string> fields(1);
+    if (rows.size() == max_rows)
+      return fail("more rows than the archive has members", fmt::format("at most {} rows", max_rows), "more");
+    fields.assign(1, std::string());
     bool row_done = false;
     while (!row_done) {
       if (i < text.size() && text[i] == '"') {

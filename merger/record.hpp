@@ -16,10 +16,13 @@ struct RecordRow {
   std::string size;  // decimal, empty for RECORD's own row
 };
 
-// Parses RFC 4180 CSV rows of exactly three fields. Problems name `display_name` and `member`.
+// Parses RFC 4180 CSV rows of exactly three fields, at most `max_rows` of them (a RECORD has
+// one row per member, so the archive bounds it). Problems name `display_name`, `member`, the
+// line and the row's path.
 std::optional<std::vector<RecordRow>> parse_record(std::string_view text,
                                                    const std::string& display_name,
-                                                   const std::string& member, Problems& problems);
+                                                   const std::string& member, size_t max_rows,
+                                                   Problems& problems);
 
 // One row, quoting a field only when it holds ',', '"', CR or LF.
 std::string format_record_row(const RecordRow& row);

@@ -1,8 +1,11 @@
 #include "text.hpp"
 
-#include <clocale>
+#include <fmt/format.h>
+#include <unicase.h>
+#include <uninorm.h>
+
 #include <cstdint>
-#include <cwctype>
+#include <cstdlib>
 
 namespace wm {
 
@@ -41,37 +44,59 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
+namespace {
+// libunistring's result buffers are malloc'd.
+std::string take(uint8_t* text, size_t length) {
+  std::string out(reinterpret_cast<const char*>(text), length);
+  free(text);
+  return out;
+}
+}  // namespace
+
 std::string fold_case(const std::string& name) {
-  // glibc's built-in C.UTF-8 locale carries the Unicode case tables, whatever the user's locale.
-  static const locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", locale_t{});
+  if (!is_valid_utf8(name)) return name;  // not UTF-8: compared as bytes
+  size_t length = 0;
+  uint8_t* folded = u8_casefold(reinterpret_cast<const uint8_t*>(name.data()), name.size(), nullptr,
+                                UNINORM_NFC, nullptr, &length);
+  return folded ? take(folded, length) : name;
+}
+
+std::string nfc(const std::string& name) {
+  if (!is_valid_utf8(name)) return name;
+  size_t length = 0;
+  uint8_t* normal = u8_normalize(UNINORM_NFC, reinterpret_cast<const uint8_t*>(name.data()), name.size(),
+                                 nullptr, &length);
+  return normal ? take(normal, length) : name;
+}
+
+bool has_hidden_controls(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<uint8_t>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+    if (i + len > text.size()) return false;
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+    if ((cp >= 0x80 && cp <= 0x9F && len == 2) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+        (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
+      return true;
+    i += len;
+  }
+  return false;
+}
+
+std::string code_points(std::string_view text) {
   std::string out;
-  out.reserve(name.size());
-  size_t i = 0;
-  while (i < name.size()) {
-    auto c = static_cast<uint8_t>(name[i]);
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<uint8_t>(text[i]);
     size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > name.size() || !utf8) {  // not UTF-8: compared as bytes
-      out += name[i++];
+    if (len <= 1 || i + len > text.size() || !is_valid_utf8(text.substr(i, len))) {
+      out += (len == 1 && c >= 0x20 && c != 0x7F) ? std::string(1, text[i]) : fmt::format("\\x{:02x}", c);
+      ++i;
       continue;
     }
-    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
-    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(name[i + k]) & 0x3F);
-    cp = static_cast<uint32_t>(towlower_l(static_cast<wint_t>(cp), utf8));
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    uint32_t cp = c & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+    out += fmt::format("\\u{{{:04x}}}", cp);
     i += len;
   }
   return out;

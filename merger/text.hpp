@@ -1,4 +1,4 @@
-// UTF-8 checks and case folding for member names.
+// UTF-8 checks, case folding and normalisation for member names.
 #pragma once
 
 #include <string>
@@ -13,7 +13,17 @@ std::vector<std::string> split(std::string_view text, char separator);
 // Well-formed UTF-8: no overlong forms, surrogates or values past U+10FFFF.
 bool is_valid_utf8(std::string_view text);
 
-// Unicode lower-casing, used to find names that collide on case-insensitive file systems.
+// The key under which names are one file on case-insensitive or normalising file systems
+// (Windows, macOS): full Unicode case folding of the NFC form ("Straße" and "STRASSE" match).
+// Invalid UTF-8 is returned unchanged.
 std::string fold_case(const std::string& name);
+// Whether UTF-8 `text` holds characters that move or hide text on a terminal: C1 controls
+// (NEL among them), bidirectional marks, overrides and isolates, line and paragraph separators.
+bool has_hidden_controls(std::string_view text);
+// The NFC form of a UTF-8 name, to tell normalisation twins from case twins.
+std::string nfc(const std::string& name);
+// Every non-ASCII character as \u{XXXX}, so that names differing only in normalisation look
+// different in a message.
+std::string code_points(std::string_view text);
 
 }  // namespace wm

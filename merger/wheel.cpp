@@ -12,12 +12,29 @@
 
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 
 namespace wm {
 
 namespace {
 
-constexpr size_t kMaxDistInfoFile = 64 << 20;
+// The dist-info files are read whole, so their size is bounded (docs/interfaces.md lists the
+// limits): WHEEL is a few lines; METADATA holds the long description; RECORD one row per member.
+constexpr size_t kMaxWheelFile = 1 << 20;
+constexpr size_t kMaxMetadataFile = 16 << 20;
+constexpr size_t kMaxRecordFile = 64 << 20;
+// RECORD rows beyond one per member are errors, but parsed up to a few, so the message can name
+// the row that lists an absent file.
+constexpr size_t kRecordSlack = 1024;
+
+// Core metadata fields that may appear once; readers disagree about which of several to use.
+bool single_use_field(std::string_view key) {
+  static constexpr std::string_view kSingle[] = {
+      "Metadata-Version", "Name", "Version", "Summary", "Description", "Description-Content-Type",
+      "Keywords", "Home-page", "Download-URL", "Author", "Author-email", "Maintainer",
+      "Maintainer-email", "License", "License-Expression", "Requires-Python"};
+  return std::any_of(std::begin(kSingle), std::end(kSingle), [&](std::string_view k) { return iequals(k, key); });
+}
 
 std::string top_dir(const std::string& path) {
   size_t slash = path.find('/');
@@ -71,6 +88,53 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
     result.elf_info = elf->finish(strings);
   }
   return result;
+}
+
+// Files under `.data/purelib/` and `.data/platlib/` install into the same directory as the
+// wheel's root: a path there that is also a root path (or, under case folding, a file where
+// the other has a directory) makes installers overwrite or fail, depending on the order.
+template <typename Fail>
+void check_installed_paths(const Wheel& w, Fail& fail) {
+  if (w.data_dir.empty()) return;
+  std::unordered_map<std::string, const std::string*> installed;  // folded site-packages path -> member
+  std::vector<std::pair<std::string, const std::string*>> from_data;
+  for (const WheelFile& f : w.files) {
+    std::string_view path = f.path;
+    if (top_dir(f.path) == w.data_dir) {
+      std::string_view rest = path.substr(w.data_dir.size() + 1);
+      if (!rest.starts_with("purelib/") && !rest.starts_with("platlib/")) continue;
+      from_data.emplace_back(fold_case(std::string(rest.substr(8))), &f.path);
+    } else if (top_dir(f.path) != w.dist_info) {
+      installed.emplace(fold_case(f.path), &f.path);
+    }
+  }
+  auto clash = [&](const std::string& key, const std::string& member) {
+    auto it = installed.find(key);
+    if (it != installed.end()) {
+      fail(member, "installs onto a path the wheel also holds", "one source per installed path", "also " + *it->second);
+      return true;
+    }
+    return false;
+  };
+  for (const auto& [key, member] : from_data) {
+    if (clash(key, *member)) continue;
+    // As a directory: "pkg/mod.py/x" under .data where the root has a file "pkg/mod.py".
+    for (size_t slash = key.find('/'); slash != std::string::npos; slash = key.find('/', slash + 1))
+      if (clash(key.substr(0, slash), *member)) break;
+    installed.emplace(key, member);
+  }
+  // And the other way round: a root path under a directory that .data installs as a file.
+  for (const WheelFile& f : w.files) {
+    if (top_dir(f.path) == w.data_dir || top_dir(f.path) == w.dist_info) continue;
+    std::string key = fold_case(f.path);
+    for (size_t slash = key.find('/'); slash != std::string::npos; slash = key.find('/', slash + 1)) {
+      auto it = installed.find(key.substr(0, slash));
+      if (it != installed.end() && top_dir(*it->second) == w.data_dir) {
+        fail(f.path, "installs under a path that .data installs as a file", "one kind of entry per path", "also " + *it->second);
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -128,6 +192,9 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     std::string top = top_dir(e.name);
     if (ends_with(top, ".dist-info")) dist_infos.insert(top);
     if (ends_with(top, ".data")) datas.insert(top);
+    if (top.empty() && (ends_with(e.name, ".dist-info") || ends_with(e.name, ".data")))
+      fail(e.name, "top-level file named like a .dist-info or .data directory",
+           "such names only for the wheel's own directories", "a file");
   }
   if (dist_infos.size() != 1) {
     fail({}, "wrong number of .dist-info directories", "exactly one",
@@ -174,29 +241,37 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     w.index.emplace(f.path, w.files.size());
     w.files.push_back(std::move(f));
   }
+  check_installed_paths(w, fail);
   if (problems.size() != before) return std::nullopt;
 
   // The dist-info files everything else is checked against.
-  auto read_text = [&](const std::string& rel) -> std::optional<std::string> {
+  // UTF-8 without a BOM: Python's readers of these files (email parser, csv) would otherwise
+  // see another first field name or row than we do.
+  auto read_text = [&](const std::string& rel, size_t limit) -> std::optional<std::string> {
     std::string path = w.dist_info + "/" + rel;
     const WheelFile* f = w.find(path);
     if (!f) {
       fail(path, "missing", "a " + rel + " file in " + w.dist_info, "none");
       return std::nullopt;
     }
-    auto bytes = read_member(w.zip, w.zip.entries[f->entry], kMaxDistInfoFile, w.display, problems);
+    auto bytes = read_member(w.zip, w.zip.entries[f->entry], limit, w.display, problems);
     if (!bytes) return std::nullopt;
-    return std::string(bytes->begin(), bytes->end());
+    std::string text(bytes->begin(), bytes->end());
+    if (text.starts_with("\xef\xbb\xbf")) {
+      fail(path, rel + " starts with a byte order mark", "UTF-8 without a BOM", "EF BB BF");
+      return std::nullopt;
+    }
+    if (!is_valid_utf8(text) || text.find('\0') != std::string::npos) {
+      fail(path, rel + " is not UTF-8 text", "UTF-8", "other bytes");
+      return std::nullopt;
+    }
+    return text;
   };
   const std::string record_path = w.dist_info + "/RECORD";
-  auto record_text = read_text("RECORD");
-  auto wheel_text = read_text("WHEEL");
-  auto metadata_text = read_text("METADATA");
+  auto record_text = read_text("RECORD", kMaxRecordFile);
+  auto wheel_text = read_text("WHEEL", kMaxWheelFile);
+  auto metadata_text = read_text("METADATA", kMaxMetadataFile);
   if (!record_text || !wheel_text || !metadata_text) return std::nullopt;
-  if (!is_valid_utf8(*record_text) || record_text->find('\0') != std::string::npos) {
-    fail(record_path, "RECORD is not UTF-8 text", "UTF-8", "other bytes");
-    return std::nullopt;
-  }
 
   // WHEEL
   if (auto fields = parse_headers(*wheel_text, w.display, w.dist_info + "/WHEEL", problems)) {
@@ -208,13 +283,16 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     auto purelib = w.wheel_fields.one("Root-Is-Purelib");
     if (!purelib || (*purelib != "true" && *purelib != "false"))
       fail(wheel_member, "Root-Is-Purelib missing or invalid", "true or false", purelib.value_or("none"));
+    // Installers go by the file name's tags, so WHEEL's may disagree (CuPy's wheels say
+    // linux_x86_64 in WHEEL under a manylinux2014 file name): a warning, and every output's
+    // WHEEL is written from file names.
     std::vector<std::string> tags = w.wheel_fields.all("Tag");
     std::sort(tags.begin(), tags.end());
     tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
     if (tags != w.name.expanded_tags())
-      fail(wheel_member, "Tag lines do not match the file name's tags",
-           fmt::format("{}", fmt::join(w.name.expanded_tags(), ", ")),
-           tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")));
+      w.warnings.push_back(fmt::format("{}: {}: Tag lines ({}) differ from the file name's tags ({}); the file name's are used",
+                                       w.display, wheel_member, tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")),
+                                       fmt::format("{}", fmt::join(w.name.expanded_tags(), ", "))));
     auto build = w.wheel_fields.one("Build");
     if (build.value_or("") != w.name.build)
       fail(wheel_member, "Build does not match the file name's build tag",
@@ -225,6 +303,14 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
   const std::string metadata_member = w.dist_info + "/METADATA";
   if (auto fields = parse_headers(*metadata_text, w.display, metadata_member, problems)) {
     w.metadata = *fields;
+    std::set<std::string> seen;
+    for (const Header& h : w.metadata.fields) {
+      std::string key = h.key;
+      std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (single_use_field(h.key) && !seen.insert(key).second)
+        fail(metadata_member, fmt::format("METADATA field {} appears more than once", h.key), "once",
+             fmt::format("{} values", w.metadata.all(h.key).size()));
+    }
     auto meta_name = w.metadata.one("Name");
     auto meta_version = w.metadata.one("Version");
     if (!meta_name || normalize_name(*meta_name) != normalize_name(w.name.name))
@@ -235,7 +321,7 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
 
   // RECORD: one row per file, a strong hash and a size for each, nothing else.
   std::map<std::string, RecordRow> rows;
-  if (auto parsed = parse_record(*record_text, w.display, record_path, problems)) {
+  if (auto parsed = parse_record(*record_text, w.display, record_path, w.zip.entries.size() + kRecordSlack, problems)) {
     for (RecordRow& row : *parsed) {
       if (std::string bad = unsafe_name_reason(row.path); !bad.empty() || row.path.back() == '/') {
         fail(record_path, "unsafe path in RECORD", "a relative file path",

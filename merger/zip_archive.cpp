@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <sys/stat.h>
 
 namespace wm {
@@ -27,6 +28,21 @@ constexpr uint16_t kFlagEncrypted = 0x0001;
 constexpr uint16_t kFlagDescriptor = 0x0008;
 constexpr uint16_t kFlagStrongEncryption = 0x0040;
 constexpr uint16_t kFlagMaskedHeaders = 0x2000;
+constexpr uint16_t kFlagUtf8 = 0x0800;
+// Bits a wheel writer legitimately sets: deflate options (1, 2), data descriptor (3), UTF-8
+// names (11). Any other changes how some reader reads the entry (bit 5: patched data, which
+// Python's zipfile refuses; bit 4: enhanced deflate; 12, 14, 15: reserved).
+constexpr uint16_t kFlagsAllowed = 0x0002 | 0x0004 | kFlagDescriptor | kFlagUtf8;
+// Extra fields that give a member another name or comment for the readers that honour them
+// (Info-ZIP's unzip does, Python's zipfile does not).
+constexpr uint16_t kUnicodePathExtraId = 0x7075;
+constexpr uint16_t kUnicodeCommentExtraId = 0x6375;
+// "Version needed to extract" 4.5 (ZIP64); higher versions announce features no wheel
+// consumer implements the same way.
+constexpr uint8_t kMaxVersionNeeded = 45;
+constexpr size_t kZip64EndSize = 56;
+constexpr uint64_t kMaxNameBytes = 4096;
+constexpr uint64_t kMaxSegmentBytes = 255;
 
 struct Reader {
   const ZipArchive& zip;
@@ -53,51 +69,111 @@ struct Zip64Needs {
   bool uncompressed = false, compressed = false, offset = false, disk = false;
 };
 
-// Parses `extra`, checking its framing, refusing duplicated ZIP64 fields and filling the values
-// the central or local record marked as overflowing. Returns an error text, empty when fine.
-std::string apply_zip64_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncompressed,
-                              uint64_t& compressed, uint64_t* offset, bool& had_zip64) {
+// Parses `extra`: its framing, no field that renames a member for some readers, and the ZIP64
+// extended-information field holding exactly the values the record marked 0xFFFFFFFF (in a
+// local header, also both sizes, which is what the format prescribes there). Returns an error
+// text, empty when fine.
+std::string apply_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncompressed,
+                        uint64_t& compressed, uint64_t* offset, bool& had_zip64) {
   had_zip64 = false;
   size_t pos = 0;
+  const bool local = offset == nullptr;
+  const size_t need = 8 * (needs.uncompressed + needs.compressed + (!local && needs.offset)) + 4 * needs.disk;
   while (pos < extra.size()) {
     if (extra.size() - pos < 4) return "extra field framing is truncated";
     uint16_t id = extra.u16(pos);
     uint16_t len = extra.u16(pos + 2);
     pos += 4;
     if (extra.size() - pos < len) return fmt::format("extra field {:#06x} overruns its record", id);
+    if (id == kUnicodePathExtraId || id == kUnicodeCommentExtraId)
+      return fmt::format("Info-ZIP Unicode {} extra field ({:#06x}): unzip would read another name than other readers",
+                         id == kUnicodePathExtraId ? "path" : "comment", id);
     if (id == kZip64ExtraId) {
       if (had_zip64) return "duplicated ZIP64 extra field";
       had_zip64 = true;
-      size_t need = 8 * (needs.uncompressed + needs.compressed + (offset && needs.offset)) +
-                    4 * needs.disk;
-      if (len < need || (len % 8 != 0 && len % 8 != 4))
+      if (need == 0)
+        return "ZIP64 extra field where no size or offset is 0xffffffff (readers disagree on whether to use it)";
+      bool both_sizes = local && len == 16;
+      if (len != need && !both_sizes)
         return fmt::format("malformed ZIP64 extra field: {} bytes where {} are needed", len, need);
       size_t p = pos;
-      if (needs.uncompressed) { uncompressed = extra.u64(p); p += 8; }
-      if (needs.compressed) { compressed = extra.u64(p); p += 8; }
-      if (offset && needs.offset) { *offset = extra.u64(p); p += 8; }
+      if (both_sizes) {
+        if (needs.uncompressed) uncompressed = extra.u64(p);
+        if (needs.compressed) compressed = extra.u64(p + 8);
+      } else {
+        if (needs.uncompressed) { uncompressed = extra.u64(p); p += 8; }
+        if (needs.compressed) { compressed = extra.u64(p); p += 8; }
+        if (!local && needs.offset) { *offset = extra.u64(p); p += 8; }
+      }
     }
     pos += len;
   }
-  if ((needs.uncompressed || needs.compressed || (offset && needs.offset)) && !had_zip64)
+  if ((needs.uncompressed || needs.compressed || (!local && needs.offset)) && !had_zip64)
     return "sizes or offset are 0xffffffff but there is no ZIP64 extra field";
   return {};
+}
+
+bool is_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
+}
+
+// Names must stay distinct and of one kind wherever the wheel is unpacked: no twins under
+// case folding or Unicode normalisation (macOS and Windows file systems merge them), and no
+// path that is a file in one entry and a directory in another (`a/b` and `a/b/c`, or `a/b/`).
+void check_names(const ZipArchive& zip, Reader& r) {
+  std::vector<std::string> keys;  // per entry, its folded name
+  std::unordered_map<std::string_view, const std::string*> by_key;  // -> the first entry's name
+  keys.reserve(zip.entries.size());
+  by_key.reserve(zip.entries.size());
+  for (const ZipEntry& e : zip.entries) keys.push_back(fold_case(e.name));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& name = zip.entries[i].name;
+    auto [it, fresh] = by_key.emplace(keys[i], &name);
+    if (fresh) continue;
+    const std::string& other = *it->second;
+    if (other == name) {
+      r.fail(name, "duplicate member name", "unique names", "the name twice");
+    } else if (nfc(other) == nfc(name)) {
+      r.fail(name, "member names differ only in Unicode normalisation (NFC/NFD)", "unique names",
+             fmt::format("{} and {}", code_points(name), code_points(other)));
+    } else {
+      r.fail(name, "member names differ only in case", "unique names", "also " + other);
+    }
+  }
+  auto must_not_be_file = [&](std::string_view dir, const std::string& name) {
+    auto file = by_key.find(dir);
+    if (file != by_key.end())
+      r.fail(*file->second, "path is both a file and a directory", "one kind of entry", "also " + name);
+  };
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view path(keys[i]);
+    if (path.back() == '/') {  // a directory entry: its own path must not be a file
+      path.remove_suffix(1);
+      must_not_be_file(path, zip.entries[i].name);
+    }
+    for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1))
+      must_not_be_file(path.substr(0, slash), zip.entries[i].name);
+  }
 }
 
 }  // namespace
 
 bool ZipEntry::executable() const {
-  return made_by_host == 3 && ((external_attributes >> 16) & 0111) != 0;
+  // What pip and installer keep, whatever the "made by" host: a regular file's exec bits.
+  uint32_t mode = external_attributes >> 16;
+  return S_ISREG(mode) && (mode & 0111) != 0;
 }
 
 std::string unsafe_name_reason(const std::string& name) {
   if (name.empty()) return "empty name";
+  if (name.size() > kMaxNameBytes) return fmt::format("name of {} bytes (at most {})", name.size(), kMaxNameBytes);
   if (!is_valid_utf8(name)) return "name is not valid UTF-8";
   for (char c : name) {
     auto u = static_cast<uint8_t>(c);
     if (u < 0x20 || u == 0x7F) return "name contains a control character";
     if (c == '\\') return "name contains a backslash";
   }
+  if (has_hidden_controls(name)) return "name contains a bidirectional or C1 control character";
   if (name.front() == '/') return "absolute name";
   if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<uint8_t>(name[0])))
     return "name starts with a drive letter";
@@ -109,6 +185,8 @@ std::string unsafe_name_reason(const std::string& name) {
     if (end == std::string_view::npos) end = view.size();
     std::string_view segment = view.substr(start, end - start);
     if (segment.empty()) return "name has an empty path segment";
+    if (segment.size() > kMaxSegmentBytes)
+      return fmt::format("name has a path segment of {} bytes (at most {})", segment.size(), kMaxSegmentBytes);
     if (segment == "." || segment == "..") return fmt::format("name has a '{}' segment", segment);
     start = end + 1;
   }
@@ -157,6 +235,12 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
   }
   const uint64_t end_offset = zip.size - tail_len + *end_pos;
   ByteView end(tail.data() + *end_pos, tail_len - *end_pos);
+  // Python's zipfile takes the last end-record signature in the file; it must be this record's.
+  if (end.sub(1, end.size() - 1).find_u32(kEndSig)) {
+    r.fail({}, "more than one end of central directory record",
+           "one end record, the last signature " + hex32(kEndSig) + " of the file", "another signature after it");
+    return std::nullopt;
+  }
   ByteView comment = end.sub(kEndSize, end.u16(20));
   for (uint32_t sig : {kLocalSig, kCentralSig, kEndSig, kZip64EndSig}) {
     if (comment.find_u32(sig)) {
@@ -182,17 +266,41 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
       return std::nullopt;
     }
     std::vector<uint8_t> rec;
-    if (!r.read(z64_offset, rec, 56) || ByteView(rec).u32(0) != kZip64EndSig) {
+    if (!r.read(z64_offset, rec, kZip64EndSize) || ByteView(rec).u32(0) != kZip64EndSig) {
       r.fail({}, "malformed ZIP64 end of central directory", "a ZIP64 end record at " + hex32(z64_offset),
              "no such record");
       return std::nullopt;
     }
     ByteView z(rec);
+    // Python's zipfile reads the ZIP64 end record just before the locator, whatever the
+    // locator says, so extensible data would make it read other bytes than we do.
+    if (z.u64(4) != kZip64EndSize - 12) {
+      r.fail({}, "ZIP64 end of central directory record carries extensible data",
+             fmt::format("a record of {} bytes", kZip64EndSize - 12), fmt::format("{} bytes", z.u64(4)));
+      return std::nullopt;
+    }
     if (z.u64(4) + 12 + z64_offset != end_offset - 20) {
       r.fail({}, "bytes between the ZIP64 end record and its locator",
              fmt::format("the record to end at {}", end_offset - 20),
              fmt::format("it ends at {}", z.u64(4) + 12 + z64_offset));
       return std::nullopt;
+    }
+    // Readers that ignore the ZIP64 record must find the same directory: every classic field
+    // that is not the 0xffff/0xffffffff placeholder equals its ZIP64 counterpart.
+    const struct { const char* field; uint64_t classic, placeholder, zip64; } fields[] = {
+        {"disk number", disk, 0xFFFF, z.u32(16)},
+        {"directory disk", cd_disk, 0xFFFF, z.u32(20)},
+        {"entries on this disk", count_disk, 0xFFFF, z.u64(24)},
+        {"entry count", count, 0xFFFF, z.u64(32)},
+        {"directory size", cd_size, 0xFFFFFFFF, z.u64(40)},
+        {"directory offset", cd_offset, 0xFFFFFFFF, z.u64(48)},
+    };
+    for (const auto& f : fields) {
+      if (f.classic != f.placeholder && f.classic != f.zip64) {
+        r.fail({}, fmt::format("end record and ZIP64 end record disagree on the {}", f.field),
+               fmt::format("{} (ZIP64 end record)", f.zip64), fmt::format("{} (end record)", f.classic));
+        return std::nullopt;
+      }
     }
     disk = z.u32(16);
     cd_disk = z.u32(20);
@@ -255,6 +363,7 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
     }
     ZipEntry e;
     e.made_by_host = static_cast<uint8_t>(h.u16(4) >> 8);
+    e.version_needed = h.u16(6);
     e.flags = h.u16(8);
     e.method = h.u16(10);
     e.crc32 = h.u32(16);
@@ -266,7 +375,7 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
     Zip64Needs needs{e.uncompressed_size == 0xFFFFFFFF, e.compressed_size == 0xFFFFFFFF,
                      e.local_header_offset == 0xFFFFFFFF, h.u16(34) == 0xFFFF};
     bool had_zip64 = false;
-    std::string err = apply_zip64_extra(dir.sub(pos + kCentralSize + name_len, extra_len), needs,
+    std::string err = apply_extra(dir.sub(pos + kCentralSize + name_len, extra_len), needs,
                                         e.uncompressed_size, e.compressed_size,
                                         &e.local_header_offset, had_zip64);
     if (!err.empty()) r.fail(e.name, "central directory: " + err);
@@ -282,11 +391,21 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
   if (problems.size() != before) return std::nullopt;
 
   // Each entry: flags, method, name, type, then its local header against the central record.
-  std::map<std::string, std::string> folded;  // folded name -> first name
   std::vector<std::pair<uint64_t, uint64_t>> spans;  // [local header, end of data) per entry
   for (ZipEntry& e : zip.entries) {
     if (e.flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagMaskedHeaders)) {
       r.fail(e.name, "encrypted entry", "no encryption", fmt::format("flags {:#06x}", e.flags));
+      continue;
+    }
+    if (e.flags & ~kFlagsAllowed) {
+      r.fail(e.name, "general-purpose flag bits that readers treat differently",
+             fmt::format("only bits 1, 2, 3 and 11 ({:#06x})", kFlagsAllowed), fmt::format("flags {:#06x}", e.flags));
+      continue;
+    }
+    if ((e.version_needed & 0xFF) > kMaxVersionNeeded) {
+      r.fail(e.name, "version needed to extract is beyond what wheel consumers support",
+             fmt::format("at most {}.{}", kMaxVersionNeeded / 10, kMaxVersionNeeded % 10),
+             fmt::format("{}.{}", (e.version_needed & 0xFF) / 10, (e.version_needed & 0xFF) % 10));
       continue;
     }
     if (e.method != kMethodStored && e.method != kMethodDeflate) {
@@ -304,19 +423,23 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
              why);
       continue;
     }
-    auto [it, inserted] = folded.emplace(fold_case(e.name), e.name);
-    if (!inserted) {
-      r.fail(e.name, it->second == e.name ? "duplicate member name" : "member names differ only in case",
-             "unique names", it->second == e.name ? "the name twice" : "also " + it->second);
+    if (!(e.flags & kFlagUtf8) && !is_ascii(e.name)) {
+      r.fail(e.name, "non-ASCII name without the UTF-8 flag (bit 11)",
+             "the UTF-8 flag, as readers otherwise decode the name as code page 437", "no flag");
+      continue;
     }
-    if (e.made_by_host == 3) {
-      uint32_t type = (e.external_attributes >> 16) & S_IFMT;
-      bool ok = type == 0 || type == S_IFREG || (type == S_IFDIR && e.is_directory());
-      if (!ok) {
-        r.fail(e.name, "not a regular file", "a regular file",
-               type == S_IFLNK ? "a symbolic link" : fmt::format("file type {:#o}", type));
-      }
+    // The Unix mode, where a writer put one (every host's writers may): pip and installer read
+    // it whatever the "made by" host says, and unzip restores links and devices from it.
+    uint32_t type = (e.external_attributes >> 16) & S_IFMT;
+    if (!(type == 0 || type == S_IFREG || (type == S_IFDIR && e.is_directory()))) {
+      r.fail(e.name, "not a regular file", e.is_directory() ? "a directory" : "a regular file",
+             type == S_IFLNK ? "a symbolic link"
+             : type == S_IFDIR ? "a directory"
+                               : fmt::format("file type {:#o}", type));
     }
+    constexpr uint32_t kDosDirectory = 0x10;
+    if ((e.external_attributes & kDosDirectory) && !e.is_directory())
+      r.fail(e.name, "not a regular file", "a regular file", "the MS-DOS directory attribute");
     if (e.is_directory() && e.uncompressed_size != 0) {
       r.fail(e.name, "directory entry with data", "0 bytes",
              fmt::format("{} bytes", e.uncompressed_size));
@@ -338,10 +461,14 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
     ByteView lv(var);
     std::string lname = lv.sub(0, lname_len).str();
     uint16_t lflags = l.u16(6), lmethod = l.u16(8);
+    if ((l.u16(4) & 0xFF) > kMaxVersionNeeded)
+      r.fail(e.name, "local header: version needed to extract is beyond what wheel consumers support",
+             fmt::format("at most {}.{}", kMaxVersionNeeded / 10, kMaxVersionNeeded % 10),
+             fmt::format("{}.{}", (l.u16(4) & 0xFF) / 10, (l.u16(4) & 0xFF) % 10));
     uint32_t lcrc = l.u32(14);
     uint64_t lcsize = l.u32(18), lusize = l.u32(22);
     bool local_zip64 = false;
-    std::string err = apply_zip64_extra(lv.sub(lname_len, lextra_len),
+    std::string err = apply_extra(lv.sub(lname_len, lextra_len),
                                         Zip64Needs{lusize == 0xFFFFFFFF, lcsize == 0xFFFFFFFF},
                                         lusize, lcsize, nullptr, local_zip64);
     if (!err.empty()) r.fail(e.name, "local header: " + err);
@@ -382,6 +509,8 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
       mismatch("uncompressed size", std::to_string(e.uncompressed_size), std::to_string(lusize));
     spans.emplace_back(e.local_header_offset, data_end);
   }
+  if (problems.size() != before) return std::nullopt;
+  check_names(zip, r);
   if (problems.size() != before) return std::nullopt;
 
   // Entries must tile the file from offset 0 to the central directory with nothing between.

@@ -20,6 +20,7 @@ inline constexpr uint16_t kMethodDeflate = 8;
 
 struct ZipEntry {
   std::string name;
+  uint16_t version_needed = 0;  // low byte: version, high byte: host
   uint16_t flags = 0;
   uint16_t method = 0;
   uint32_t crc32 = 0;

@@ -8,7 +8,7 @@ cd "$root"
 # What building wheelmerge needs (ci/install.sh installs the same), then what the tests use:
 # strace injects faults, clang-19 builds the libFuzzer harnesses.
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
-              libfmt-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
+              libfmt-dev libunistring-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
               python3-venv)
 test_packages=(strace clang-19 libclang-rt-19-dev)
 missing=()

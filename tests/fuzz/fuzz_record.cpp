@@ -6,7 +6,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text = wm_fuzz::as_text(data, size);
   wm::Problems problems;
-  auto rows = wm::parse_record(text, "fuzz.whl", "pkg-1.0.dist-info/RECORD", problems);
+  auto rows = wm::parse_record(text, "fuzz.whl", "pkg-1.0.dist-info/RECORD", 1 << 16, problems);
   if (!rows) {
     FUZZ_CHECK(!problems.empty(), "parse_record refused without saying why");
     return 0;
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string formatted;
   for (const wm::RecordRow& row : *rows) formatted += wm::format_record_row(row);
   wm::Problems again_problems;
-  auto again = wm::parse_record(formatted, "fuzz.whl", "RECORD", again_problems);
+  auto again = wm::parse_record(formatted, "fuzz.whl", "RECORD", 1 << 16, again_problems);
   FUZZ_CHECK(again.has_value(), again_problems);
   FUZZ_CHECK(again->size() == rows->size(), "row count changed: " + wm::printable(formatted));
   for (size_t i = 0; i < rows->size(); ++i) {

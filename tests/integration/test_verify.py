@@ -90,3 +90,22 @@ def test_a_bad_and_a_good_wheel(wheelmerge_bin, merged, tmp_path):
     assert reports[0]["valid"] is True
     assert reports[1]["valid"] is False
     assert reports[1]["problems"][0]["member"] == "wmdemo/_wheelmerge.py"
+
+
+def test_wheel_tags_differing_from_the_file_name_warn(wheelmerge_bin, demo_wheels, tmp_path):
+    """Installers go by the file name's tags; CuPy's wheels say linux_x86_64 in WHEEL under a
+    manylinux2014 file name. Accepted, with a warning naming both."""
+    source = demo_wheels["cu12"]
+    with zipfile.ZipFile(source) as z:
+        wheel_member = next(n for n in z.namelist() if n.endswith(".dist-info/WHEEL"))
+        text = z.read(wheel_member).decode()
+    tag_lines = [line for line in text.splitlines() if line.startswith("Tag: ")]
+    assert tag_lines, text
+    other = "\n".join(line for line in text.splitlines() if line and not line.startswith("Tag: "))
+    other += "\nTag: cp311-cp311-linux_aarch64\n"
+    target = rewrite(source, tmp_path / source.name, replace={wheel_member: other.encode()})
+    result = verify(wheelmerge_bin, target)
+    assert result.returncode == 0, result.stderr
+    warning = [line for line in result.stderr.splitlines() if "Tag lines" in line]
+    assert warning, result.stderr
+    assert "cp311-cp311-linux_aarch64" in warning[0] and tag_lines[0][5:] in warning[0], warning
