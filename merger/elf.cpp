@@ -9,6 +9,10 @@ namespace wm {
 
 namespace {
 constexpr size_t kPrefix = 4 << 20;
+// What a real library has is far below these; past them the file is not one we order by
+// (150,000 DT_NEEDED entries naming one 1 MiB string would otherwise be 150 GB of names).
+constexpr size_t kMaxNeeded = 4096;
+constexpr size_t kMaxNameBytes = 4096;
 constexpr uint32_t kPtLoad = 1, kPtDynamic = 2;
 constexpr int64_t kDtNeeded = 1, kDtStrtab = 5, kDtStrsz = 10, kDtSoname = 14;
 
@@ -84,6 +88,7 @@ struct DynamicFields {
   uint64_t strtab_vaddr = 0, strsz = 0;
   std::optional<uint64_t> soname;
   std::vector<uint64_t> needed;
+  bool too_many = false;  // more DT_NEEDED entries than kMaxNeeded
 };
 
 DynamicFields read_dynamic(const std::vector<uint8_t>& dyn, bool is64) {
@@ -94,7 +99,13 @@ DynamicFields read_dynamic(const std::vector<uint8_t>& dyn, bool is64) {
     int64_t tag = is64 ? static_cast<int64_t>(d.u64(at)) : static_cast<int32_t>(d.u32(at));
     uint64_t val = is64 ? d.u64(at + 8) : d.u32(at + 4);
     if (tag == 0) break;
-    if (tag == kDtNeeded) f.needed.push_back(val);
+    if (tag == kDtNeeded) {
+      if (f.needed.size() == kMaxNeeded) {
+        f.too_many = true;
+        break;
+      }
+      f.needed.push_back(val);
+    }
     if (tag == kDtSoname) f.soname = val;
     if (tag == kDtStrtab) f.strtab_vaddr = val;
     if (tag == kDtStrsz) f.strsz = val;
@@ -131,6 +142,7 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings) cons
   if (!dynamic_range_) return info;  // static or no dynamic section: nothing to order by
   if (dynamic_.size() != dynamic_range_->size) return std::nullopt;
   DynamicFields f = read_dynamic(dynamic_, l->is64);
+  if (f.too_many) return std::nullopt;
   auto off = file_offset(l->segments, f.strtab_vaddr);
   if (!off) return std::nullopt;
   std::span<const uint8_t> table;
@@ -143,8 +155,9 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings) cons
   auto string_at = [&](uint64_t index) -> std::optional<std::string> {
     if (index >= table.size()) return std::nullopt;
     auto begin = table.begin() + static_cast<ptrdiff_t>(index);
-    auto end = std::find(begin, table.end(), uint8_t{0});
-    if (end == table.end()) return std::nullopt;
+    auto limit = table.size() - index > kMaxNameBytes ? begin + kMaxNameBytes : table.end();
+    auto end = std::find(begin, limit, uint8_t{0});
+    if (end == limit) return std::nullopt;  // unterminated, or longer than any file name
     return std::string(begin, end);
   };
   if (f.soname) {

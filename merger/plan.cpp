@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 namespace wm {
 
@@ -60,23 +62,52 @@ bool is_private_library(const std::string& path, const WheelFile& f) {
   return !is_module_file(path, f) && f.elf_info && f.elf_info->shared_object && !f.elf_info->soname.empty();
 }
 
-// Libraries in dependency order: each one after every library whose SONAME it needs; a
-// cycle is broken in the given order.
-std::vector<const VariantFile*> dependency_order(std::vector<std::pair<const VariantFile*, const ElfInfo*>> libs) {
-  std::vector<const VariantFile*> ordered;
-  while (!libs.empty()) {
-    auto needs_pending = [&](const ElfInfo* lib) {
-      return std::any_of(libs.begin(), libs.end(), [&](const auto& dep) {
-        return dep.second != lib && std::find(lib->needed.begin(), lib->needed.end(), dep.second->soname) != lib->needed.end();
-      });
-    };
-    auto next = std::find_if(libs.begin(), libs.end(), [&](const auto& lib) { return !needs_pending(lib.second); });
-    if (next == libs.end()) next = libs.begin();
-    ordered.push_back(next->first);
-    libs.erase(next);
+// Libraries in dependency order: each one after every library whose SONAME it needs (Kahn's
+// algorithm, O(n log n + edges)); among libraries ready at once, and to break a cycle, the
+// given order decides.
+}  // namespace
+
+std::vector<size_t> preload_order(const std::vector<const ElfInfo*>& libs) {
+  std::unordered_map<std::string_view, std::vector<size_t>> by_soname;
+  for (size_t i = 0; i < libs.size(); ++i) by_soname[libs[i]->soname].push_back(i);
+  std::vector<std::vector<size_t>> dependents(libs.size());
+  std::vector<size_t> pending(libs.size(), 0);  // dependencies not yet placed
+  for (size_t i = 0; i < libs.size(); ++i) {
+    std::set<size_t> deps;
+    for (const std::string& needed : libs[i]->needed) {
+      auto it = by_soname.find(needed);
+      if (it == by_soname.end()) continue;
+      for (size_t d : it->second)
+        if (d != i) deps.insert(d);
+    }
+    for (size_t d : deps) dependents[d].push_back(i);
+    pending[i] = deps.size();
+  }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < libs.size(); ++i)
+    if (pending[i] == 0) ready.insert(i);
+  std::vector<bool> placed(libs.size(), false);
+  std::vector<size_t> ordered;
+  size_t next_unplaced = 0;
+  while (ordered.size() < libs.size()) {
+    size_t i;
+    if (!ready.empty()) {
+      i = *ready.begin();
+      ready.erase(ready.begin());
+    } else {  // a cycle: the first library not yet placed goes next
+      while (placed[next_unplaced]) ++next_unplaced;
+      i = next_unplaced;
+    }
+    if (placed[i]) continue;
+    placed[i] = true;
+    ordered.push_back(i);
+    for (size_t dep : dependents[i])
+      if (!placed[dep] && --pending[dep] == 0) ready.insert(dep);
   }
   return ordered;
 }
+
+namespace {
 
 // Per path, the file each wheel has (nullptr where it has none), wheels in label order.
 using PathTable = std::map<std::string, std::vector<const WheelFile*>>;
@@ -261,15 +292,26 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     auto it = payload.find(path);
     return it != payload.end() && same_everywhere(it->second);
   };
+  // Import names start at the wheel's root, or under .data/purelib/ or .data/platlib/, which
+  // install into the same directory; other .data keys hold no packages.
+  auto import_root = [&](const std::string& path) -> std::optional<size_t> {
+    if (path.compare(0, data_dir.size() + 1, data_dir + "/") != 0) return 0;
+    for (const char* key : {"/purelib/", "/platlib/"})
+      if (path.compare(data_dir.size(), std::strlen(key), key) == 0) return data_dir.size() + std::strlen(key);
+    return std::nullopt;
+  };
   auto package_of = [&](const std::string& path) -> std::string {
+    auto root = import_root(path);
+    if (!root) return {};
     std::string dir;
-    size_t at = 0;
+    size_t at = *root;
     while ((at = path.find('/', at)) != std::string::npos) {
       dir = path.substr(0, at++);
       if (shared(dir + "/__init__.py")) return dir;
     }
     return {};
   };
+  std::set<std::string> patched_inits;  // __init__.py files replaced by their patched text
   std::map<std::string, std::vector<const VariantFile*>> by_package;
   std::vector<const VariantFile*> outside;  // private libraries outside every package
   auto file_of = [&](const VariantFile& v) {
@@ -301,7 +343,7 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     auto relative = [&](const std::string& path) {
       return path.rfind(package + "/", 0) == 0 ? path.substr(package.size() + 1) : up + path;
     };
-    std::string dotted = package;
+    std::string dotted = package.substr(*import_root(package + "/"));
     std::replace(dotted.begin(), dotted.end(), '/', '.');
     nlohmann::json manifest;
     manifest["format"] = 1;
@@ -322,13 +364,17 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
         } else if (is_module_file(v->original, *f)) {
           std::string module = dotted + "/" + rel.substr(0, rel.find('.', rel.rfind('/') + 1));
           std::replace(module.begin(), module.end(), '/', '.');
+          // A subpackage's own __init__ is imported under the subpackage's name.
+          if (module.ends_with(".__init__")) module.resize(module.size() - std::strlen(".__init__"));
           modules[module] = relative(v->stored);
         }
       }
       for (const VariantFile* v : outside)
         if (v->label == label) libraries.emplace_back(v, &*file_of(*v)->elf_info);
+      std::vector<const ElfInfo*> infos;
+      for (const auto& library : libraries) infos.push_back(library.second);
       std::vector<std::string> ordered;
-      for (const VariantFile* v : dependency_order(libraries)) ordered.push_back(relative(v->stored));
+      for (size_t i : preload_order(infos)) ordered.push_back(relative(libraries[i].first->stored));
       manifest["modules"][label] = modules;
       manifest["files"][label] = paths;
       manifest["preload"][label] = ordered;
@@ -352,23 +398,33 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
                           "Python source", init_why});
       continue;
     }
-    std::erase_if(members, [&](const PlannedMember& m) { return m.path == init_path; });
+    patched_inits.insert(init_path);
     members.push_back(generated(init_path, *patched));
     std::string loader_path = package + "/" + std::string(kLoaderModule);
-    if (payload.count(loader_path)) {
-      problems.push_back({ProblemKind::conflict, all_inputs, loader_path, "the package already has a file of the loader's name",
-                          "no " + std::string(kLoaderModule), "one"});
+    // Any module of the loader's name beside it (an extension module is found before a .py,
+    // a labelled variant would be mapped onto it) would be imported instead of the loader.
+    const std::string loader_stem = package + "/" + std::string(kLoaderModule.substr(0, kLoaderModule.find('.')));
+    auto shadow = std::find_if(payload.begin(), payload.end(), [&](const auto& entry) {
+      const std::string& p = entry.first;
+      return p.starts_with(loader_stem) && p.size() > loader_stem.size() &&
+             (p[loader_stem.size()] == '.' || p[loader_stem.size()] == '/');
+    });
+    if (shadow != payload.end()) {
+      problems.push_back({ProblemKind::conflict, all_inputs, shadow->first, "the package already has a module of the loader's name",
+                          "no " + loader_stem.substr(package.size() + 1) + " module or directory", "this one"});
       continue;
     }
     members.push_back(generated(loader_path, render_loader(json_ascii(manifest))));
   }
-  // Names that differ only in case break installs on macOS and Windows.
-  std::map<std::string, std::string> folded;
-  for (const PlannedMember& m : members) {
-    auto [it, fresh] = folded.emplace(fold_case(m.path), m.path);
-    if (!fresh)
-      problems.push_back({ProblemKind::conflict, all_inputs, m.path, "merged wheel would hold names that differ only in case",
-                          "unique names after case folding", "also " + it->second});
+  std::erase_if(members, [&](const PlannedMember& m) { return m.source && patched_inits.count(m.path); });
+  // The merged names must stay distinct and of one kind wherever the wheel is unpacked: a
+  // labelled name may meet a directory, or a name that differs only in case.
+  std::vector<std::string> names;
+  for (const PlannedMember& m : members) names.push_back(m.path);
+  for (const NameClash& clash : find_name_clashes(names)) {
+    std::string expected, found;
+    std::string what = describe_clash(clash, names, expected, found);
+    problems.push_back({ProblemKind::conflict, all_inputs, names[clash.name], "merged wheel: " + what, expected, found});
   }
   if (problems.size() != before || !metadata) return std::nullopt;
 

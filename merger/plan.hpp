@@ -53,6 +53,10 @@ struct MergePlan {
 std::optional<MergePlan> plan_merge(const std::vector<Wheel>& wheels, const MergeOptions& options,
                                     Problems& problems);
 
+// The order to preload private libraries in, as indices into `libs`: each after every library
+// whose SONAME it needs; the given order decides among those ready at once and breaks cycles.
+std::vector<size_t> preload_order(const std::vector<const ElfInfo*>& libs);
+
 // "dir/_core.cpython-311-x86_64-linux-gnu.so" -> "dir/_core.cu12.cpython-311-x86_64-linux-gnu.so"
 std::string labelled_path(const std::string& path, const std::string& label);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -234,7 +235,7 @@ std::optional<std::string> decode_python_string(std::string_view body, std::stri
   std::string out;
   out.reserve(body.size());
   auto hex_escape = [&](size_t& i, size_t digits, char letter) -> bool {
-    if (i + digits >= body.size() + 1) {
+    if (i + digits > body.size()) {
       why = fmt::format("truncated \\{} escape", letter);
       return false;
     }
@@ -414,7 +415,7 @@ class Parser {
   bool extras(std::vector<std::string>& out);
   bool specifiers(std::string& out);
   bool version_many(std::string& concatenated);
-  bool marker_after_semicolon(MarkerPtr& out, size_t span_start, std::string_view expected);
+  bool marker_after_semicolon(MarkerPtr& out, std::string_view expected);
   MarkerPtr marker(int depth);
   MarkerPtr marker_atom(int depth);
   MarkerPtr marker_item();
@@ -538,8 +539,7 @@ bool Parser::specifiers(std::string& out) {
   return true;
 }
 
-bool Parser::marker_after_semicolon(MarkerPtr& out, size_t span_start, std::string_view expected) {
-  (void)span_start;
+bool Parser::marker_after_semicolon(MarkerPtr& out, std::string_view expected) {
   if (!peek(';')) return fail(fmt::format("{} or end of text", expected), p_);
   ++p_;
   out = marker(0);
@@ -573,7 +573,7 @@ std::optional<Requirement> Parser::requirement() {
     if (!at_end()) {
       // A ";" right after the URL belongs to it; a marker needs whitespace before its ";".
       skip_ws();
-      if (!at_end() && !marker_after_semicolon(r.marker, start, "';' (after the URL and whitespace)"))
+      if (!at_end() && !marker_after_semicolon(r.marker, "';' (after the URL and whitespace)"))
         return std::nullopt;
     }
   } else {
@@ -581,7 +581,7 @@ std::optional<Requirement> Parser::requirement() {
     if (!specifiers(r.specifier)) return std::nullopt;
     skip_ws();
     if (!at_end() &&
-        !marker_after_semicolon(r.marker, start,
+        !marker_after_semicolon(r.marker,
                                 r.specifier.empty() && start == p_
                                     ? "a version specifier, '@' or ';'"
                                     : "',' (between version specifiers), ';'"))

@@ -3,6 +3,7 @@
 #include "loader.hpp"
 #include "member_stream.hpp"
 #include "wheel.hpp"
+#include "zip_archive.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,8 +12,11 @@ namespace wm {
 
 std::string manifest_archive_path(const std::string& package_dir, std::string relative) {
   std::string dir = package_dir;
-  for (; relative.rfind("../", 0) == 0; relative = relative.substr(3))
+  for (; relative.rfind("../", 0) == 0; relative = relative.substr(3)) {
+    if (dir.empty()) return {};  // above the wheel's root
     dir = dir.find('/') == std::string::npos ? "" : dir.substr(0, dir.rfind('/'));
+  }
+  if (!unsafe_name_reason(relative).empty() || relative.ends_with('/')) return {};
   return dir.empty() ? relative : dir + "/" + relative;
 }
 
@@ -27,9 +31,9 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
     const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
     auto text = manifest_of_loader(l.loader_source);
     auto manifest = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-    if (!text || manifest.is_discarded() || !manifest.is_object() || manifest.value("format", 0) != 1 ||
+    if (!text || manifest.is_discarded() || !manifest.is_object() || !manifest.contains("format") || manifest["format"] != 1 ||
         !manifest.contains("variants") || !manifest["variants"].is_array()) {
-      fail(l.loader_path, "loader manifest unreadable", "a format 1 manifest", text ? "other JSON or text" : "no manifest line");
+      fail(l.loader_path, "loader manifest malformed", "a format 1 manifest with a list of variants", text ? "other JSON or text" : "no manifest line");
       continue;
     }
     if (l.init_source.find(kLoaderImport) == std::string::npos)
@@ -43,18 +47,34 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
         continue;
       }
       const std::string label = variant.get<std::string>();
-      auto names = [&](const char* section) -> std::vector<std::string> {
+      // Each section maps a label to an object (modules, files) or array (preload) of paths;
+      // anything else is a malformed manifest, reported like any invalid input.
+      auto names = [&](const char* section, bool array) -> std::optional<std::vector<std::string>> {
         std::vector<std::string> out;
-        const nlohmann::json& node = manifest.value(section, nlohmann::json::object()).value(label, nlohmann::json());
-        if (node.is_object())
-          for (const auto& [key, value] : node.items()) out.push_back(value.get<std::string>());
-        else if (node.is_array())
-          for (const auto& value : node) out.push_back(value.get<std::string>());
+        if (!manifest.contains(section) || !manifest[section].is_object()) return std::nullopt;
+        const nlohmann::json& node = manifest[section].value(label, array ? nlohmann::json::array() : nlohmann::json::object());
+        if (array ? !node.is_array() : !node.is_object()) return std::nullopt;
+        for (const auto& value : node) {
+          if (!value.is_string()) return std::nullopt;
+          out.push_back(value.get<std::string>());
+        }
         return out;
       };
       for (const char* section : {"modules", "files", "preload"}) {
-        for (const std::string& rel : names(section)) {
+        bool array = std::string_view(section) == "preload";
+        auto rels = names(section, array);
+        if (!rels) {
+          fail(l.loader_path, fmt::format("loader manifest malformed: {} of {}", section, label),
+               array ? "an array of paths" : "an object of paths", "other JSON");
+          continue;
+        }
+        for (const std::string& rel : *rels) {
           std::string path = manifest_archive_path(package_dir, rel);
+          if (path.empty()) {
+            fail(l.loader_path, fmt::format("manifest {} of {} names a path outside the wheel", section, label),
+                 "a path relative to the package, inside the wheel", rel);
+            continue;
+          }
           listed.insert(path);
           if (!paths.count(path))
             fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), path, "no such member");
@@ -67,6 +87,7 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
     for (const std::string& path : paths) {
       std::string base = path.substr(path.rfind('/') + 1);
       for (const auto& variant : *first_variants) {
+        if (!variant.is_string()) continue;  // reported above
         std::string mark = "." + variant.get<std::string>();
         size_t at = base.find(mark);
         bool labelled = at != std::string::npos && at > 0 &&

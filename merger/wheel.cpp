@@ -54,6 +54,20 @@ struct MemberResult {
   std::optional<ElfInfo> elf_info;
 };
 
+MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm);
+
+// verify_member, with anything it throws (memory exhausted, above all) turned into a problem
+// naming the input and member, as it runs on a worker thread.
+MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, const std::string& algorithm) {
+  try {
+    return verify_member(w, entry, algorithm);
+  } catch (const std::exception& error) {
+    MemberResult result;
+    result.problem = Problem{ProblemKind::other, w.display, entry.name, "cannot read the member", {}, error.what()};
+    return result;
+  }
+}
+
 MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm) {
   MemberResult result;
   Digest sha = Digest::sha256();
@@ -389,7 +403,7 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
   std::vector<MemberResult> results(w.files.size());
   parallel_for(order.size(), [&](size_t k) {
     size_t i = order[k];
-    results[i] = verify_member(w, w.zip.entries[w.files[i].entry], algorithms[i]);
+    results[i] = verify_member_safely(w, w.zip.entries[w.files[i].entry], algorithms[i]);
   });
   for (size_t i = 0; i < w.files.size(); ++i) {
     if (algorithms[i].empty()) continue;

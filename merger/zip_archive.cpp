@@ -91,15 +91,22 @@ std::string apply_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncom
     if (id == kZip64ExtraId) {
       if (had_zip64) return "duplicated ZIP64 extra field";
       had_zip64 = true;
-      if (need == 0)
-        return "ZIP64 extra field where no size or offset is 0xffffffff (readers disagree on whether to use it)";
       bool both_sizes = local && len == 16;
+      if (need == 0 && !both_sizes)
+        return "ZIP64 extra field where no size or offset is 0xffffffff (readers disagree on whether to use it)";
       if (len != need && !both_sizes)
         return fmt::format("malformed ZIP64 extra field: {} bytes where {} are needed", len, need);
       size_t p = pos;
       if (both_sizes) {
-        if (needs.uncompressed) uncompressed = extra.u64(p);
-        if (needs.compressed) compressed = extra.u64(p + 8);
+        // A local header's ZIP64 field holds both sizes. Some writers (Bazel's wheelmaker) add
+        // it beside real 32-bit sizes: harmless only where its values are those same sizes.
+        uint64_t extra_uncompressed = extra.u64(p), extra_compressed = extra.u64(p + 8);
+        if ((!needs.uncompressed && extra_uncompressed != uncompressed) ||
+            (!needs.compressed && extra_compressed != compressed))
+          return fmt::format("ZIP64 extra field sizes ({}, {}) disagree with the header's ({}, {})", extra_uncompressed,
+                             extra_compressed, uncompressed, compressed);
+        uncompressed = extra_uncompressed;
+        compressed = extra_compressed;
       } else {
         if (needs.uncompressed) { uncompressed = extra.u64(p); p += 8; }
         if (needs.compressed) { compressed = extra.u64(p); p += 8; }
@@ -117,42 +124,72 @@ bool is_ascii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
 }
 
-// Names must stay distinct and of one kind wherever the wheel is unpacked: no twins under
-// case folding or Unicode normalisation (macOS and Windows file systems merge them), and no
-// path that is a file in one entry and a directory in another (`a/b` and `a/b/c`, or `a/b/`).
-void check_names(const ZipArchive& zip, Reader& r) {
-  std::vector<std::string> keys;  // per entry, its folded name
-  std::unordered_map<std::string_view, const std::string*> by_key;  // -> the first entry's name
-  keys.reserve(zip.entries.size());
-  by_key.reserve(zip.entries.size());
-  for (const ZipEntry& e : zip.entries) keys.push_back(fold_case(e.name));
+}  // namespace
+
+std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) {
+  std::vector<NameClash> clashes;
+  std::vector<std::string> keys;  // per name, its folded form
+  std::unordered_map<std::string_view, size_t> by_key;  // -> the first name's index
+  keys.reserve(names.size());
+  by_key.reserve(names.size());
+  for (const std::string& name : names) keys.push_back(fold_case(name));
   for (size_t i = 0; i < keys.size(); ++i) {
-    const std::string& name = zip.entries[i].name;
-    auto [it, fresh] = by_key.emplace(keys[i], &name);
+    auto [it, fresh] = by_key.emplace(keys[i], i);
     if (fresh) continue;
-    const std::string& other = *it->second;
-    if (other == name) {
-      r.fail(name, "duplicate member name", "unique names", "the name twice");
-    } else if (nfc(other) == nfc(name)) {
-      r.fail(name, "member names differ only in Unicode normalisation (NFC/NFD)", "unique names",
-             fmt::format("{} and {}", code_points(name), code_points(other)));
-    } else {
-      r.fail(name, "member names differ only in case", "unique names", "also " + other);
-    }
+    const std::string& other = names[it->second];
+    NameClash::Kind kind = other == names[i]              ? NameClash::Kind::duplicate
+                           : nfc(other) == nfc(names[i]) ? NameClash::Kind::normalization
+                                                          : NameClash::Kind::case_only;
+    clashes.push_back({kind, i, it->second});
   }
-  auto must_not_be_file = [&](std::string_view dir, const std::string& name) {
+  auto must_not_be_file = [&](std::string_view dir, size_t i) {
     auto file = by_key.find(dir);
-    if (file != by_key.end())
-      r.fail(*file->second, "path is both a file and a directory", "one kind of entry", "also " + name);
+    if (file != by_key.end()) clashes.push_back({NameClash::Kind::file_and_directory, file->second, i});
   };
   for (size_t i = 0; i < keys.size(); ++i) {
     std::string_view path(keys[i]);
-    if (path.back() == '/') {  // a directory entry: its own path must not be a file
+    if (path.ends_with('/')) {  // a directory entry: its own path must not be a file
       path.remove_suffix(1);
-      must_not_be_file(path, zip.entries[i].name);
+      must_not_be_file(path, i);
     }
     for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1))
-      must_not_be_file(path.substr(0, slash), zip.entries[i].name);
+      must_not_be_file(path.substr(0, slash), i);
+  }
+  return clashes;
+}
+
+std::string describe_clash(const NameClash& clash, const std::vector<std::string>& names, std::string& expected,
+                           std::string& found) {
+  const std::string& name = names[clash.name];
+  const std::string& other = names[clash.other];
+  switch (clash.kind) {
+    case NameClash::Kind::duplicate:
+      expected = "unique names", found = "the name twice";
+      return "duplicate member name";
+    case NameClash::Kind::normalization:
+      expected = "unique names", found = fmt::format("{} and {}", code_points(name), code_points(other));
+      return "member names differ only in Unicode normalisation (NFC/NFD)";
+    case NameClash::Kind::case_only:
+      expected = "unique names", found = "also " + other;
+      return "member names differ only in case";
+    case NameClash::Kind::file_and_directory:
+      expected = "one kind of entry", found = "also " + other;
+      return "path is both a file and a directory";
+  }
+  return {};
+}
+
+namespace {
+
+// Names must stay distinct and of one kind wherever the wheel is unpacked.
+void check_names(const ZipArchive& zip, Reader& r) {
+  std::vector<std::string> names;
+  names.reserve(zip.entries.size());
+  for (const ZipEntry& e : zip.entries) names.push_back(e.name);
+  for (const NameClash& clash : find_name_clashes(names)) {
+    std::string expected, found;
+    std::string what = describe_clash(clash, names, expected, found);
+    r.fail(names[clash.name], what, expected, found);
   }
 }
 

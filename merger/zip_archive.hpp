@@ -47,6 +47,20 @@ struct ZipArchive {
 std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name,
                                    Problems& problems);
 
+// Two names that cannot both exist where a wheel is unpacked: the same after case folding or
+// Unicode normalisation (macOS and Windows file systems merge them), or a path that is a file
+// in one name and a directory in another ("a/b" and "a/b/c", or "a/b" and "a/b/").
+struct NameClash {
+  enum class Kind { duplicate, normalization, case_only, file_and_directory } kind;
+  size_t name;   // index of the name reported (for file_and_directory: the file)
+  size_t other;  // index of the name it clashes with
+};
+// Every clash among `names`, in a deterministic order; O(total length) expected.
+std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names);
+// What a clash is, with what was expected and found, for a Problem.
+std::string describe_clash(const NameClash& clash, const std::vector<std::string>& names, std::string& expected,
+                           std::string& found);
+
 // Why `name` is not a safe archive member name, or empty when it is.
 std::string unsafe_name_reason(const std::string& name);
 
