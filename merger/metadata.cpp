@@ -5,32 +5,25 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace wm {
 
 namespace {
-std::string trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t");
-  size_t e = s.find_last_not_of(" \t");
-  return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
-}
-
 bool varies_per_build(std::string_view key) {
   return iequals(key, "Version") || iequals(key, "Requires-Dist");
 }
+
+bool mentions_extra(const MarkerExpr& marker) {
+  if (marker.kind != MarkerExpr::Kind::Compare)
+    return std::any_of(marker.children.begin(), marker.children.end(), [](const MarkerPtr& c) { return mentions_extra(*c); });
+  return (marker.lhs.is_variable && marker.lhs.text == "extra") || (marker.rhs.is_variable && marker.rhs.text == "extra");
+}
 }  // namespace
 
-std::string require_for_extra(std::string_view requirement, std::string_view label) {
-  size_t semi = requirement.find(';');
-  std::string req = trim(requirement.substr(0, semi));
-  std::string extra = fmt::format("extra == \"{}\"", label);
-  if (semi == std::string_view::npos || trim(requirement.substr(semi + 1)).empty())
-    return fmt::format("{}; {}", req, extra);
-  return fmt::format("{}; ({}) and {}", req, trim(requirement.substr(semi + 1)), extra);
-}
-
-std::optional<std::string> merge_metadata(const std::vector<const Wheel*>& wheels,
-                                          const std::string& version, Problems& problems) {
+std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
+                                             Problems& problems) {
   const Wheel& first = *wheels.front();
   const std::string member = "METADATA";
   const size_t before = problems.size();
@@ -69,26 +62,40 @@ std::optional<std::string> merge_metadata(const std::vector<const Wheel*>& wheel
   if (problems.size() != before) return std::nullopt;
 
   // Requirements every build shares stay as they are; the others become per-label extras.
-  std::vector<std::vector<std::string>> requires_dist;
-  for (const Wheel* w : wheels) requires_dist.push_back(w->metadata.all("Requires-Dist"));
-  std::vector<std::string> merged;
-  for (const std::string& r : requires_dist.front()) {
-    bool everywhere = std::all_of(requires_dist.begin(), requires_dist.end(), [&](const auto& rs) {
-      return std::find(rs.begin(), rs.end(), r) != rs.end();
-    });
-    if (everywhere) merged.push_back(r);
+  // Compared by canonical text, counted in hash maps: linear in the number of requirements.
+  std::unordered_map<std::string, size_t> builds_with;  // canonical requirement -> builds having it
+  for (const Wheel* w : wheels) {
+    std::unordered_set<std::string> own;
+    for (const Requirement& r : w->requires_dist)
+      if (own.insert(r.to_string()).second) ++builds_with[r.to_string()];
   }
+  auto shared = [&](const Requirement& r) { return builds_with[r.to_string()] == wheels.size(); };
+  std::vector<std::string> merged;
+  const std::vector<std::string> first_texts = first.metadata.all("Requires-Dist");  // as written
+  for (size_t k = 0; k < first.requires_dist.size(); ++k)
+    if (shared(first.requires_dist[k])) merged.push_back(first_texts[k]);
+  MergedMetadata result;
   std::vector<std::string> extras = first.metadata.all("Provides-Extra");
-  for (size_t i = 0; i < wheels.size(); ++i) {
+  std::unordered_set<std::string> extra_names(extras.begin(), extras.end());
+  for (const Wheel* w : wheels) {
     bool any = false;
-    for (const std::string& r : requires_dist[i]) {
-      if (std::find(merged.begin(), merged.end(), r) != merged.end()) continue;
-      merged.push_back(require_for_extra(r, wheels[i]->label));
+    for (const Requirement& r : w->requires_dist) {
+      if (shared(r)) continue;
+      if (r.marker && mentions_extra(*r.marker)) {
+        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
+                            "a requirement that depends on an extra differs between builds",
+                            "the same requirement in every build, or one without an extra marker", r.to_string()});
+        continue;
+      }
+      merged.push_back(require_for_extra(r, w->label).to_string());
       any = true;
     }
-    if (any && std::find(extras.begin(), extras.end(), wheels[i]->label) == extras.end())
-      extras.push_back(wheels[i]->label);
+    if (any) {
+      result.label_extras.push_back(w->label);
+      if (extra_names.insert(w->label).second) extras.push_back(w->label);
+    }
   }
+  if (problems.size() != before) return std::nullopt;
 
   // The first build's fields in order; the extras and requirements as one block where they
   // first appeared (or at the end).
@@ -109,7 +116,8 @@ std::optional<std::string> merge_metadata(const std::vector<const Wheel*>& wheel
   }
   if (!block_done) emit_block();
   out.body = first.metadata.body;
-  return out.to_string();
+  result.text = out.to_string();
+  return result;
 }
 
 }  // namespace wm

@@ -11,11 +11,16 @@
 
 namespace wm {
 
-// `wheels` in label order; `version` is the merged version (no variant label).
-std::optional<std::string> merge_metadata(const std::vector<const Wheel*>& wheels,
-                                          const std::string& version, Problems& problems);
+struct MergedMetadata {
+  std::string text;
+  std::vector<std::string> label_extras;  // the labels that became extras, in label order
+};
 
-// "req" or "req; marker" made conditional on `extra == "label"`.
-std::string require_for_extra(std::string_view requirement, std::string_view label);
+// `wheels` in label order; `version` is the merged version (no variant label). Requirements are
+// compared by their parsed form; a differing one becomes `(marker) and extra == "label"`,
+// combined as marker trees. One that already depends on an extra cannot be (pip evaluates
+// `extra` once per requested extra, so it would never apply): a conflict.
+std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
+                                             Problems& problems);
 
 }  // namespace wm

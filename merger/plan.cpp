@@ -351,6 +351,9 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     manifest["distribution"] = first.metadata.one("Name").value_or(first.name.name);
     manifest["variants"] = plan.labels;
     manifest["driver_fallback"] = options.driver_fallback ? 1 : 0;
+    // The labels that are extras of the merged distribution, so the loader proposes only
+    // `pip install "dist[label]"` commands that exist.
+    manifest["extras"] = metadata ? metadata->label_extras : std::vector<std::string>{};
     for (const std::string& label : plan.labels) {
       nlohmann::json modules = nlohmann::json::object(), paths = nlohmann::json::object();
       std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
@@ -433,7 +436,7 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
   for (const std::string& tag : plan.tags) wheel += "Tag: " + tag + "\n";
   if (!out_name.build.empty()) wheel += "Build: " + out_name.build + "\n";
   dist_members.push_back(generated(plan.dist_info + "/WHEEL", wheel));
-  dist_members.push_back(generated(plan.dist_info + "/METADATA", *metadata));
+  dist_members.push_back(generated(plan.dist_info + "/METADATA", metadata->text));
   auto by_path = [](const PlannedMember& a, const PlannedMember& b) { return a.path < b.path; };
   std::sort(members.begin(), members.end(), by_path);
   std::sort(dist_members.begin(), dist_members.end(), by_path);

@@ -2,6 +2,7 @@
 
 #include "bytes.hpp"
 #include "digest.hpp"
+#include "interrupt.hpp"
 #include "member_stream.hpp"
 #include "parallel.hpp"
 #include "record.hpp"
@@ -324,6 +325,23 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
       if (single_use_field(h.key) && !seen.insert(key).second)
         fail(metadata_member, fmt::format("METADATA field {} appears more than once", h.key), "once",
              fmt::format("{} values", w.metadata.all(h.key).size()));
+    }
+    // Requirements must parse as pip parses them: the merge rebuilds them from the parse.
+    size_t line = 0;
+    for (const std::string& text : w.metadata.all("Requires-Dist")) {
+      ++line;
+      if (int signal = interrupted()) {
+        fail(metadata_member, "interrupted", {}, fmt::format("signal {}", signal));
+        break;
+      }
+      std::string error;
+      auto requirement = parse_requirement(text, error);
+      if (!requirement) {
+        fail(metadata_member, fmt::format("Requires-Dist {} is not a valid requirement: {}", line, error),
+             "a PEP 508 requirement", text);
+        continue;
+      }
+      w.requires_dist.push_back(std::move(*requirement));
     }
     auto meta_name = w.metadata.one("Name");
     auto meta_version = w.metadata.one("Version");

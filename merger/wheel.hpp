@@ -5,6 +5,7 @@
 #include "elf.hpp"
 #include "headers.hpp"
 #include "problem.hpp"
+#include "requirement.hpp"
 #include "wheel_name.hpp"
 #include "zip_archive.hpp"
 
@@ -41,6 +42,7 @@ struct Wheel {
   std::string data_dir;   // "{name}-{version}.data", empty when absent
   Headers wheel_fields;
   Headers metadata;
+  std::vector<Requirement> requires_dist;  // METADATA's Requires-Dist, parsed, in order
   std::vector<WheelFile> files;  // every regular member, in archive order
   std::unordered_map<std::string, size_t> index;  // path -> position in files
   std::vector<std::string> warnings;

@@ -39,8 +39,4 @@ TEST_CASE("a line that is no field is refused") {
   CHECK_FALSE(parse_headers(" leading\n", "w.whl", "METADATA", problems));
 }
 
-TEST_CASE("requirements become conditional on the label's extra") {
-  CHECK(require_for_extra("cuda-bindings>=12,<13", "cu12") == "cuda-bindings>=12,<13; extra == \"cu12\"");
-  CHECK(require_for_extra("numpy; python_version < \"3.12\"", "cu13") ==
-        "numpy; (python_version < \"3.12\") and extra == \"cu13\"");
-}
+
