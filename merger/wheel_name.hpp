@@ -49,8 +49,9 @@ struct PlatformTag {
 // Legacy manylinux aliases are read as their manylinux_2_x forms.
 PlatformTag parse_platform_tag(std::string_view tag);
 
-// The platform tags of a merged wheel: per OS/architecture, the most restrictive of what the
-// inputs require (each input requires the least restrictive tag it carries). nullopt with `why`
+// The platform tags of a merged wheel: the inputs' own when they all carry the same set (in
+// the first input's order); else per OS/architecture, the most restrictive of what the inputs
+// require (each input requires the least restrictive tag it carries). nullopt with `why`
 // when the inputs do not cover the same OS/architecture combinations.
 std::optional<std::vector<std::string>> merge_platforms(
     const std::vector<std::vector<std::string>>& inputs, std::string& why);

@@ -73,6 +73,17 @@ TEST_CASE("merged platforms are the most restrictive, never the union") {
   CHECK(*merged == std::vector<std::string>{"macosx_12_0_arm64"});
 }
 
+TEST_CASE("builds with the same platform tags keep them exactly") {
+  std::string why;
+  auto merged = merge_platforms({{"manylinux_2_24_x86_64", "manylinux_2_28_x86_64"},
+                                 {"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"}}, why);
+  REQUIRE(merged);
+  CHECK(*merged == std::vector<std::string>{"manylinux_2_24_x86_64", "manylinux_2_28_x86_64"});
+  merged = merge_platforms({{"manylinux_2_17_x86_64", "manylinux2014_x86_64"}, {"manylinux2014_x86_64", "manylinux_2_17_x86_64"}}, why);
+  REQUIRE(merged);
+  CHECK(*merged == std::vector<std::string>{"manylinux_2_17_x86_64", "manylinux2014_x86_64"});
+}
+
 TEST_CASE("different architectures or C libraries do not merge") {
   std::string why;
   CHECK_FALSE(merge_platforms({{"manylinux_2_28_x86_64"}, {"manylinux_2_28_aarch64"}}, why));
