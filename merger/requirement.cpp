@@ -471,7 +471,7 @@ bool Parser::extras(std::vector<std::string>& out) {
     out.emplace_back(*first);
     for (;;) {
       skip_ws();
-      if (identifier()) return fail_with("expected a comma between extra names", p_);
+      if (size_t at = p_; identifier()) return fail_with("expected a comma between extra names", at);
       if (!peek(',')) break;
       ++p_;
       skip_ws();
@@ -583,7 +583,7 @@ std::optional<Requirement> Parser::requirement() {
     if (!at_end() &&
         !marker_after_semicolon(r.marker,
                                 r.specifier.empty() && start == p_
-                                    ? "a version specifier, '@' or ';'"
+                                    ? "a version specifier, '@', ';'"
                                     : "',' (between version specifiers), ';'"))
       return std::nullopt;
   }
