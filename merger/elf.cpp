@@ -134,7 +134,7 @@ std::optional<ByteRange> ElfScanner::missing_strings() const {
   return ByteRange{*off, f.strsz};
 }
 
-std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings) const {
+std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std::string* beyond_limits) const {
   auto l = layout();
   if (!l) return std::nullopt;
   ElfInfo info;
@@ -142,7 +142,10 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings) cons
   if (!dynamic_range_) return info;  // static or no dynamic section: nothing to order by
   if (dynamic_.size() != dynamic_range_->size) return std::nullopt;
   DynamicFields f = read_dynamic(dynamic_, l->is64);
-  if (f.too_many) return std::nullopt;
+  if (f.too_many) {
+    if (beyond_limits) *beyond_limits = "more than " + std::to_string(kMaxNeeded) + " DT_NEEDED entries";
+    return std::nullopt;
+  }
   auto off = file_offset(l->segments, f.strtab_vaddr);
   if (!off) return std::nullopt;
   std::span<const uint8_t> table;
@@ -157,7 +160,10 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings) cons
     auto begin = table.begin() + static_cast<ptrdiff_t>(index);
     auto limit = table.size() - index > kMaxNameBytes ? begin + kMaxNameBytes : table.end();
     auto end = std::find(begin, limit, uint8_t{0});
-    if (end == limit) return std::nullopt;  // unterminated, or longer than any file name
+    if (end == limit) {  // unterminated, or longer than any file name
+      if (beyond_limits && limit != table.end()) *beyond_limits = "a name longer than " + std::to_string(kMaxNameBytes) + " bytes";
+      return std::nullopt;
+    }
     return std::string(begin, end);
   };
   if (f.soname) {

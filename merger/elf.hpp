@@ -34,7 +34,9 @@ class ElfScanner {
   std::optional<ByteRange> missing_strings() const;
   // The result; `strings` supplies the missing range when missing_strings() asked for one.
   // nullopt when the file is not a well-formed ELF we can read.
-  std::optional<ElfInfo> finish(std::span<const uint8_t> strings = {}) const;
+  // `beyond_limits`, when given, says why a file was not read because it passes the limits on
+  // DT_NEEDED entries and name lengths (no real library comes near them).
+  std::optional<ElfInfo> finish(std::span<const uint8_t> strings = {}, std::string* beyond_limits = nullptr) const;
 
  private:
   struct Layout;

@@ -1,5 +1,8 @@
 #include "metadata.hpp"
 
+#include "text.hpp"
+#include "wheel_name.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -13,6 +16,20 @@ namespace wm {
 namespace {
 bool varies_per_build(std::string_view key) {
   return iequals(key, "Version") || iequals(key, "Requires-Dist");
+}
+
+// What makes two requirements the same for pip: the normalised name, the extras and the
+// specifiers as sets, the URL and the marker.
+std::string requirement_key(const Requirement& r) {
+  std::vector<std::string> extras;
+  for (const std::string& e : r.extras) extras.push_back(normalize_name(e));
+  std::sort(extras.begin(), extras.end());
+  extras.erase(std::unique(extras.begin(), extras.end()), extras.end());
+  std::vector<std::string> specifiers = split(r.specifier, ',');
+  std::erase(specifiers, "");
+  std::sort(specifiers.begin(), specifiers.end());
+  return fmt::format("{}[{}]{}@{};{}", normalize_name(r.name), fmt::join(extras, ","), fmt::join(specifiers, ","), r.url,
+                     r.marker ? marker_to_string(*r.marker) : "");
 }
 
 bool mentions_extra(const MarkerExpr& marker) {
@@ -67,9 +84,9 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
   for (const Wheel* w : wheels) {
     std::unordered_set<std::string> own;
     for (const Requirement& r : w->requires_dist)
-      if (own.insert(r.to_string()).second) ++builds_with[r.to_string()];
+      if (own.insert(requirement_key(r)).second) ++builds_with[requirement_key(r)];
   }
-  auto shared = [&](const Requirement& r) { return builds_with[r.to_string()] == wheels.size(); };
+  auto shared = [&](const Requirement& r) { return builds_with[requirement_key(r)] == wheels.size(); };
   std::vector<std::string> merged;
   const std::vector<std::string> first_texts = first.metadata.all("Requires-Dist");  // as written
   for (size_t k = 0; k < first.requires_dist.size(); ++k)

@@ -224,6 +224,18 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
       row[i] = &f;
     }
   }
+  // Paths of different builds that would be one file (or a file and a directory) where the
+  // wheel is installed: "pkg/\u00e9.py" in one build and "pkg/e\u0301.py" in the other.
+  {
+    std::vector<std::string> names;
+    for (const auto& [path, row] : payload) names.push_back(path);
+    for (const NameClash& clash : find_name_clashes(names)) {
+      std::string expected, found;
+      std::string what = describe_clash(clash, names, expected, found);
+      problems.push_back({ProblemKind::conflict, all_inputs, names[clash.name], "across builds: " + what, expected, found});
+    }
+    if (problems.size() != before) return std::nullopt;
+  }
   auto same_everywhere = [&](const std::vector<const WheelFile*>& row) {
     return std::all_of(row.begin(), row.end(), [&](const WheelFile* f) {
       return f && f->sha256 == row.front()->sha256 && f->size == row.front()->size;
@@ -260,6 +272,10 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     for (size_t i = 0; i < wheels.size(); ++i) {
       if (!row[i]) continue;
       std::string stored = labelled_path(path, wheels[i]->label);
+      if (std::string why = unsafe_name_reason(stored); !why.empty()) {
+        conflict(stored, row, fmt::format("the labelled name of {} is not a safe name ({})", path, why));
+        continue;
+      }
       if (!taken.insert(stored).second) {
         conflict(stored, row, fmt::format("the labelled name of {} is already taken", path));
         continue;

@@ -20,6 +20,20 @@ std::string manifest_archive_path(const std::string& package_dir, std::string re
   return dir.empty() ? relative : dir + "/" + relative;
 }
 
+namespace {
+// The import line at the start of a line, ended by the file's own newline (LF, CRLF or CR).
+bool imports_loader(std::string_view source) {
+  const std::string_view line = kLoaderImport.substr(0, kLoaderImport.size() - 1);
+  for (size_t at = source.find(line); at != std::string_view::npos; at = source.find(line, at + 1)) {
+    bool line_start = at == 0 || source[at - 1] == '\n' || source[at - 1] == '\r' ||
+                      (at == 3 && source.starts_with("\xef\xbb\xbf"));
+    size_t end = at + line.size();
+    if (line_start && end < source.size() && (source[end] == '\n' || source[end] == '\r')) return true;
+  }
+  return false;
+}
+}  // namespace
+
 void check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
                    const std::set<std::string>& paths, Problems& problems) {
   auto fail = [&](const std::string& member, std::string what, std::string expected, std::string found) {
@@ -36,7 +50,7 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
       fail(l.loader_path, "loader manifest malformed", "a format 1 manifest with a list of variants", text ? "other JSON or text" : "no manifest line");
       continue;
     }
-    if (l.init_source.find(kLoaderImport) == std::string::npos)
+    if (!imports_loader(l.init_source))
       fail(package_dir + "/__init__.py", "package does not import its loader", std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
     if (!first_variants) first_variants = manifest["variants"];
     else if (*first_variants != manifest["variants"])

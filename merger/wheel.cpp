@@ -100,55 +100,52 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
         return pos < range->offset + range->size;
       }, w.display);
     }
-    result.elf_info = elf->finish(strings);
+    std::string beyond_limits;
+    result.elf_info = elf->finish(strings, &beyond_limits);
+    if (!beyond_limits.empty())
+      result.problem = Problem{ProblemKind::invalid_input, w.display, entry.name, "ELF file beyond wheelmerge's limits",
+                               "at most 4096 DT_NEEDED entries and names of at most 4096 bytes", beyond_limits};
   }
   return result;
 }
 
-// Files under `.data/purelib/` and `.data/platlib/` install into the same directory as the
-// wheel's root: a path there that is also a root path (or, under case folding, a file where
-// the other has a directory) makes installers overwrite or fail, depending on the order.
+// Where an installer puts each member: the root, purelib and platlib into site-packages;
+// scripts into the scripts directory, which is the data scheme's "bin/" on POSIX; data into the
+// prefix; headers into their own directory. Two members bound for one path (or a file where
+// another needs a directory), after case folding, make installers overwrite or fail depending
+// on their order: `.data/platlib/pkg/mod.py` beside `pkg/mod.py`, `.data/data/bin/tool` beside
+// `.data/scripts/tool`.
 template <typename Fail>
 void check_installed_paths(const Wheel& w, Fail& fail) {
   if (w.data_dir.empty()) return;
-  std::unordered_map<std::string, const std::string*> installed;  // folded site-packages path -> member
-  std::vector<std::pair<std::string, const std::string*>> from_data;
+  std::vector<std::string> installed;
+  std::vector<const std::string*> members;
   for (const WheelFile& f : w.files) {
     std::string_view path = f.path;
-    if (top_dir(f.path) == w.data_dir) {
+    if (top_dir(f.path) == w.dist_info) continue;
+    std::string target;
+    if (top_dir(f.path) != w.data_dir) {
+      target = "site-packages/" + f.path;
+    } else {
       std::string_view rest = path.substr(w.data_dir.size() + 1);
-      if (!rest.starts_with("purelib/") && !rest.starts_with("platlib/")) continue;
-      from_data.emplace_back(fold_case(std::string(rest.substr(8))), &f.path);
-    } else if (top_dir(f.path) != w.dist_info) {
-      installed.emplace(fold_case(f.path), &f.path);
+      if (rest.find('/') == std::string_view::npos) continue;  // refused as an unknown key
+      std::string_view key = rest.substr(0, rest.find('/'));
+      std::string_view under = rest.substr(key.size() + 1);
+      if (key == "purelib" || key == "platlib") target = "site-packages/" + std::string(under);
+      else if (key == "scripts") target = "prefix/bin/" + std::string(under);
+      else if (key == "data") target = "prefix/" + std::string(under);
+      else target = "headers/" + std::string(under);
     }
+    installed.push_back(std::move(target));
+    members.push_back(&f.path);
   }
-  auto clash = [&](const std::string& key, const std::string& member) {
-    auto it = installed.find(key);
-    if (it != installed.end()) {
-      fail(member, "installs onto a path the wheel also holds", "one source per installed path", "also " + *it->second);
-      return true;
-    }
-    return false;
-  };
-  for (const auto& [key, member] : from_data) {
-    if (clash(key, *member)) continue;
-    // As a directory: "pkg/mod.py/x" under .data where the root has a file "pkg/mod.py".
-    for (size_t slash = key.find('/'); slash != std::string::npos; slash = key.find('/', slash + 1))
-      if (clash(key.substr(0, slash), *member)) break;
-    installed.emplace(key, member);
-  }
-  // And the other way round: a root path under a directory that .data installs as a file.
-  for (const WheelFile& f : w.files) {
-    if (top_dir(f.path) == w.data_dir || top_dir(f.path) == w.dist_info) continue;
-    std::string key = fold_case(f.path);
-    for (size_t slash = key.find('/'); slash != std::string::npos; slash = key.find('/', slash + 1)) {
-      auto it = installed.find(key.substr(0, slash));
-      if (it != installed.end() && top_dir(*it->second) == w.data_dir) {
-        fail(f.path, "installs under a path that .data installs as a file", "one kind of entry per path", "also " + *it->second);
-        break;
-      }
-    }
+  for (const NameClash& clash : find_name_clashes(installed)) {
+    const std::string& member = *members[clash.name];
+    const std::string& other = *members[clash.other];
+    if (clash.kind == NameClash::Kind::file_and_directory)
+      fail(member, "installs where another member needs a directory", "one kind of entry per installed path", "also " + other);
+    else
+      fail(member, "installs onto the same path as another member", "one member per installed path", "also " + other);
   }
 }
 
@@ -256,6 +253,7 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     w.index.emplace(f.path, w.files.size());
     w.files.push_back(std::move(f));
   }
+  if (problems.size() != before) return std::nullopt;
   check_installed_paths(w, fail);
   if (problems.size() != before) return std::nullopt;
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 #include <sys/stat.h>
 
 namespace wm {
@@ -73,8 +74,8 @@ struct Zip64Needs {
 // extended-information field holding exactly the values the record marked 0xFFFFFFFF (in a
 // local header, also both sizes, which is what the format prescribes there). Returns an error
 // text, empty when fine.
-std::string apply_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncompressed,
-                        uint64_t& compressed, uint64_t* offset, bool& had_zip64) {
+std::string apply_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncompressed, uint64_t& compressed,
+                        uint64_t* offset, bool& had_zip64) {
   had_zip64 = false;
   size_t pos = 0;
   const bool local = offset == nullptr;
@@ -85,9 +86,11 @@ std::string apply_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncom
     uint16_t len = extra.u16(pos + 2);
     pos += 4;
     if (extra.size() - pos < len) return fmt::format("extra field {:#06x} overruns its record", id);
+    // Refused even where their text agrees today: whether unzip applies them hangs on its
+    // CRC and length checks, which other readers never make.
     if (id == kUnicodePathExtraId || id == kUnicodeCommentExtraId)
-      return fmt::format("Info-ZIP Unicode {} extra field ({:#06x}): unzip would read another name than other readers",
-                         id == kUnicodePathExtraId ? "path" : "comment", id);
+      return fmt::format("Info-ZIP Unicode {} extra field ({:#06x}): unzip may read another {} than other readers",
+                         id == kUnicodePathExtraId ? "path" : "comment", id, id == kUnicodePathExtraId ? "name" : "comment");
     if (id == kZip64ExtraId) {
       if (had_zip64) return "duplicated ZIP64 extra field";
       had_zip64 = true;
@@ -128,32 +131,39 @@ bool is_ascii(std::string_view s) {
 
 std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) {
   std::vector<NameClash> clashes;
-  std::vector<std::string> keys;  // per name, its folded form
-  std::unordered_map<std::string_view, size_t> by_key;  // -> the first name's index
-  keys.reserve(names.size());
-  by_key.reserve(names.size());
-  for (const std::string& name : names) keys.push_back(fold_case(name));
-  for (size_t i = 0; i < keys.size(); ++i) {
-    auto [it, fresh] = by_key.emplace(keys[i], i);
-    if (fresh) continue;
-    const std::string& other = names[it->second];
-    NameClash::Kind kind = other == names[i]              ? NameClash::Kind::duplicate
-                           : nfc(other) == nfc(names[i]) ? NameClash::Kind::normalization
-                                                          : NameClash::Kind::case_only;
-    clashes.push_back({kind, i, it->second});
-  }
-  auto must_not_be_file = [&](std::string_view dir, size_t i) {
-    auto file = by_key.find(dir);
-    if (file != by_key.end()) clashes.push_back({NameClash::Kind::file_and_directory, file->second, i});
+  auto kind_of = [&](const std::string& a, const std::string& b) {
+    return a == b ? NameClash::Kind::duplicate : nfc(a) == nfc(b) ? NameClash::Kind::normalization : NameClash::Kind::case_only;
   };
-  for (size_t i = 0; i < keys.size(); ++i) {
-    std::string_view path(keys[i]);
-    if (path.ends_with('/')) {  // a directory entry: its own path must not be a file
-      path.remove_suffix(1);
-      must_not_be_file(path, i);
+  // Files by folded name; directories (entries and the parents every name implies) by folded
+  // path, with the spelling first seen and the name it came from.
+  std::unordered_map<std::string, size_t> files;
+  std::unordered_map<std::string, std::pair<std::string, size_t>> dirs;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].ends_with('/')) continue;
+    auto [it, fresh] = files.emplace(fold_case(names[i]), i);
+    if (!fresh) clashes.push_back({kind_of(names[i], names[it->second]), i, it->second});
+  }
+  std::unordered_set<std::string> reported;  // directory keys already reported, once each
+  auto directory = [&](const std::string& spelling, size_t i) {
+    std::string key = fold_case(spelling);
+    if (auto file = files.find(key); file != files.end() && reported.insert("f:" + key).second)
+      clashes.push_back({NameClash::Kind::file_and_directory, file->second, i});
+    auto [it, fresh] = dirs.emplace(key, std::make_pair(spelling, i));
+    if (fresh) return;
+    if (it->second.first == spelling) {
+      if (names[i].ends_with('/') && names[i] == spelling + "/" && names[it->second.second] == names[i])
+        clashes.push_back({NameClash::Kind::duplicate, i, it->second.second});  // the same directory entry twice
+    } else if (reported.insert("d:" + key).second) {
+      clashes.push_back({kind_of(spelling, it->second.first), i, it->second.second});
     }
+  };
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string_view path(names[i]);
+    bool is_dir = path.ends_with('/');
+    if (is_dir) path.remove_suffix(1);
     for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1))
-      must_not_be_file(path.substr(0, slash), i);
+      directory(std::string(path.substr(0, slash)), i);
+    if (is_dir) directory(std::string(path), i);
   }
   return clashes;
 }
@@ -171,6 +181,9 @@ std::string describe_clash(const NameClash& clash, const std::vector<std::string
       return "member names differ only in Unicode normalisation (NFC/NFD)";
     case NameClash::Kind::case_only:
       expected = "unique names", found = "also " + other;
+      // Look-alikes (the Kelvin sign and "k") are told apart by their code points.
+      if (code_points(name) != name || code_points(other) != other)
+        found += fmt::format(" ({} and {})", code_points(name), code_points(other));
       return "member names differ only in case";
     case NameClash::Kind::file_and_directory:
       expected = "one kind of entry", found = "also " + other;
@@ -413,7 +426,7 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
                      e.local_header_offset == 0xFFFFFFFF, h.u16(34) == 0xFFFF};
     bool had_zip64 = false;
     std::string err = apply_extra(dir.sub(pos + kCentralSize + name_len, extra_len), needs,
-                                        e.uncompressed_size, e.compressed_size,
+                                  e.uncompressed_size, e.compressed_size,
                                         &e.local_header_offset, had_zip64);
     if (!err.empty()) r.fail(e.name, "central directory: " + err);
     if (h.u16(34) != 0 && h.u16(34) != 0xFFFF)
@@ -505,8 +518,7 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
     uint32_t lcrc = l.u32(14);
     uint64_t lcsize = l.u32(18), lusize = l.u32(22);
     bool local_zip64 = false;
-    std::string err = apply_extra(lv.sub(lname_len, lextra_len),
-                                        Zip64Needs{lusize == 0xFFFFFFFF, lcsize == 0xFFFFFFFF},
+    std::string err = apply_extra(lv.sub(lname_len, lextra_len), Zip64Needs{lusize == 0xFFFFFFFF, lcsize == 0xFFFFFFFF},
                                         lusize, lcsize, nullptr, local_zip64);
     if (!err.empty()) r.fail(e.name, "local header: " + err);
     auto mismatch = [&](const char* field, const std::string& central, const std::string& local) {

@@ -530,3 +530,77 @@ def build_wheel(path: str | Path, files: Mapping[str | bytes, bytes], name: str 
     path = Path(path)
     path.write_bytes(wheel_bytes(files, name, version, tags, build, **kwargs))
     return path
+
+
+# --------------------------------------------------------------------------------------------
+# Extra fields other than ZIP64, and ELF shared objects
+
+
+UNICODE_PATH_EXTRA_ID = 0x7075  # Info-ZIP Unicode Path Extra Field
+UNICODE_COMMENT_EXTRA_ID = 0x6375  # Info-ZIP Unicode Comment Extra Field
+
+
+def unicode_path_extra(header_name: str | bytes, unicode_name: str | bytes,
+                       crc: int | None = None, version: int = 1) -> bytes:
+    """An Info-ZIP Unicode Path extra block: ``unicode_name`` (UTF-8) stands for the header
+    name, which it covers with the CRC-32 of ``header_name`` (``crc`` overrides it)."""
+    header = _as_bytes(header_name)
+    value = zlib.crc32(header) & U32 if crc is None else crc
+    return extra_block(UNICODE_PATH_EXTRA_ID, struct.pack("<BI", version, value) + _as_bytes(unicode_name))
+
+
+def unicode_comment_extra(comment: str | bytes, unicode_comment: str | bytes,
+                          crc: int | None = None) -> bytes:
+    """An Info-ZIP Unicode Comment extra block for an entry whose comment is ``comment``."""
+    value = zlib.crc32(_as_bytes(comment)) & U32 if crc is None else crc
+    return extra_block(UNICODE_COMMENT_EXTRA_ID, struct.pack("<BI", 1, value) + _as_bytes(unicode_comment))
+
+
+ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
+ELF_PROGRAM_HEADER = struct.Struct("<IIQQQQQQ")
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME = 0, 1, 5, 10, 14
+PT_LOAD, PT_DYNAMIC = 1, 2
+
+
+def elf_shared_object(soname: str | None = None, needed: Iterable[str] = (), *,
+                      payload: bytes = b"", strings: bytes | None = None,
+                      needed_offsets: Iterable[int] | None = None,
+                      machine: int = 62) -> bytes:
+    """A minimal 64-bit little-endian ELF shared object (ET_DYN) with one PT_LOAD segment that
+    maps the whole file at address 0 and a PT_DYNAMIC segment holding DT_SONAME, DT_NEEDED,
+    DT_STRTAB and DT_STRSZ. Not loadable code, but every field a loader or a scanner reads to
+    order libraries is there. ``payload`` is appended (it makes builds differ).
+
+    ``strings`` replaces the dynamic string table (it must start with a NUL byte) and
+    ``needed_offsets`` gives DT_NEEDED values into it directly, instead of ``needed``."""
+    table = bytearray(b"\0")
+    offsets: dict[str, int] = {}
+
+    def add(s: str) -> int:
+        if s not in offsets:
+            offsets[s] = len(table)
+            table.extend(s.encode("utf-8") + b"\0")
+        return offsets[s]
+
+    tags: list[tuple[int, int]] = []
+    if strings is not None:
+        table = bytearray(strings)
+    if soname is not None:
+        tags.append((DT_SONAME, add(soname)))
+    if needed_offsets is not None:
+        tags += [(DT_NEEDED, o) for o in needed_offsets]
+    else:
+        tags += [(DT_NEEDED, add(n)) for n in needed]
+    header_size = ELF_HEADER.size + 2 * ELF_PROGRAM_HEADER.size
+    dynamic_size = (len(tags) + 3) * 16
+    strtab_offset = header_size + dynamic_size
+    tags += [(DT_STRTAB, strtab_offset), (DT_STRSZ, len(table)), (DT_NULL, 0)]
+    dynamic = b"".join(struct.pack("<qQ", t, v) for t, v in tags)
+    total = strtab_offset + len(table) + len(payload)
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    header = ELF_HEADER.pack(ident, 3, machine, 1, 0, ELF_HEADER.size, 0, 0, ELF_HEADER.size,
+                             ELF_PROGRAM_HEADER.size, 2, 64, 0, 0)
+    load = ELF_PROGRAM_HEADER.pack(PT_LOAD, 4, 0, 0, 0, total, total, 0x1000)
+    dyn = ELF_PROGRAM_HEADER.pack(PT_DYNAMIC, 6, header_size, header_size, header_size,
+                                  dynamic_size, dynamic_size, 8)
+    return header + load + dyn + dynamic + bytes(table) + payload
