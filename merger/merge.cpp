@@ -73,19 +73,13 @@ std::optional<nlohmann::json> inspect_wheel(const std::string& path, Problems& p
   std::map<std::string, std::string> variant_of;  // stored path -> label
   nlohmann::json loaders = nlohmann::json::array();
   std::vector<std::string> variants;
-  for (const WheelFile& f : wheel->files) {
-    if (f.path.size() < kLoaderModule.size() + 1 ||
-        f.path.substr(f.path.size() - kLoaderModule.size() - 1) != "/" + std::string(kLoaderModule))
-      continue;
-    auto text = read_member(wheel->zip, wheel->zip.entries[f.entry], 16 << 20, wheel->display, problems);
-    if (!text) return std::nullopt;
-    auto manifest_text = manifest_of_loader(std::string(text->begin(), text->end()));
-    if (!manifest_text) continue;
-    auto manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
-    if (manifest.is_discarded()) {
-      problems.push_back({ProblemKind::invalid_input, wheel->display, f.path, "loader manifest is not JSON", {}, {}});
-      return std::nullopt;
-    }
+  // The manifests are checked as `verify` checks them before anything is read from them.
+  const size_t before = problems.size();
+  std::vector<LoaderFiles> checked = checked_loaders(*wheel, problems);
+  if (problems.size() != before) return std::nullopt;
+  for (const LoaderFiles& l : checked) {
+    auto manifest = nlohmann::json::parse(*manifest_of_loader(l.loader_source));
+    const WheelFile& f = *wheel->find(l.loader_path);
     const std::string package_dir = f.path.substr(0, f.path.size() - kLoaderModule.size() - 1);
     for (auto& [label, files] : manifest["files"].items()) {
       for (auto& [original, stored] : files.items())
@@ -99,7 +93,7 @@ std::optional<nlohmann::json> inspect_wheel(const std::string& path, Problems& p
                        {"driver_fallback", manifest["driver_fallback"].get<int>() != 0},
                        {"modules", manifest["modules"]},
                        {"preload", manifest["preload"]},
-                       {"build_info", manifest["build_info"]}});
+                       {"build_info", manifest.value("build_info", nlohmann::json::object())}});
   }
   out["merged"] = !loaders.empty();
   out["variants"] = variants;

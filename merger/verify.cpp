@@ -45,13 +45,27 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
     const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
     auto text = manifest_of_loader(l.loader_source);
     auto manifest = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    auto has = [&](const char* key, bool (nlohmann::json::*is)() const noexcept) {
+      return manifest.contains(key) && (manifest[key].*is)();
+    };
     if (!text || manifest.is_discarded() || !manifest.is_object() || !manifest.contains("format") || manifest["format"] != 1 ||
-        !manifest.contains("variants") || !manifest["variants"].is_array()) {
+        !has("variants", &nlohmann::json::is_array) || !has("package", &nlohmann::json::is_string) ||
+        !has("distribution", &nlohmann::json::is_string) || !has("driver_fallback", &nlohmann::json::is_number_integer) ||
+        !has("modules", &nlohmann::json::is_object) || !has("files", &nlohmann::json::is_object) ||
+        !has("preload", &nlohmann::json::is_object) ||
+        (manifest.contains("build_info") && !manifest["build_info"].is_object())) {
       fail(l.loader_path, "loader manifest malformed", "a format 1 manifest with a list of variants", text ? "other JSON or text" : "no manifest line");
       continue;
     }
     if (!imports_loader(l.init_source))
       fail(package_dir + "/__init__.py", "package does not import its loader", std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
+    for (const char* section : {"modules", "files", "preload", "build_info"}) {
+      if (!manifest.contains(section)) continue;
+      for (const auto& [label, value] : manifest[section].items())
+        if (std::find(manifest["variants"].begin(), manifest["variants"].end(), label) == manifest["variants"].end())
+          fail(l.loader_path, fmt::format("loader manifest malformed: {} has a build the manifest does not list", section),
+               manifest["variants"].dump(), label);
+    }
     if (!first_variants) first_variants = manifest["variants"];
     else if (*first_variants != manifest["variants"])
       fail(l.loader_path, "loaders disagree on the variants", first_variants->dump(), manifest["variants"].dump());
@@ -113,16 +127,13 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
   }
 }
 
-std::optional<nlohmann::json> verify_wheel(const std::string& path, Problems& problems) {
-  const size_t before = problems.size();
-  auto wheel = read_wheel(WheelInput{path, {}}, problems);
-  if (!wheel) return std::nullopt;
+std::vector<LoaderFiles> checked_loaders(const Wheel& wheel, Problems& problems) {
   std::set<std::string> paths;
-  for (const WheelFile& f : wheel->files) paths.insert(f.path);
+  for (const WheelFile& f : wheel.files) paths.insert(f.path);
   auto text_of = [&](const std::string& member) -> std::string {
-    const WheelFile* f = wheel->find(member);
+    const WheelFile* f = wheel.find(member);
     if (!f) return {};
-    auto bytes = read_member(wheel->zip, wheel->zip.entries[f->entry], 64 << 20, wheel->display, problems);
+    auto bytes = read_member(wheel.zip, wheel.zip.entries[f->entry], 64 << 20, wheel.display, problems);
     return bytes ? std::string(bytes->begin(), bytes->end()) : std::string();
   };
   std::vector<LoaderFiles> loaders;
@@ -133,7 +144,15 @@ std::optional<nlohmann::json> verify_wheel(const std::string& path, Problems& pr
     if (!manifest_of_loader(source)) continue;  // a module of that name that is no wheelmerge loader
     loaders.push_back({p, source, text_of(p.substr(0, p.size() - suffix.size()) + "/__init__.py")});
   }
-  check_loaders(wheel->display, loaders, paths, problems);
+  check_loaders(wheel.display, loaders, paths, problems);
+  return loaders;
+}
+
+std::optional<nlohmann::json> verify_wheel(const std::string& path, Problems& problems) {
+  const size_t before = problems.size();
+  auto wheel = read_wheel(WheelInput{path, {}}, problems);
+  if (!wheel) return std::nullopt;
+  std::vector<LoaderFiles> loaders = checked_loaders(*wheel, problems);
   if (problems.size() != before) return std::nullopt;
   nlohmann::json summary = {{"file", path}, {"valid", true}, {"files", wheel->files.size()},
                             {"merged", !loaders.empty()}, {"warnings", wheel->warnings}};

@@ -28,6 +28,10 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
 // "pkg" + "../pkg.libs/libx.cu12.so.1" -> "pkg.libs/libx.cu12.so.1": a manifest path in the archive.
 std::string manifest_archive_path(const std::string& package_dir, std::string relative);
 
+struct Wheel;
+// The loaders of a read wheel, each checked as above (problems appended when they fail).
+std::vector<LoaderFiles> checked_loaders(const Wheel& wheel, Problems& problems);
+
 // The whole check of one wheel; a summary (variants, files) when it passes.
 std::optional<nlohmann::json> verify_wheel(const std::string& path, Problems& problems);
 

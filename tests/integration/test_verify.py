@@ -109,3 +109,36 @@ def test_wheel_tags_differing_from_the_file_name_warn(wheelmerge_bin, demo_wheel
     warning = [line for line in result.stderr.splitlines() if "Tag lines" in line]
     assert warning, result.stderr
     assert "cp311-cp311-linux_aarch64" in warning[0] and tag_lines[0][5:] in warning[0], warning
+
+
+def _with_manifest(merged: Path, target: Path, change) -> Path:
+    """A copy of the merged wheel whose loader manifest is `change(manifest)`."""
+    loader = "wmdemo/_wheelmerge.py"
+    with zipfile.ZipFile(merged) as z:
+        source = z.read(loader).decode()
+    prefix = '_MANIFEST_JSON = r"""'
+    start = source.index(prefix) + len(prefix)
+    end = source.index('"""', start)
+    manifest = change(json.loads(source[start:end]))
+    text = source[:start] + json.dumps(manifest) + source[end:]
+    return rewrite(merged, target / merged.name, replace={loader: text.encode()})
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: {**m, "driver_fallback": "yes"},
+    lambda m: {**m, "variants": [12, 13]},
+    lambda m: {**m, "files": {label: {k: 7 for k in files} for label, files in m["files"].items()}},
+    lambda m: {**m, "preload": {"cu99": ["x.so"]}},
+    lambda m: {**m, "modules": []},
+    lambda m: {**m, "files": {label: {k: "../../../etc/passwd" for k in files} for label, files in m["files"].items()}},
+], ids=["fallback-not-int", "labels-not-strings", "paths-not-strings", "unknown-build", "modules-not-object",
+        "path-outside-the-wheel"])
+def test_malformed_manifest_is_invalid_input(wheelmerge_bin, merged, tmp_path, change):
+    """verify and inspect refuse a malformed manifest as invalid input (exit 3) naming the
+    loader, never as an internal error."""
+    broken = _with_manifest(merged, tmp_path, change)
+    for command in (["verify"], ["inspect"]):
+        result = run([wheelmerge_bin, *command, broken], check=False)
+        assert result.returncode == 3, (command, result.stderr)
+        assert "wmdemo/_wheelmerge.py" in result.stderr, result.stderr
+        assert "internal error" not in result.stderr, result.stderr
