@@ -1,6 +1,8 @@
-// inject_loader_import over arbitrary text (a package's __init__.py). Properties: when it
-// succeeds, the output holds the import line once more than the input did, at the start of a
-// line, and removing it (and the newline added before it, if any) gives the input back.
+// inject_loader_import over arbitrary text (a package's __init__.py). Properties: a refusal
+// says why, naming a line; when it succeeds, the output holds the import line once more than the
+// input did, at the start of a line (after a UTF-8 BOM at the most), ending in "\n", "\r\n" or
+// "\r", and removing it (and the line ending added before it when the input's last line had
+// none) gives the input back.
 #include "fuzz_common.hpp"
 #include "loader.hpp"
 
@@ -17,19 +19,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string why;
   auto out = wm::inject_loader_import(source, why);
   if (!out) {
-    FUZZ_CHECK(!why.empty(), "refused without saying why");
+    FUZZ_CHECK(why.starts_with("line "), "refused without saying where: " + why);
     return 0;
   }
-  const std::string_view line = wm::kLoaderImport;
-  FUZZ_CHECK(count(*out, line) == count(source, line) + 1, "the import line is not added exactly once");
-  FUZZ_CHECK(out->size() == source.size() + line.size() || out->size() == source.size() + line.size() + 1);
+  const std::string_view line = wm::kLoaderImport.substr(0, wm::kLoaderImport.size() - 1);  // without "\n"
+  const std::string_view out_view = *out;
+  FUZZ_CHECK(count(out_view, line) == count(source, line) + 1, "the import line is not added exactly once");
+  const size_t start = source.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  FUZZ_CHECK(out_view.substr(0, start) == source.substr(0, start), "the byte order mark is not first any more");
   bool found = false;
-  for (size_t at = out->find(line); at != std::string::npos && !found; at = out->find(line, at + 1)) {
-    if (at != 0 && (*out)[at - 1] != '\n') continue;  // only at the start of a line
-    std::string without = out->substr(0, at) + out->substr(at + line.size());
-    if (without == source) found = true;
-    // A newline is added when the statement before the import ends the file without one.
-    if (!found && at > 0 && at + line.size() == out->size() && out->substr(0, at - 1) == source) found = true;
+  for (size_t at = out_view.find(line); at != std::string_view::npos && !found; at = out_view.find(line, at + 1)) {
+    if (at != start && out_view[at - 1] != '\n' && out_view[at - 1] != '\r') continue;  // only at the start of a line
+    for (std::string_view newline : {"\n", "\r\n", "\r"}) {
+      const size_t end = at + line.size() + newline.size();
+      if (out_view.substr(at + line.size(), newline.size()) != newline) continue;
+      std::string without = std::string(out_view.substr(0, at)) + std::string(out_view.substr(end));
+      if (without == source) found = true;
+      // A line ending is added when the input's last line has none.
+      if (end == out_view.size() && at >= newline.size() && out_view.substr(at - newline.size(), newline.size()) == newline &&
+          out_view.substr(0, at - newline.size()) == source)
+        found = true;
+    }
   }
   FUZZ_CHECK(found, "the output is not the input plus one import line: " + wm::printable(*out));
   return 0;

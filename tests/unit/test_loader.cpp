@@ -12,12 +12,16 @@ std::string inject(std::string_view source) {
   return *out;
 }
 const std::string kLine(kLoaderImport);
+const std::string kBody(kLoaderImport.substr(0, kLoaderImport.size() - 1));  // without its "\n"
 }  // namespace
 
 TEST_CASE("the import goes first in a plain module") {
   CHECK(inject("") == kLine);
   CHECK(inject("import os\n") == kLine + "import os\n");
   CHECK(inject("x = 1") == kLine + "x = 1");
+  CHECK(inject("\n\n") == "\n\n" + kLine);
+  CHECK(inject("# c") == "# c\n" + kLine);
+  CHECK(inject("\\\nimport os\n") == kLine + "\\\nimport os\n");
 }
 
 TEST_CASE("the import goes after the docstring and __future__ imports") {
@@ -27,16 +31,170 @@ TEST_CASE("the import goes after the docstring and __future__ imports") {
   CHECK(inject("r\"\"\"a \\\"\"\" b\"\"\"\nfrom __future__ import (\n    annotations,\n)\nx = 1\n") ==
         "r\"\"\"a \\\"\"\" b\"\"\"\nfrom __future__ import (\n    annotations,\n)\n" + kLine + "x = 1\n");
   CHECK(inject("\"doc\"") == "\"doc\"\n" + kLine);
+  // Comments after the prologue stay with the body.
+  CHECK(inject("from __future__ import annotations\n# about os\nimport os\n") ==
+        "from __future__ import annotations\n" + kLine + "# about os\nimport os\n");
 }
 
 TEST_CASE("a string that is not the first statement is no docstring") {
   CHECK(inject("import os\n\"\"\"not a docstring\"\"\"\n") == kLine + "import os\n\"\"\"not a docstring\"\"\"\n");
 }
 
-TEST_CASE("an unterminated docstring is refused") {
+TEST_CASE("leading comments, blank lines and form feeds stay before the import") {
+  CHECK(inject("#!/usr/bin/env python\n\n# c\n\f\n   \nimport os\n") ==
+        "#!/usr/bin/env python\n\n# c\n\f\n   \n" + kLine + "import os\n");
+  CHECK(inject("# c \\\nimport os\n") == "# c \\\n" + kLine + "import os\n");  // no continuation in a comment
+  CHECK(inject("\f\"doc\"\nx = 1\n") == "\f\"doc\"\n" + kLine + "x = 1\n");
+}
+
+TEST_CASE("a UTF-8 byte order mark stays first") {
+  const std::string bom = "\xEF\xBB\xBF";
+  CHECK(inject(bom) == bom + kLine);
+  CHECK(inject(bom + "import os\n") == bom + kLine + "import os\n");
+  CHECK(inject(bom + "\"\"\"Doc.\"\"\"\nimport os\n") == bom + "\"\"\"Doc.\"\"\"\n" + kLine + "import os\n");
+  CHECK(inject(bom + "# -*- coding: utf-8 -*-\nx = 1\n") == bom + "# -*- coding: utf-8 -*-\n" + kLine + "x = 1\n");
+}
+
+TEST_CASE("encoding cookies: UTF-8, ASCII and Latin-1 are read, others refused") {
+  CHECK(inject("# coding: latin-1\n\"caf\xE9\"\nx = 1\n") == "# coding: latin-1\n\"caf\xE9\"\n" + kLine + "x = 1\n");
+  CHECK(inject("#!/usr/bin/env python\n# vim: set fileencoding=iso-8859-1 :\nx = 1\n") ==
+        "#!/usr/bin/env python\n# vim: set fileencoding=iso-8859-1 :\n" + kLine + "x = 1\n");
+  CHECK(inject("# coding=utf8\n\"caf\xC3\xA9\"\n") == "# coding=utf8\n\"caf\xC3\xA9\"\n" + kLine);
+  CHECK(inject("# coding: ascii\nx = 1\n") == "# coding: ascii\n" + kLine + "x = 1\n");
+  // A cookie-only file keeps its cookie on line 1.
+  CHECK(inject("# coding: latin-1") == "# coding: latin-1\n" + kLine);
+  // After a line of code, line 2 holds no cookie.
+  CHECK(inject("x = 1\n# coding: cp1252\n") == kLine + "x = 1\n# coding: cp1252\n");
+  std::string why;
+  CHECK_FALSE(inject_loader_import("# coding: cp1252\nx = 1\n", why));
+  CHECK(why == "line 1 declares the source encoding 'cp1252'; only UTF-8, ASCII and Latin-1 sources can take the loader import");
+  CHECK_FALSE(inject_loader_import("#!python\n# coding: shift_jis\nx = 1\n", why));
+  CHECK(why.starts_with("line 2 declares the source encoding 'shift_jis'"));
+  CHECK_FALSE(inject_loader_import("\xEF\xBB\xBF# coding: latin-1\nx = 1\n", why));
+  CHECK(why.find("byte order mark") != std::string::npos);
+  CHECK_FALSE(inject_loader_import("\xEF\xBB\xBF# coding: utf8\nx = 1\n", why));  // as CPython: only utf-8 spellings
+  CHECK(inject("\xEF\xBB\xBF# coding: UTF_8\nx = 1\n") == "\xEF\xBB\xBF# coding: UTF_8\n" + kLine + "x = 1\n");
+}
+
+TEST_CASE("bytes not valid in the source's encoding are refused") {
+  std::string why;
+  CHECK_FALSE(inject_loader_import("\"doc\"\nx = 1  # \xFF\n", why));
+  CHECK(why == "line 2 holds bytes that are not valid UTF-8, the source's encoding");
+  CHECK_FALSE(inject_loader_import("x = '\xED\xA0\x80'\n", why));      // a surrogate
+  CHECK_FALSE(inject_loader_import("x = '\xC0\xAF'\n", why));          // an overlong form
+  CHECK_FALSE(inject_loader_import("x = '\xF4\x90\x80\x80'\n", why));  // above U+10FFFF
+  CHECK_FALSE(inject_loader_import("x = '\xE2\x82'\n", why));          // cut short
+  CHECK_FALSE(inject_loader_import("# coding: ascii\n# caf\xE9\n", why));
+  CHECK(why == "line 2 holds bytes that are not valid ASCII, the source's encoding");
+  CHECK_FALSE(inject_loader_import(std::string_view("x = 1\n\0\n", 8), why));
+  CHECK(why.starts_with("line 2 holds a NUL byte"));
+  CHECK(inject("x = '\xF0\x9F\x98\x80'\n") == kLine + "x = '\xF0\x9F\x98\x80'\n");
+}
+
+TEST_CASE("the inserted line ends as the file's lines do there") {
+  CHECK(inject("\"doc\"\r\nimport os\r\n") == "\"doc\"\r\n" + kBody + "\r\nimport os\r\n");
+  CHECK(inject("\"doc\"\rimport os\r") == "\"doc\"\r" + kBody + "\rimport os\r");
+  CHECK(inject("import os\r\n") == kBody + "\r\nimport os\r\n");
+  CHECK(inject("\"doc\"\r\nfrom __future__ import annotations") ==
+        "\"doc\"\r\nfrom __future__ import annotations\r\n" + kBody + "\r\n");
+  CHECK(inject("\"doc\"\nfrom __future__ import annotations\rx = 1\r\n") ==
+        "\"doc\"\nfrom __future__ import annotations\r" + kBody + "\rx = 1\r\n");
+}
+
+TEST_CASE("backslash continuations, before any line ending") {
+  CHECK(inject("\"\"\"Doc.\"\"\"\r\nfrom __future__ import \\\r\n    annotations\r\nimport os\r\n") ==
+        "\"\"\"Doc.\"\"\"\r\nfrom __future__ import \\\r\n    annotations\r\n" + kBody + "\r\nimport os\r\n");
+  CHECK(inject("from\\\r __future__ import annotations\rx = 1\r") ==
+        "from\\\r __future__ import annotations\r" + kBody + "\rx = 1\r");
+  CHECK(inject("\"doc\" \\\n\"more\"\nx = 1\n") == "\"doc\" \\\n\"more\"\n" + kLine + "x = 1\n");
+  CHECK(inject("'a\\\r\nb'\nx = 1\n") == "'a\\\r\nb'\n" + kLine + "x = 1\n");  // inside a string
+  std::string why;
+  CHECK_FALSE(inject_loader_import("\"doc\" \\\n", why));
+  CHECK(why == "line 2: a backslash continues the last line past the end of the file");
+  CHECK_FALSE(inject_loader_import("\"doc\" \\ x\n", why));
+  CHECK(why == "line 1: a backslash outside a string does not end the line");
+}
+
+TEST_CASE("every docstring form") {
+  for (std::string doc : {"'doc'", "\"doc\"", "u'doc'", "U\"doc\"", "r'doc'", "R'''doc'''", "\"a\" \"b\"",
+                          "'a' r'b' u'c'", "(\"doc\")", "((\"doc\"))", "(\"a\"\n \"b\")", "(\n  # c (\n  \"doc\"  # )\n)",
+                          "\"\"\"tri \"quoted\" \\\"\"\" doc\"\"\"", "'''has # and ( and \\\\'''", "'it\\'s (' # \"",
+                          "\"doc\"  # it's a ( comment", "\"doc\";", "\"doc\" ;  # c", "'''a\\\nb'''", "r'\\''",
+                          "\"\"\"'''\"\"\"", "'''multi\nline\n'''"}) {
+    CAPTURE(doc);
+    CHECK(inject(doc + "\nimport os\n") == doc + "\n" + kLine + "import os\n");
+    CHECK(inject(doc + "\nfrom __future__ import annotations\nimport os\n") ==
+          doc + "\nfrom __future__ import annotations\n" + kLine + "import os\n");
+  }
+}
+
+TEST_CASE("bytes and f-strings are no docstring but the first statement") {
+  for (std::string first : {"b'x'", "rB\"x\"", "f'x'", "F\"{1}\"", "rf'{x}'", "f\"{\"a\"}\"", "'doc' f'x'", "t'x'"}) {
+    CAPTURE(first);
+    CHECK(inject(first + "\nx = 1\n") == kLine + first + "\nx = 1\n");
+  }
+}
+
+TEST_CASE("every future import form") {
+  for (std::string future : {"from __future__ import annotations", "from __future__ import annotations, division",
+                             "from __future__ import (annotations,\n    division)  # c",
+                             "from __future__ import (\n    annotations,  # why (\n    division,\n)",
+                             "from __future__ import annotations as _a", "from __future__ import \\\n    annotations",
+                             "from  __future__  import  generator_stop\nfrom __future__ import annotations",
+                             "from __future__ import annotations; from __future__ import division",
+                             "from __future__ import annotations;", "from\\\n __future__ import annotations"}) {
+    CAPTURE(future);
+    CHECK(inject(future + "\nimport os\n") == future + "\n" + kLine + "import os\n");
+    CHECK(inject("'''doc'''\n\n" + future + "\n\nimport os\n") == "'''doc'''\n\n" + future + "\n" + kLine + "\nimport os\n");
+  }
+  CHECK(inject("'doc'; from __future__ import annotations\nx = 1\n") ==
+        "'doc'; from __future__ import annotations\n" + kLine + "x = 1\n");
+  // Not future statements: the import goes before them.
+  CHECK(inject("from __future__.x import y\n") == kLine + "from __future__.x import y\n");
+  CHECK(inject("from . import x\n") == kLine + "from . import x\n");
+  CHECK(inject("'doc'\n'not a docstring'\nfrom __future__ import x\n") ==
+        "'doc'\n" + kLine + "'not a docstring'\nfrom __future__ import x\n");
+}
+
+TEST_CASE("a line shared by the prologue and another statement is refused") {
+  std::string why;
+  CHECK_FALSE(inject_loader_import("\"\"\"doc\"\"\"; import os\n", why));
+  CHECK(why == "line 1: the docstring or a from __future__ import shares its line with another statement after ';', "
+               "so no line can go between them");
+  CHECK_FALSE(inject_loader_import("'doc'\nfrom __future__ import annotations; import os\n", why));
+  CHECK(why.starts_with("line 2: "));
+}
+
+TEST_CASE("a first statement that starts like a docstring but goes on is refused") {
+  std::string why;
+  for (std::string_view source : {"\"a\" + \"b\"\n", "'''doc'''.strip()\n", "\"%s\" % 1\n", "(\"a\",)\n", "'a' ('b')\n"}) {
+    CAPTURE(source);
+    CHECK_FALSE(inject_loader_import(source, why));
+    CHECK(why.find("goes on into an expression") != std::string::npos);
+  }
+  CHECK(inject("(x)\n") == kLine + "(x)\n");
+}
+
+TEST_CASE("imports of __future__ that Python versions read differently are refused") {
+  std::string why;
+  CHECK_FALSE(inject_loader_import("from .__future__ import annotations\n", why));
+  CHECK(why.find("relative import of __future__") != std::string::npos);
+  CHECK_FALSE(inject_loader_import("from __\xEF\xBD\x86uture__ import annotations\n", why));
+  CHECK(why.find("not ASCII") != std::string::npos);
+}
+
+TEST_CASE("what cannot be tokenized is refused, saying where") {
   std::string why;
   CHECK_FALSE(inject_loader_import("\"\"\"never closed\n", why));
-  CHECK(why.find("unterminated") != std::string::npos);
+  CHECK(why == "line 1: a string literal is never closed");
+  CHECK_FALSE(inject_loader_import("# c\n'not closed\nx = 1\n", why));
+  CHECK(why == "line 2: a string literal is not closed on its line");
+  CHECK_FALSE(inject_loader_import("(\"doc\"\n", why));
+  CHECK(why.find("never closed") != std::string::npos);
+  CHECK_FALSE(inject_loader_import(std::string(201, '(') + "'a'" + std::string(201, ')') + "\n", why));
+  CHECK(why == "line 1: parentheses are nested deeper than Python allows");
+  CHECK_FALSE(inject_loader_import("from __future__ import 'x'\n", why));
+  CHECK(why == "line 1: ''x'' in a from __future__ import");
 }
 
 TEST_CASE("the rendered loader carries the manifest, and it can be read back") {
