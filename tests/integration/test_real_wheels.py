@@ -11,6 +11,9 @@ Per wheel:
 
 * `wheelmerge verify --json` exits 0, and its report agrees with Python's `zipfile` on the
   number of files (members other than directory entries) and with RECORD's rows;
+* every consumer reads it the same way (`oracle.consumers_disagreement`: Python's `zipfile`,
+  `installer` installing it with RECORD validation, `wheel unpack` and `unzip` see the same
+  names and bytes), so the strictness is measured against what is really accepted;
 * the wheel is sound by independent readers: Python's `zipfile` (unique names, every member
   read back through its CRC-32), `installer`'s `WheelFile.validate_record()` (every RECORD
   hash and size) and `packaging` (the file name parses to the pinned name and version); its
@@ -31,6 +34,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from conftest import run
+from oracle import consumers_disagreement
 from real_wheels import WHEELS, FetchError, RealWheel, fetch_all
 
 # What the corpus must keep covering: WHEEL `Generator:` prefixes and `.data/` keys.
@@ -118,3 +122,10 @@ def test_corpus_wheel_is_sound(real_wheel_files, wheel: RealWheel):
         # Reads every member (zipfile checks its CRC-32 at the end) against RECORD's hash and size.
         source.validate_record(validate_contents=True)
         assert canonicalize_name(source.distribution) == name
+
+
+@pytest.mark.parametrize("wheel", WHEELS, ids=lambda w: w.id)
+def test_consumers_agree(real_wheel_files, wheel: RealWheel):
+    """What wheelmerge accepts, every consumer must read alike: the real wheels too."""
+    disagreement = consumers_disagreement(wheel_path(real_wheel_files, wheel))
+    assert disagreement is None, disagreement
