@@ -14,14 +14,10 @@ import functools
 import io
 import hashlib
 import json
-import os
-import resource
 import stat
 import struct
 import subprocess
 import sys
-import tempfile
-import time
 import zipfile
 import zlib
 from pathlib import Path
@@ -31,10 +27,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import wheelgen as wg  # noqa: E402
+from measured_run import Run, run_measured  # noqa: E402
 from wheelgen import OMIT, Entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-BINARY = Path(os.environ.get("WHEELMERGE") or ROOT / "build" / "wheelmerge")
 # The interpreter with the tools (wheel); the one running pytest otherwise.
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() \
     else sys.executable
@@ -533,51 +529,13 @@ assert len(_ids) == len(set(_ids)), "duplicate case ids"
 # Running
 
 
-@dataclasses.dataclass
-class Run:
-    rc: int
-    stdout: str
-    stderr: str
-    wall_s: float
-    maxrss_kib: int
-
-
-@functools.lru_cache(maxsize=None)
-def sanitized_binary() -> bool:
-    """Sanitizer runtimes reserve terabytes of address space: no RLIMIT_AS for them."""
-    data = BINARY.read_bytes()
-    return any(s in data for s in (b"__asan_init", b"__tsan_init", b"__msan_init", b"__hwasan_init"))
-
-
 def run_wheelmerge(args: list[str], cwd: Path, limit_as: int | None = None) -> Run:
     """Run the binary and measure this one child's wall time and peak RSS (wait4).
-    ``limit_as``: an address-space limit (skipped for sanitizer builds)."""
-    env = dict(os.environ, NO_COLOR="1", LC_ALL="C.UTF-8")
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
-
-    use_limit = limit_as is not None and not sanitized_binary()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.monotonic()
-        proc = subprocess.Popen([str(BINARY), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, preexec_fn=limit if use_limit else None)
-        deadline = start + RUN_TIMEOUT_S
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                pytest.fail(f"wheelmerge {' '.join(args)} ran past {RUN_TIMEOUT_S} s")
-            time.sleep(0.005)
-        wall = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return Run(proc.returncode, out.read().decode("utf-8", "replace"),
-                   err.read().decode("utf-8", "replace"), wall, usage.ru_maxrss)
+    ``limit_as``: an address-space limit (left out for sanitizer builds)."""
+    r = run_measured(args, cwd, timeout=RUN_TIMEOUT_S, limit_as=limit_as)
+    if r.timed_out:
+        pytest.fail(f"wheelmerge {' '.join(args)} ran past {RUN_TIMEOUT_S} s")
+    return r
 
 
 def digest(path: Path) -> tuple[int, str]:
@@ -626,10 +584,8 @@ def check_names(c: Case, text: str, bad: Path, good: Path, where: str, r: Run) -
 NEGATIVE = [c for c in CASES if c.exit != 0]
 POSITIVE = [c for c in CASES if c.exit == 0]
 
-needs_binary = pytest.mark.skipif(not BINARY.is_file(), reason=f"no wheelmerge binary at {BINARY}")
 
 
-@needs_binary
 @pytest.mark.parametrize("c", NEGATIVE, ids=[c.id for c in NEGATIVE])
 def test_bad_input_refused(c: Case, tmp_path: Path) -> None:
     bad, good = write_inputs(c, tmp_path)
@@ -690,7 +646,6 @@ def check_output_wheel(whl: Path) -> None:
     assert r.returncode == 0, f"wheel unpack {whl.name}:\n{r.stdout}{r.stderr}"
 
 
-@needs_binary
 @pytest.mark.parametrize("c", POSITIVE, ids=[c.id for c in POSITIVE])
 def test_valid_inputs_merge(c: Case, tmp_path: Path) -> None:
     bad, good = write_inputs(c, tmp_path)

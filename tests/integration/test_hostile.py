@@ -24,13 +24,11 @@ import json
 import os
 import platform
 import re
-import resource
 import signal
 import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import unicodedata
 import zipfile
@@ -46,10 +44,10 @@ from packaging.requirements import Requirement
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import oracle  # noqa: E402
 import wheelgen as wg  # noqa: E402
+from measured_run import BINARY, Run, run_measured, sanitized_binary  # noqa: E402
 from conftest import Venv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-BINARY = Path(os.environ.get("WHEELMERGE") or ROOT / "build" / "wheelmerge")
 
 PY = f"cp{sys.version_info.major}{sys.version_info.minor}"
 ARCH = platform.machine()
@@ -525,49 +523,22 @@ assert len(_ids) == len(set(_ids)), "duplicate case ids"
 # Running
 
 
-@dataclasses.dataclass
-class Run:
-    rc: int
-    stdout: str
-    stderr: str
-    wall_s: float
-    maxrss_kib: int
-
-
-@functools.lru_cache(maxsize=None)
-def sanitized_binary() -> bool:
-    data = BINARY.read_bytes()
-    return any(s in data for s in (b"__asan_init", b"__tsan_init", b"__msan_init", b"__hwasan_init"))
+def assert_within_budget(r: Run, what: str, *, wall: bool = True, rss: bool = True) -> None:
+    """The budget for any input under 1 MiB: under 2 s and under 256 MiB. It is the release
+    build's promise: a sanitizer build runs several times slower and holds shadow memory, so
+    there only the outcome is checked."""
+    if sanitized_binary():
+        return
+    if wall:
+        assert r.wall_s < RESOURCE_WALL_S, f"{what} took {r.wall_s:.2f} s:\n{describe(r)}"
+    if rss:
+        assert r.maxrss_kib < RESOURCE_RSS_KIB, f"{what}: peak RSS {r.maxrss_kib >> 10} MiB"
 
 
 def run_wheelmerge(args: list[str], cwd: Path, limit_as: int | None = None,
                    timeout: float = RUN_TIMEOUT_S) -> Run:
     """Runs the binary; wall time and peak RSS of this one child (wait4)."""
-    env = dict(os.environ, NO_COLOR="1", LC_ALL="C.UTF-8")
-    use_limit = limit_as is not None and not sanitized_binary()
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
-
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.monotonic()
-        proc = subprocess.Popen([str(BINARY), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, preexec_fn=limit if use_limit else None)
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - start > timeout:
-                proc.kill()
-                _, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.002)
-        wall = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return Run(proc.returncode, out.read().decode("utf-8", "replace"),
-                   err.read().decode("utf-8", "replace"), wall, usage.ru_maxrss)
+    return run_measured(args, cwd, timeout=timeout, limit_as=limit_as)
 
 
 def describe(r: Run) -> str:
@@ -788,8 +759,7 @@ def test_resource_elf_150k_needed_entries(tmp_path: Path) -> None:
         r = run_wheelmerge(args, tmp_path, limit_as=RESOURCE_AS_BYTES, timeout=20)
         assert_clean_messages(r)
         assert r.rc in (0, 3), f"{args[0]}: expected exit 0 or 3 (under a 2 GiB address-space limit):\n{describe(r)}"
-        assert r.wall_s < RESOURCE_WALL_S, f"{args[0]} took {r.wall_s:.2f} s:\n{describe(r)}"
-        assert r.maxrss_kib < RESOURCE_RSS_KIB, f"{args[0]}: peak RSS {r.maxrss_kib >> 10} MiB"
+        assert_within_budget(r, args[0])
         if r.rc == 3:
             assert_refusal(r, 3, [p12], "bad", ("libhuge.so",), out if args[0] == "merge" else None, before)
     assert {p: digest(p) for p in before} == before
@@ -816,7 +786,7 @@ def test_resource_62mib_metadata_member(which: str, tmp_path: Path) -> None:
         r = run_wheelmerge(args, tmp_path, limit_as=RESOURCE_AS_BYTES, timeout=30)
         assert_clean_messages(r)
         assert_refusal(r, 3, [p12], "bad", (which,), o, before, SIZE_ERROR)
-        assert r.maxrss_kib < RESOURCE_RSS_KIB, f"{args[0]}: peak RSS {r.maxrss_kib >> 10} MiB"
+        assert_within_budget(r, args[0], wall=False)
 
 
 CHAIN = 3000
@@ -838,7 +808,7 @@ def test_resource_3000_chained_private_libraries(tmp_path: Path) -> None:
     r = run_wheelmerge(["merge", str(p12), str(p13), "-o", str(out)], tmp_path, timeout=30)
     assert_clean_messages(r)
     assert r.rc == 0, describe(r)
-    assert r.wall_s < RESOURCE_WALL_S, f"took {r.wall_s:.2f} s:\n{describe(r)}"
+    assert_within_budget(r, "merge", rss=False)
     (output,) = out.iterdir()
     _, manifest = manifest_of(output)
     for label in LABELS:
@@ -867,7 +837,7 @@ def test_resource_100k_requires_dist(tmp_path: Path) -> None:
                        limit_as=RESOURCE_AS_BYTES, timeout=30)
     assert_clean_messages(r)
     assert r.rc in (0, 3), describe(r)
-    assert r.wall_s < RESOURCE_WALL_S, f"took {r.wall_s:.2f} s:\n{describe(r)}"
+    assert_within_budget(r, "merge", rss=False)
     if r.rc == 3:
         assert_refusal(r, 3, [p12, p13], "any", ("METADATA",), out, before, SIZE_ERROR)
         return
