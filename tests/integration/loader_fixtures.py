@@ -51,10 +51,16 @@ PyMODINIT_FUNC PyInit_NAME(void) { return PyModule_Create(&module); }
 # libwmrt needs libwmdep, so the preload order matters.
 WMDEP_C = "int wmdep_value(void) { return WM_MAJOR * 100; }\n"
 WMRT_C = "int wmdep_value(void);\nint wmrt_value(void) { return wmdep_value() + 1; }\n"
-# A stand-in CUDA driver: reports DRIVER_VERSION, and aborts the process if cuInit is called.
+# A stand-in CUDA driver: reports DRIVER_VERSION (or fails with DRIVER_STATUS), and aborts the
+# process if cuInit is called. Without WITH_VERSION it lacks cuDriverGetVersion altogether.
 LIBCUDA_C = """
 #include <stdlib.h>
-int cuDriverGetVersion(int *version) { *version = DRIVER_VERSION; return 0; }
+#ifndef DRIVER_STATUS
+#define DRIVER_STATUS 0
+#endif
+#ifdef WITH_VERSION
+int cuDriverGetVersion(int *version) { *version = DRIVER_VERSION; return DRIVER_STATUS; }
+#endif
 int cuInit(unsigned int flags) { abort(); }
 """
 
@@ -97,21 +103,52 @@ def build_native(directory: Path) -> Path:
         compile_shared(EXTENSION_C.replace("NAME", "_core"), out / "_core.so",
                        defines=[major, "WM_RUNTIME"], libs=["wmrt"], libdir=out)
         compile_shared(EXTENSION_C.replace("NAME", "_nested"), out / "_nested.so", defines=[major])
+        # The labelled extension __init__ of package pkg.esub: its init function is PyInit_esub.
+        compile_shared(EXTENSION_C.replace("NAME", "esub"), out / "esub.so", defines=[major])
     return directory
 
 
-def build_fake_driver(directory: Path, version: int) -> Path:
-    """A directory with a libcuda.so.1 reporting VERSION, and a decoy libcuda.so reporting
-    11000 that the loader must never open."""
+def build_fake_driver(directory: Path, version: int | None, status: int = 0) -> Path:
+    """A directory with a libcuda.so.1 whose cuDriverGetVersion reports VERSION and returns
+    STATUS (VERSION None: a libcuda.so.1 without cuDriverGetVersion), and a decoy libcuda.so
+    reporting 11000 that the loader must never open. Put on LD_LIBRARY_PATH, it is found before
+    any driver installed on the machine."""
     directory.mkdir(parents=True)
-    compile_shared(LIBCUDA_C, directory / "libcuda.so.1", defines=[f"DRIVER_VERSION={version}"],
-                   soname="libcuda.so.1")
-    compile_shared(LIBCUDA_C, directory / "libcuda.so", defines=["DRIVER_VERSION=11000"],
-                   soname="libcuda.so")
+    defines = ([] if version is None else
+               ["WITH_VERSION", f"DRIVER_VERSION={version}", f"DRIVER_STATUS={status}"])
+    compile_shared(LIBCUDA_C, directory / "libcuda.so.1", defines=defines, soname="libcuda.so.1")
+    compile_shared(LIBCUDA_C, directory / "libcuda.so",
+                   defines=["WITH_VERSION", "DRIVER_VERSION=11000"], soname="libcuda.so")
     return directory
 
 
-def default_manifest() -> dict:
+def build_unloadable_driver(directory: Path) -> Path:
+    """A directory whose libcuda.so.1 is an empty file. On LD_LIBRARY_PATH it is found first and
+    dlopen stops at it ("file too short") instead of searching further, so the driver cannot be
+    loaded whether or not the machine has a real one."""
+    directory.mkdir(parents=True)
+    (directory / "libcuda.so.1").write_bytes(b"")
+    return directory
+
+
+def add_cuda_bindings(site: Path, version, *, metadata: str | None = None) -> Path:
+    """Puts a stand-in cuda.bindings with __version__ VERSION (Python source of the value, e.g.
+    "'13.0.0'") into SITE; cuda stays a namespace package, as installed. With METADATA, also a
+    cuda_bindings dist-info whose METADATA file holds exactly that text (e.g. no Version)."""
+    bindings = site / "cuda" / "bindings"
+    bindings.mkdir(parents=True)
+    (bindings / "__init__.py").write_text(f"__version__ = {version}\n")
+    if metadata is not None:
+        info = site / "cuda_bindings-0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(metadata)
+    return bindings
+
+
+def default_manifest(extras=LABELS) -> dict:
+    """The manifest of the layout make_site builds. EXTRAS: the labels that are extras of the
+    distribution (a wheel whose builds required different cuda-bindings); empty: the manifest
+    has no "extras" key, as when the builds' requirements did not differ."""
     def for_each(make):
         return {label: make(label) for label in LABELS}
 
@@ -119,6 +156,9 @@ def default_manifest() -> dict:
         "pkg._core": f"_core.{label}{EXT_SUFFIX}",
         "pkg.sub._nested": f"sub/_nested.{label}{EXT_SUFFIX}",
         "pkg._pyvariant": f"_pyvariant.{label}.py",
+        # Packages whose __init__ differs per build: Python source and an extension.
+        "pkg.vsub": f"vsub/__init__.{label}.py",
+        "pkg.esub": f"esub/__init__.{label}{EXT_SUFFIX}",
     })
     modules["cu13"]["pkg._extra"] = "_extra.cu13.py"  # a module only the cu13 build has
     files = for_each(lambda label: {
@@ -126,9 +166,11 @@ def default_manifest() -> dict:
         f"sub/_nested{EXT_SUFFIX}": f"sub/_nested.{label}{EXT_SUFFIX}",
         "_pyvariant.py": f"_pyvariant.{label}.py",
         "kernels/x.cubin": f"kernels/x.{label}.cubin",
+        "vsub/__init__.py": f"vsub/__init__.{label}.py",
+        f"esub/__init__{EXT_SUFFIX}": f"esub/__init__.{label}{EXT_SUFFIX}",
     })
     files["cu13"]["_extra.py"] = "_extra.cu13.py"
-    return {
+    manifest = {
         "format": 1,
         "package": "pkg",
         "distribution": DISTRIBUTION,
@@ -141,6 +183,9 @@ def default_manifest() -> dict:
                                            f"../pkg.libs/libwmrt.{label}.so.1"]),
         "build_info": {"cu12": {"cuda": "12.9.1"}, "cu13": {"cuda": "13.0.2"}},
     }
+    if extras:
+        manifest["extras"] = list(extras)
+    return manifest
 
 
 def make_site(site: Path, native: Path, manifest: dict) -> Path:
@@ -154,6 +199,13 @@ def make_site(site: Path, native: Path, manifest: dict) -> Path:
     (package / "sub" / "__init__.py").write_text("")
     (package / "plain.py").write_text("VALUE = 'plain'\n")
     (package / "_extra.cu13.py").write_text("BUILD = 'cu13'\n")
+    # Modules shared by every build inside the packages whose __init__ is per build.
+    (package / "vsub").mkdir()
+    (package / "vsub" / "shared.py").write_text(
+        "from . import BUILD\n\nVALUE = 'shared with ' + BUILD\n")
+    (package / "esub").mkdir()
+    (package / "esub" / "helper.py").write_text(
+        "from . import build_major\n\nVALUE = 'helper of ' + str(build_major())\n")
     for label in LABELS:
         built = native / label
         shutil.copy(built / "_core.so", package / f"_core.{label}{EXT_SUFFIX}")
@@ -161,6 +213,8 @@ def make_site(site: Path, native: Path, manifest: dict) -> Path:
         shutil.copy(built / "libwmdep.so", site / "pkg.libs" / f"libwmdep.{label}.so.1")
         shutil.copy(built / "libwmrt.so", site / "pkg.libs" / f"libwmrt.{label}.so.1")
         (package / f"_pyvariant.{label}.py").write_text(f"BUILD = {label!r}\n")
+        (package / "vsub" / f"__init__.{label}.py").write_text(f"BUILD = {label!r}\n")
+        shutil.copy(built / "esub.so", package / "esub" / f"__init__.{label}{EXT_SUFFIX}")
         (package / "kernels" / f"x.{label}.cubin").write_text(f"{label} kernel\n")
     return site
 

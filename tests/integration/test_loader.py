@@ -5,18 +5,22 @@ import runs in a fresh interpreter."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 
 import pytest
 
-from conftest import CUDA_BINDINGS
+from conftest import CUDA_BINDINGS, tool_python
 from loader_fixtures import (
     DISTRIBUTION,
     EXT_SUFFIX,
+    LABELS,
     MANIFEST_LINE,
     TEMPLATE,
+    add_cuda_bindings,
     build_fake_driver,
     build_native,
+    build_unloadable_driver,
     default_manifest,
     make_site,
     run_python,
@@ -95,12 +99,23 @@ def failure(python, site_dir, env=None):
     return kind, message
 
 
-def assert_fixes(message, labels=("cu12", "cu13")):
-    """The message names the wheel's builds and how to fix the environment."""
+def assert_fixes(message, labels=("cu12", "cu13"), extras=LABELS, override=True):
+    """The message names the wheel's builds and how to fix the environment: the extra of each
+    build that is one, else that build's cuda-bindings major; with OVERRIDE, the variable."""
     assert f"This wheel of {DISTRIBUTION} has builds for {', '.join(labels)}." in message
     for label in labels:
-        assert f'pip install "{DISTRIBUTION}[{label}]"' in message
-    assert f"export WHEELMERGE_CUDA_MAJOR={labels[-1][2:]}" in message
+        extra = f'    pip install "{DISTRIBUTION}[{label}]"\n'
+        bindings = f'    pip install "cuda-bindings=={label[2:]}.*"\n'
+        assert (extra in message, bindings in message) == (label in extras, label not in extras)
+    assert (f"export WHEELMERGE_CUDA_MAJOR={labels[-1][2:]}" in message) == override
+
+
+def assert_override_fixes(message, major="13"):
+    """The fixes of an override that names no build: name one, or unset it."""
+    assert message.endswith(
+        "This wheel of pkg-name has builds for cu12, cu13. Set WHEELMERGE_CUDA_MAJOR to the CUDA "
+        f"major of one of them:\n    export WHEELMERGE_CUDA_MAJOR={major}\n"
+        "or unset it to select by the installed cuda-bindings:\n    unset WHEELMERGE_CUDA_MAJOR\n")
 
 
 @pytest.mark.parametrize("value, label", [("13", "cu13"), ("cu13", "cu13"), ("12", "cu12"),
@@ -123,14 +138,20 @@ def test_invalid_override_is_an_import_error(bare_python, site):
     kind, message = failure(bare_python, site(), env={"WHEELMERGE_CUDA_MAJOR": "thirteen"})
     assert kind == "SelectionError"
     assert "WHEELMERGE_CUDA_MAJOR='thirteen' is not a CUDA major version" in message
-    assert_fixes(message)
+    assert_override_fixes(message)
+
+
+def test_invalid_override_proposes_the_installed_cuda_bindings_major(bindings_python, site):
+    kind, message = failure(bindings_python[12], site(), env={"WHEELMERGE_CUDA_MAJOR": "12.0"})
+    assert kind == "SelectionError"
+    assert_override_fixes(message, major="12")
 
 
 def test_override_naming_a_missing_build(bare_python, site):
     kind, message = failure(bare_python, site(), env={"WHEELMERGE_CUDA_MAJOR": "cu11"})
     assert kind == "SelectionError"
     assert "WHEELMERGE_CUDA_MAJOR=cu11 is set, which needs a cu11 build" in message
-    assert_fixes(message)
+    assert_override_fixes(message)
 
 
 @pytest.mark.parametrize("major", [12, 13])
@@ -141,17 +162,74 @@ def test_installed_cuda_bindings_selects_its_major(bindings_python, site, major)
     assert found["runtime_value"] == major * 100 + 1
 
 
-def test_override_wins_over_cuda_bindings(bindings_python, site):
-    found = probe(bindings_python[12], site(), env={"WHEELMERGE_CUDA_MAJOR": "13"})
+@pytest.mark.parametrize("value", ["12", "cu12"])
+def test_override_agreeing_with_cuda_bindings(bindings_python, site, value):
+    found = probe(bindings_python[12], site(), env={"WHEELMERGE_CUDA_MAJOR": value})
+    assert found["selected"] == "cu12"
+    assert found["build_major"] == 12
+
+
+@pytest.mark.parametrize("extras", [LABELS, ()])
+@pytest.mark.parametrize("ignore", [None, "", "0", "off"])
+def test_override_contradicting_cuda_bindings_is_refused(bindings_python, site, extras, ignore):
+    env = {"WHEELMERGE_CUDA_MAJOR": "13"}
+    if ignore is not None:
+        env["WHEELMERGE_IGNORE_CUDA_BINDINGS"] = ignore
+    kind, message = failure(bindings_python[12], site(default_manifest(extras=extras)), env=env)
+    assert kind == "SelectionError"
+    install = '"pkg-name[cu13]"' if extras else '"cuda-bindings==13.*"'
+    assert message == (
+        "pkg-name: cannot select a CUDA build: WHEELMERGE_CUDA_MAJOR=13 is set, but cuda-bindings "
+        f"{CUDA_BINDINGS['cu12']} is installed (from its distribution metadata); the cu13 build "
+        "needs cuda-bindings 13.\n"
+        "This wheel of pkg-name has builds for cu12, cu13. Install the cuda-bindings its cu13 "
+        f"build needs:\n    pip install {install}\n"
+        "or use the cu12 build, which matches the installed cuda-bindings:\n"
+        "    unset WHEELMERGE_CUDA_MAJOR\n"
+        f"or if the cu13 build works with cuda-bindings {CUDA_BINDINGS['cu12']}, skip this check:\n"
+        "    export WHEELMERGE_IGNORE_CUDA_BINDINGS=1\n")
+
+
+def test_override_contradicting_cuda_bindings_without_its_build(bindings_python, site):
+    manifest = default_manifest()
+    manifest["variants"] = ["cu13"]
+    kind, message = failure(bindings_python[12], site(manifest),
+                            env={"WHEELMERGE_CUDA_MAJOR": "13"})
+    assert kind == "SelectionError"
+    assert f"but cuda-bindings {CUDA_BINDINGS['cu12']} is installed" in message
+    assert 'pip install "pkg-name[cu13]"' in message
+    assert "unset WHEELMERGE_CUDA_MAJOR" not in message  # no cu12 build to fall back on
+    assert "export WHEELMERGE_IGNORE_CUDA_BINDINGS=1" in message
+
+
+@pytest.mark.parametrize("ignore", ["1", "true", "YES", "on"])
+def test_override_may_skip_the_cuda_bindings_check(bindings_python, site, ignore):
+    site_dir = site()
+    env = {"WHEELMERGE_CUDA_MAJOR": "13", "WHEELMERGE_IGNORE_CUDA_BINDINGS": ignore}
+    found = probe(bindings_python[12], site_dir, env=env)
     assert found["selected"] == "cu13"
     assert found["build_major"] == 13
+    result = run_python(bindings_python[12], site_dir, "-m", "pkg._wheelmerge", env=env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"WHEELMERGE_IGNORE_CUDA_BINDINGS: {ignore}" in lines
+    assert ("selected: cu13, because WHEELMERGE_CUDA_MAJOR=13 is set "
+            f"(WHEELMERGE_IGNORE_CUDA_BINDINGS={ignore}: cuda-bindings not checked)") in lines
+
+
+def test_malformed_opt_out_is_an_import_error(bindings_python, site):
+    env = {"WHEELMERGE_CUDA_MAJOR": "13", "WHEELMERGE_IGNORE_CUDA_BINDINGS": "maybe"}
+    kind, message = failure(bindings_python[12], site(), env=env)
+    assert kind == "SelectionError"
+    assert message.startswith("pkg-name: cannot select a CUDA build: "
+                              "WHEELMERGE_IGNORE_CUDA_BINDINGS='maybe' is neither 1 nor 0.\n"
+                              "This wheel of pkg-name has builds for cu12, cu13.")
+    assert "    export WHEELMERGE_IGNORE_CUDA_BINDINGS=1\n" in message
 
 
 def test_cuda_bindings_without_metadata_is_read_from_the_module(bare_python, site):
     site_dir = site()
-    bindings = site_dir / "cuda" / "bindings"  # cuda stays a namespace package, as installed
-    bindings.mkdir(parents=True)
-    (bindings / "__init__.py").write_text("__version__ = '13.0.0'\n")
+    add_cuda_bindings(site_dir, "'13.0.0'")
     found = probe(bare_python, site_dir)
     assert found["selected"] == "cu13"
     result = run_python(bare_python, site_dir, "-m", "pkg._wheelmerge")
@@ -166,29 +244,68 @@ def test_cuda_bindings_of_a_major_the_wheel_lacks(bindings_python, site):
     assert kind == "SelectionError"
     assert (f"cannot select a CUDA build: cuda-bindings {CUDA_BINDINGS['cu12']} is installed "
             "(from its distribution metadata), which needs a cu12 build.") in message
-    assert_fixes(message, labels=("cu13",))
+    # An override would contradict the installed cuda-bindings: the fix is other cuda-bindings.
+    assert_fixes(message, labels=("cu13",), override=False)
     assert "cu12]" not in message
 
 
-def test_no_cuda_bindings(bare_python, site):
-    kind, message = failure(bare_python, site())
+@pytest.mark.parametrize("extras", [LABELS, (), ("cu13",), "empty list"])
+def test_no_cuda_bindings(bare_python, site, extras):
+    """The fix offers the distribution's extras where the wheel has them, else cuda-bindings."""
+    if extras == "empty list":
+        manifest, extras = default_manifest(), ()
+        manifest["extras"] = []
+    else:
+        manifest = default_manifest(extras=extras)
+        assert ("extras" in manifest) == bool(extras)  # wheels without extras lack the key
+    kind, message = failure(bare_python, site(manifest))
     assert kind == "SelectionError"
     assert message.startswith(
         f"{DISTRIBUTION}: cannot select a CUDA build: no cuda-bindings found: not in distribution "
         "metadata, `import cuda.bindings` failed (ModuleNotFoundError: No module named 'cuda')."
     )
-    assert_fixes(message)
+    assert_fixes(message, extras=extras)
     assert "libcuda" not in message  # no driver fallback unless the manifest enables it
 
 
-def test_driver_fallback_without_a_driver(bare_python, site):
+def test_driver_fallback_without_a_driver(bare_python, site, tmp_path):
     manifest = default_manifest()
     manifest["driver_fallback"] = 1
-    kind, message = failure(bare_python, site(manifest))
+    # Whether or not this machine has a driver, the one found first cannot be loaded.
+    driver = build_unloadable_driver(tmp_path / "driver")
+    kind, message = failure(bare_python, site(manifest), env={"LD_LIBRARY_PATH": str(driver)})
     assert kind == "SelectionError"
     assert "no cuda-bindings found: not in distribution metadata" in message
-    assert "the CUDA driver libcuda.so.1 could not be loaded (libcuda.so.1: cannot open" in message
+    assert (f"the CUDA driver libcuda.so.1 could not be loaded ({driver}/libcuda.so.1: "
+            "file too short)") in message
     assert_fixes(message)
+
+
+@pytest.mark.parametrize("version, status, reason", [
+    (None, 0, "the CUDA driver libcuda.so.1 has no cuDriverGetVersion (DRIVER/libcuda.so.1: "
+              "undefined symbol: cuDriverGetVersion)"),
+    (13000, 34, "the CUDA driver's cuDriverGetVersion failed (CUresult 34, "
+                "CUDA_ERROR_STUB_LIBRARY)"),
+    (13000, 77, "the CUDA driver's cuDriverGetVersion failed (CUresult 77)"),
+    (0, 0, "the CUDA driver's cuDriverGetVersion reported version 0"),
+])
+def test_unusable_driver_is_a_reason(bare_python, site, tmp_path, version, status, reason):
+    """A driver library that lacks the function or fails gives a reason, not an exception."""
+    manifest = default_manifest()
+    manifest["driver_fallback"] = 1
+    driver = build_fake_driver(tmp_path / "driver", version, status)
+    reason = reason.replace("DRIVER", str(driver))
+    site_dir = site(manifest)
+    env = {"LD_LIBRARY_PATH": str(driver)}
+    kind, message = failure(bare_python, site_dir, env=env)
+    assert kind == "SelectionError"
+    assert message.startswith(f"{DISTRIBUTION}: cannot select a CUDA build: no cuda-bindings found: "
+                              "not in distribution metadata, `import cuda.bindings` failed "
+                              f"(ModuleNotFoundError: No module named 'cuda'); {reason}.\n")
+    assert_fixes(message)
+    result = run_python(bare_python, site_dir, "-m", "pkg._wheelmerge", env=env)
+    assert (result.returncode, result.stderr) == (1, "")
+    assert reason in result.stdout
 
 
 @pytest.mark.parametrize("version, label", [(12080, "cu12"), (13000, "cu13"), (14010, "cu13")])
@@ -444,3 +561,311 @@ def test_template_holds_the_manifest_line_once():
     template = TEMPLATE.read_text()
     compile(template, str(TEMPLATE), "exec")
     assert template.split("\n").count(MANIFEST_LINE) == 1
+
+
+# --- the selection holds for the whole process -------------------------------------------------
+
+def test_reload_and_a_second_copy_keep_the_selection(bare_python, site):
+    code = """
+import importlib, importlib.util, json, os, sys
+import pkg
+from pkg import _wheelmerge
+finder = next(f for f in sys.meta_path if hasattr(f, "wheelmerge_package_dir"))
+state = finder.wheelmerge_state
+handles = list(state.libraries.values())
+os.environ["WHEELMERGE_CUDA_MAJOR"] = "12"
+importlib.reload(_wheelmerge)
+spec = importlib.util.spec_from_file_location("second_copy", _wheelmerge.__file__)
+copy = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(copy)
+import pkg._pyvariant, pkg.sub._nested
+print(json.dumps({
+    "reloaded": _wheelmerge.selected(),
+    "copy": copy.selected(),
+    "copy_cubin": copy.path("kernels/x.cubin").rsplit("/", 1)[1],
+    "pyvariant": pkg._pyvariant.BUILD,
+    "nested": pkg.sub._nested.build_major(),
+    "same_state": finder.wheelmerge_state is state and _wheelmerge._STATE is state
+                  and copy._STATE is state,
+    "same_handles": [a is b for a, b in zip(handles, state.libraries.values())],
+    "preloaded": state.preloaded,
+    "finders": sum(hasattr(f, "wheelmerge_package_dir") for f in sys.meta_path),
+    "kept": [line for line in copy.diagnose().splitlines() if line.startswith("kept:")],
+}))
+"""
+    result = run_python(bare_python, site(), "-c", code, env={"WHEELMERGE_CUDA_MAJOR": "13"})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "reloaded": "cu13", "copy": "cu13", "copy_cubin": "x.cu13.cubin", "pyvariant": "cu13",
+        "nested": 13, "same_state": True, "same_handles": [True, True], "preloaded": "cu13",
+        "finders": 1,
+        "kept": ["kept: cu13, selected earlier in this process, which never mixes builds; "
+                 "now WHEELMERGE_CUDA_MAJOR=12 is set, which would select cu12"],
+    }
+
+
+def test_reload_after_the_finder_was_removed_keeps_the_selection(bare_python, site):
+    code = """
+import importlib, os, sys
+import pkg
+from pkg import _wheelmerge
+sys.meta_path[:] = [f for f in sys.meta_path if not hasattr(f, "wheelmerge_package_dir")]
+os.environ["WHEELMERGE_CUDA_MAJOR"] = "13"
+importlib.reload(_wheelmerge)
+import pkg._pyvariant
+print(_wheelmerge.selected(), pkg._pyvariant.BUILD, type(sys.meta_path[0]).__name__)
+"""
+    result = run_python(bare_python, site(), "-c", code, env={"WHEELMERGE_CUDA_MAJOR": "12"})
+    assert result.stdout.split() == ["cu12", "cu12", "_VariantFinder"], result.stderr
+
+
+def test_selection_survives_a_failed_diagnosis_of_the_environment(bare_python, site):
+    """When the environment now could select nothing, the kept build still serves imports."""
+    code = """
+import os
+import pkg
+os.environ["WHEELMERGE_CUDA_MAJOR"] = "cu11"
+import pkg.sub._nested
+print(pkg.sub._nested.build_major())
+print(pkg._wheelmerge.diagnose())
+"""
+    result = run_python(bare_python, site(), "-c", code, env={"WHEELMERGE_CUDA_MAJOR": "12"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "12"
+    assert "selected: cu12, because WHEELMERGE_CUDA_MAJOR=12 is set" in lines
+    assert ("kept: cu12, selected earlier in this process, which never mixes builds; selecting "
+            "now would fail: WHEELMERGE_CUDA_MAJOR=cu11 is set, which needs a cu11 build.") in lines
+
+
+def test_installing_other_cuda_bindings_later_keeps_the_selection(make_venv, wheel_cache, site):
+    """A real pip install of cuda-bindings 13 into the running interpreter's environment: the
+    process keeps cu12, says why, and only a new process selects cu13."""
+    venv = make_venv("loader-cuda-bindings-upgraded")
+    venv.install(wheel_cache.requirement("cu12"), find_links=[wheel_cache.path])
+    site_dir = site()
+    install = [str(tool_python()), "-m", "pip", "--python", str(venv.python), "install",
+               "--quiet", "--disable-pip-version-check", "--no-index", "--find-links",
+               str(wheel_cache.path), wheel_cache.requirement("cu13")]
+    code = """
+import importlib, importlib.metadata, json, subprocess, sys
+import pkg
+subprocess.run(json.loads(sys.argv[1]), check=True)
+importlib.invalidate_caches()
+import pkg._pyvariant, pkg.sub._nested
+print(json.dumps({
+    "installed": importlib.metadata.version("cuda-bindings"),
+    "selected": pkg._wheelmerge.selected(),
+    "pyvariant": pkg._pyvariant.BUILD,
+    "nested": pkg.sub._nested.build_major(),
+    "diagnosis": pkg._wheelmerge.diagnose().splitlines(),
+}))
+"""
+    result = run_python(venv.python, site_dir, "-c", code, json.dumps(install))
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    new = CUDA_BINDINGS["cu13"]
+    assert found["installed"] == new
+    assert (found["selected"], found["pyvariant"], found["nested"]) == ("cu12", "cu12", 12)
+    assert f"cuda-bindings: {new} (from its distribution metadata)" in found["diagnosis"]
+    assert (f"selected: cu12, because cuda-bindings {CUDA_BINDINGS['cu12']} is installed "
+            "(from its distribution metadata)") in found["diagnosis"]
+    assert ("kept: cu12, selected earlier in this process, which never mixes builds; now "
+            f"cuda-bindings {new} is installed (from its distribution metadata), which would "
+            "select cu13") in found["diagnosis"]
+    assert probe(venv.python, site_dir)["selected"] == "cu13"
+
+
+def test_threads_share_one_selection(bare_python, site):
+    """Threads racing to select, one of them changing the override: all see one build, and its
+    libraries are loaded once."""
+    code = """
+import importlib.util, json, os, sys, threading
+spec = importlib.util.spec_from_file_location("loader", "LOADER")
+loader = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(loader)
+barrier = threading.Barrier(16)
+seen = []
+def work(i):
+    barrier.wait()
+    if i == 0:
+        os.environ["WHEELMERGE_CUDA_MAJOR"] = "12"
+    seen.append((loader.selected(), loader.path("kernels/x.cubin").rsplit("/", 1)[1]))
+    if i % 2:
+        loader._prepare()
+threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+import pkg, pkg._pyvariant
+print(json.dumps({"seen": sorted(set(seen)), "count": len(seen),
+                  "libraries": len(loader._STATE.libraries),
+                  "module": [pkg._pyvariant.BUILD, pkg.build_major()]}))
+"""
+    site_dir = site()
+    loader = site_dir / "pkg" / "_wheelmerge.py"
+    result = run_python(bare_python, site_dir, "-c", code.replace("LOADER", str(loader)),
+                        env={"WHEELMERGE_CUDA_MAJOR": "13"})
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    label = found["seen"][0][0]
+    assert found["seen"] == [[label, f"x.{label}.cubin"]]
+    assert found["count"] == 16
+    assert found["libraries"] == 2
+    assert found["module"] == [label, int(label[2:])]
+
+
+def test_loading_the_loader_imports_no_cuda_bindings(bare_python, site):
+    site_dir = site()
+    add_cuda_bindings(site_dir, "'13.0.0'")
+    code = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("loader", "LOADER")
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+print("cuda.bindings" in sys.modules)
+import pkg._pyvariant
+print("cuda.bindings" in sys.modules, pkg._pyvariant.BUILD)
+"""
+    loader = site_dir / "pkg" / "_wheelmerge.py"
+    result = run_python(bare_python, site_dir, "-c", code.replace("LOADER", str(loader)))
+    assert result.stdout.split() == ["False", "True", "cu13"], result.stderr
+
+
+# --- packages whose __init__ is per build ------------------------------------------------------
+
+@pytest.mark.parametrize("label", LABELS)
+def test_variant_package_inits_load_as_packages(bare_python, site, label):
+    code = """
+import json, pkg.vsub.shared, pkg.esub.helper
+print(json.dumps({
+    "vsub": pkg.vsub.BUILD,
+    "vsub_file": pkg.vsub.__file__,
+    "vsub_path": list(pkg.vsub.__path__),
+    "shared": pkg.vsub.shared.VALUE,
+    "esub": pkg.esub.build_major(),
+    "esub_file": pkg.esub.__file__,
+    "esub_path": list(pkg.esub.__spec__.submodule_search_locations),
+    "helper": pkg.esub.helper.VALUE,
+    "packages": [pkg.vsub.__package__, pkg.esub.__package__],
+    "is_package": [pkg.vsub.__loader__.is_package("pkg.vsub"),
+                   pkg.esub.__loader__.is_package("pkg.esub")],
+}))
+"""
+    site_dir = site()
+    result = run_python(bare_python, site_dir, "-c", code,
+                        env={"WHEELMERGE_CUDA_MAJOR": label})
+    assert result.returncode == 0, result.stderr
+    package = site_dir / "pkg"
+    assert json.loads(result.stdout) == {
+        "vsub": label,
+        "vsub_file": str(package / "vsub" / f"__init__.{label}.py"),
+        "vsub_path": [str(package / "vsub")],
+        "shared": f"shared with {label}",
+        "esub": int(label[2:]),
+        "esub_file": str(package / "esub" / f"__init__.{label}{EXT_SUFFIX}"),
+        "esub_path": [str(package / "esub")],
+        "helper": f"helper of {label[2:]}",
+        "packages": ["pkg.vsub", "pkg.esub"],
+        "is_package": [True, True],
+    }
+
+
+# --- cuda-bindings with incomplete metadata ----------------------------------------------------
+
+@pytest.mark.parametrize("metadata, problem", [
+    ("Metadata-Version: 2.1\nName: cuda-bindings\n", "its distribution metadata has no Version"),
+    ("", "its distribution metadata has no Version"),
+    ("Metadata-Version: 2.1\nName: cuda-bindings\nVersion: unknown\n",
+     "its distribution metadata has Version 'unknown', without a major number"),
+])
+def test_incomplete_metadata_falls_back_to_the_module(bare_python, site, metadata, problem):
+    site_dir = site()
+    add_cuda_bindings(site_dir, "'13.0.1'", metadata=metadata)
+    assert probe(bare_python, site_dir)["selected"] == "cu13"
+    result = run_python(bare_python, site_dir, "-m", "pkg._wheelmerge")
+    assert result.returncode == 0, result.stderr
+    how = f"13.0.1 is installed (from cuda.bindings.__version__, as {problem})"
+    assert f"cuda-bindings: 13.0.1 (from cuda.bindings.__version__, as {problem})" in result.stdout
+    assert f"selected: cu13, because cuda-bindings {how}" in result.stdout
+
+
+def test_incomplete_metadata_without_the_module(bare_python, site):
+    site_dir = site()
+    add_cuda_bindings(site_dir, "'13.0.1'", metadata="Name: cuda-bindings\n")
+    shutil.rmtree(site_dir / "cuda")  # the dist-info stays, without the module
+    kind, message = failure(bare_python, site_dir)
+    assert kind == "SelectionError"
+    assert message.startswith(
+        "pkg-name: cannot select a CUDA build: no cuda-bindings found: its distribution metadata "
+        "has no Version, `import cuda.bindings` failed (ModuleNotFoundError: No module named "
+        "'cuda').\n")
+
+
+def test_real_cuda_bindings_with_metadata_lacking_version(make_venv, wheel_cache, site):
+    venv = make_venv("loader-cuda-bindings-no-version")
+    venv.install(wheel_cache.requirement("cu12"), find_links=[wheel_cache.path])
+    [metadata] = venv.path.glob("lib/python*/site-packages/cuda_bindings-*.dist-info/METADATA")
+    text = metadata.read_text()
+    assert f"\nVersion: {CUDA_BINDINGS['cu12']}\n" in text
+    metadata.write_text(text.replace(f"\nVersion: {CUDA_BINDINGS['cu12']}\n", "\n"))
+    site_dir = site()
+    found = probe(venv.python, site_dir)
+    assert (found["selected"], found["build_major"]) == ("cu12", 12)
+    result = run_python(venv.python, site_dir, "-m", "pkg._wheelmerge")
+    assert result.returncode == 0, result.stderr
+    assert (f"cuda-bindings: {CUDA_BINDINGS['cu12']} (from cuda.bindings.__version__, as its "
+            "distribution metadata has no Version)") in result.stdout.splitlines()
+
+
+# --- every failure is an ImportError that says what to do --------------------------------------
+
+def test_preload_error_names_the_selection_and_the_fix(bare_python, site):
+    manifest = default_manifest()
+    manifest["preload"]["cu12"].reverse()
+    site_dir = site(manifest)
+    info = site_dir / "pkg_name-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg-name\nVersion: 1.2.3\n")
+    kind, message = failure(bare_python, site_dir, env={"WHEELMERGE_CUDA_MAJOR": "12"})
+    assert kind == "PreloadError"
+    assert message.endswith(
+        "libwmdep.so.1: cannot open shared object file: No such file or directory.\n"
+        "The cu12 build was selected because WHEELMERGE_CUDA_MAJOR=12 is set.\n"
+        "This wheel of pkg-name has builds for cu12, cu13. Reinstall it if files are missing or "
+        'damaged:\n    pip install --force-reinstall --no-deps "pkg-name==1.2.3"\n')
+
+
+def test_a_broken_cuda_bindings_is_an_import_error(bare_python, site):
+    """Whatever goes wrong while detecting, importing a variant module raises ImportError."""
+    site_dir = site()
+    add_cuda_bindings(site_dir, "type('V', (), {'__str__': lambda self: 1 / 0})()")
+    kind, message = failure(bare_python, site_dir)
+    assert kind == "SelectionError"
+    assert message.startswith("pkg-name: cannot select a CUDA build: no cuda-bindings found: "
+                              "detecting it failed (ZeroDivisionError: division by zero).\n")
+    assert_fixes(message)
+    result = run_python(bare_python, site_dir, "-m", "pkg._wheelmerge")
+    assert (result.returncode, result.stderr) == (1, "")
+
+
+@pytest.mark.parametrize("module, stored", [("pkg._pyvariant", "_pyvariant.cu12.py"),
+                                            ("pkg.vsub", "vsub/__init__.cu12.py")])
+def test_missing_file_of_the_selected_build_is_an_import_error(bare_python, site, module, stored):
+    site_dir = site()
+    missing = site_dir / "pkg" / stored
+    missing.unlink()
+    code = f"""
+import pkg
+try:
+    import {module}
+except ImportError as error:
+    print(type(error).__name__, error.name, error.path)
+    print(error)
+"""
+    result = run_python(bare_python, site_dir, "-c", code, env={"WHEELMERGE_CUDA_MAJOR": "12"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        f"ImportError {module} {missing}\n"
+        f"pkg-name: cannot import {module}: {missing}, its file in the cu12 build, is missing.\n"
+        "The cu12 build was selected because WHEELMERGE_CUDA_MAJOR=12 is set.\n"
+        "This wheel of pkg-name has builds for cu12, cu13. Reinstall it:\n"
+        '    pip install --force-reinstall --no-deps "pkg-name"\n')

@@ -649,8 +649,19 @@ def test_without_cuda_bindings_import_fails_with_advice(venvs) -> None:
 
 
 @pytest.mark.parametrize("value", ["12", "cu12"])
-def test_override_variable_wins_over_cuda_bindings(venvs, input_zips, value: str) -> None:
-    facts = probe(venvs["cu13"], env={"WHEELMERGE_CUDA_MAJOR": value})
+def test_override_contradicting_cuda_bindings_is_refused(venvs, value: str) -> None:
+    """cuda-bindings 13 is installed: a cu12 build would fail inside Cython with "does not
+    export expected C function"; the loader refuses first, naming both."""
+    outcome = json.loads(venvs["cu13"].run("-c", IMPORT_ERROR_PROBE, env={"WHEELMERGE_CUDA_MAJOR": value}).stdout)
+    assert outcome["type"] is not None, f"import wmdemo succeeded: {outcome}"
+    message = outcome["message"]
+    assert "WHEELMERGE_CUDA_MAJOR" in message and CUDA_BINDINGS["cu13"] in message, message
+    assert "WHEELMERGE_IGNORE_CUDA_BINDINGS" in message, message
+
+
+@pytest.mark.parametrize("value", ["12", "cu12"])
+def test_override_wins_over_cuda_bindings_when_told_to(venvs, input_zips, value: str) -> None:
+    facts = probe(venvs["cu13"], env={"WHEELMERGE_CUDA_MAJOR": value, "WHEELMERGE_IGNORE_CUDA_BINDINGS": "1"})
     assert_selected(facts, "cu12", input_zips)
 
 
