@@ -104,7 +104,14 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
                             "the same requirement in every build, or one without an extra marker", r.to_string()});
         continue;
       }
-      merged.push_back(require_for_extra(r, w->label).to_string());
+      std::string conditional = require_for_extra(r, w->label).to_string();
+      if (conditional.size() > kMaxRequirementBytes) {
+        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
+                            "a requirement made conditional on its build's extra would pass the length limit",
+                            fmt::format("at most {} bytes", kMaxRequirementBytes), fmt::format("{} bytes", conditional.size())});
+        continue;
+      }
+      merged.push_back(std::move(conditional));
       any = true;
     }
     if (any) {
@@ -134,6 +141,12 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
   if (!block_done) emit_block();
   out.body = first.metadata.body;
   result.text = out.to_string();
+  if (result.text.size() > kMaxMetadataFile) {
+    problems.push_back({ProblemKind::conflict, first.display, first.dist_info + "/METADATA",
+                        "the merged METADATA would pass the size limit", fmt::format("at most {} bytes", kMaxMetadataFile),
+                        fmt::format("{} bytes", result.text.size())});
+    return std::nullopt;
+  }
   return result;
 }
 

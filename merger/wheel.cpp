@@ -19,11 +19,6 @@ namespace wm {
 
 namespace {
 
-// The dist-info files are read whole, so their size is bounded (docs/interfaces.md lists the
-// limits): WHEEL is a few lines; METADATA holds the long description; RECORD one row per member.
-constexpr size_t kMaxWheelFile = 1 << 20;
-constexpr size_t kMaxMetadataFile = 16 << 20;
-constexpr size_t kMaxRecordFile = 64 << 20;
 // RECORD rows beyond one per member are errors, but parsed up to a few, so the message can name
 // the row that lists an absent file.
 constexpr size_t kRecordSlack = 1024;

@@ -17,6 +17,13 @@
 
 namespace wm {
 
+// The dist-info files are read whole, so their size is bounded (docs/WHEEL_RULES.md, "Limits"):
+// WHEEL is a few lines; METADATA holds the long description; RECORD one row per member. A
+// merged wheel's own files keep to the same limits, so that it can be read back.
+inline constexpr size_t kMaxWheelFile = 1 << 20;
+inline constexpr size_t kMaxMetadataFile = 16 << 20;
+inline constexpr size_t kMaxRecordFile = 64 << 20;
+
 struct WheelFile {
   size_t entry = 0;  // index into the archive's entries
   std::string path;

@@ -213,11 +213,16 @@ std::pair<int, int> restrictiveness(const PlatformTag& p) {
 
 std::optional<std::vector<std::string>> merge_platforms(
     const std::vector<std::vector<std::string>>& inputs, std::string& why) {
-  // Builds that carry the same set keep it exactly, in the publisher's order (auditwheel's
-  // "manylinux_2_24_x86_64.manylinux_2_28_x86_64" is a choice, not something to reduce).
+  // Builds that carry the same set keep it exactly (auditwheel's
+  // "manylinux_2_24_x86_64.manylinux_2_28_x86_64" is a choice, not something to reduce): in the
+  // publisher's order where every build has it, sorted where their orders differ, so that the
+  // result never depends on the order of the inputs.
   auto as_set = [](const std::vector<std::string>& tags) { return std::set<std::string>(tags.begin(), tags.end()); };
-  if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return as_set(tags) == as_set(inputs.front()); }))
-    return inputs.front();
+  if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return as_set(tags) == as_set(inputs.front()); })) {
+    if (std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); })) return inputs.front();
+    std::set<std::string> sorted = as_set(inputs.front());
+    return std::vector<std::string>(sorted.begin(), sorted.end());
+  }
   std::optional<std::set<std::string>> groups_first;
   std::map<std::string, PlatformTag> merged;  // group -> most restrictive requirement so far
   for (const auto& tags : inputs) {

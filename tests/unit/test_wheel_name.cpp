@@ -75,13 +75,13 @@ TEST_CASE("merged platforms are the most restrictive, never the union") {
 
 TEST_CASE("builds with the same platform tags keep them exactly") {
   std::string why;
-  auto merged = merge_platforms({{"manylinux_2_24_x86_64", "manylinux_2_28_x86_64"},
+  auto merged = merge_platforms({{"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"},
                                  {"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"}}, why);
-  REQUIRE(merged);
-  CHECK(*merged == std::vector<std::string>{"manylinux_2_24_x86_64", "manylinux_2_28_x86_64"});
+  REQUIRE(merged);  // the publisher's order, where every build has it
+  CHECK(*merged == std::vector<std::string>{"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"});
   merged = merge_platforms({{"manylinux_2_17_x86_64", "manylinux2014_x86_64"}, {"manylinux2014_x86_64", "manylinux_2_17_x86_64"}}, why);
-  REQUIRE(merged);
-  CHECK(*merged == std::vector<std::string>{"manylinux_2_17_x86_64", "manylinux2014_x86_64"});
+  REQUIRE(merged);  // orders differ: sorted, whatever the order of the inputs
+  CHECK(*merged == std::vector<std::string>{"manylinux2014_x86_64", "manylinux_2_17_x86_64"});
 }
 
 TEST_CASE("different architectures or C libraries do not merge") {
