@@ -11,8 +11,8 @@ namespace {
 constexpr size_t kPrefix = 4 << 20;
 // What a real library has is far below these; past them the file is not one we order by
 // (150,000 DT_NEEDED entries naming one 1 MiB string would otherwise be 150 GB of names).
-constexpr size_t kMaxNeeded = 4096;
-constexpr size_t kMaxNameBytes = 4096;
+constexpr size_t kMaxNeeded = kMaxElfNeeded;
+constexpr size_t kMaxNameBytes = kMaxElfNameBytes;
 constexpr uint32_t kPtLoad = 1, kPtDynamic = 2;
 constexpr int64_t kDtNeeded = 1, kDtStrtab = 5, kDtStrsz = 10, kDtSoname = 14;
 

@@ -12,6 +12,11 @@
 
 namespace wm {
 
+// Past these an ELF file is refused: no real library comes near them, and they bound what
+// an input can make wheelmerge hold (150,000 DT_NEEDED entries naming one 1 MiB string).
+inline constexpr size_t kMaxElfNeeded = 4096;
+inline constexpr size_t kMaxElfNameBytes = 4096;
+
 struct ElfInfo {
   bool shared_object = false;  // ET_DYN
   std::string soname;

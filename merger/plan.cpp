@@ -423,11 +423,15 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
     // Any module of the loader's name beside it (an extension module is found before a .py,
     // a labelled variant would be mapped onto it) would be imported instead of the loader.
     const std::string loader_stem = package + "/" + std::string(kLoaderModule.substr(0, kLoaderModule.find('.')));
-    auto shadow = std::find_if(payload.begin(), payload.end(), [&](const auto& entry) {
-      const std::string& p = entry.first;
-      return p.starts_with(loader_stem) && p.size() > loader_stem.size() &&
-             (p[loader_stem.size()] == '.' || p[loader_stem.size()] == '/');
-    });
+    // Paths starting with the stem sort together: look there, not through the whole table.
+    auto shadow = payload.end();
+    for (auto it = payload.lower_bound(loader_stem); it != payload.end() && it->first.starts_with(loader_stem); ++it) {
+      const std::string& p = it->first;
+      if (p.size() > loader_stem.size() && (p[loader_stem.size()] == '.' || p[loader_stem.size()] == '/')) {
+        shadow = it;
+        break;
+      }
+    }
     if (shadow != payload.end()) {
       problems.push_back({ProblemKind::conflict, all_inputs, shadow->first, "the package already has a module of the loader's name",
                           "no " + loader_stem.substr(package.size() + 1) + " module or directory", "this one"});

@@ -2,19 +2,38 @@
 
 #include "text.hpp"
 
+#include <fmt/format.h>
+
 namespace wm {
 
 namespace {
 // Continuation lines of a multi-line value are indented, so that no input can start a line
 // of its own (a forged "wheelmerge: ..." line).
-std::string indented(std::string text) {
-  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) text.insert(at + 1, "    ");
-  return text;
+std::string indented(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += "    ";
+  }
+  return out;
 }
+
+// A message shows at most this much of any one value (an input's text can be megabytes long):
+// the start of a one-line value, the end of a multi-line one (a log's last lines matter most).
+constexpr size_t kMaxShown = 4096;
+constexpr size_t kMaxShownLines = 16384;
 }  // namespace
 
 std::string printable(std::string_view text, bool keep_lines) {
   std::string out;
+  const size_t whole = text.size();
+  if (keep_lines && text.size() > kMaxShownLines) {
+    text = text.substr(text.size() - kMaxShownLines);
+    out = fmt::format("({} bytes in all, the last {} shown) ...", whole, kMaxShownLines);
+  } else if (!keep_lines && text.size() > kMaxShown) {
+    text = text.substr(0, kMaxShown);
+  }
   size_t i = 0;
   auto escape = [&](uint8_t byte) {
     static constexpr char kHex[] = "0123456789abcdef";
@@ -41,6 +60,7 @@ std::string printable(std::string_view text, bool keep_lines) {
       ++i;
     }
   }
+  if (!keep_lines && whole > kMaxShown) out += fmt::format("... ({} bytes in all)", whole);
   return out;
 }
 

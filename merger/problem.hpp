@@ -26,8 +26,10 @@ struct Problem {
 
 using Problems = std::vector<Problem>;
 
-// `text` safe to print: valid UTF-8 kept, control characters and invalid bytes as \xNN;
-// line breaks kept where `keep_lines` (multi-line values such as a log's last lines).
+// `text` safe to print: valid UTF-8 kept, control characters and invalid bytes as \xNN, C1 and
+// bidirectional controls as \u{XXXX}; line breaks kept where `keep_lines` (multi-line values
+// such as a log's last lines); at most the first 4 KiB of a one-line value and the last 16 KiB
+// of a multi-line one, with the whole length said.
 std::string printable(std::string_view text, bool keep_lines = false);
 
 // "FILE: MEMBER: WHAT: expected E, found F", leaving out the parts that are empty; printable.

@@ -2,10 +2,12 @@
 
 #include "loader.hpp"
 #include "member_stream.hpp"
+#include "text.hpp"
 #include "wheel.hpp"
 #include "zip_archive.hpp"
 
 #include <fmt/format.h>
+#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 namespace wm {
@@ -59,12 +61,15 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
     }
     if (!imports_loader(l.init_source))
       fail(package_dir + "/__init__.py", "package does not import its loader", std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
+    std::unordered_set<std::string> labels;
+    for (const auto& variant : manifest["variants"])
+      if (variant.is_string()) labels.insert(variant.get<std::string>());
     for (const char* section : {"modules", "files", "preload", "build_info"}) {
       if (!manifest.contains(section)) continue;
       for (const auto& [label, value] : manifest[section].items())
-        if (std::find(manifest["variants"].begin(), manifest["variants"].end(), label) == manifest["variants"].end())
+        if (!labels.count(label))
           fail(l.loader_path, fmt::format("loader manifest malformed: {} has a build the manifest does not list", section),
-               manifest["variants"].dump(), label);
+               "one of the manifest's variants", label);
     }
     if (!first_variants) first_variants = manifest["variants"];
     else if (*first_variants != manifest["variants"])
@@ -110,19 +115,18 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
       }
     }
   }
-  // A file stored under a variant label that no manifest names would never be loaded.
+  // A file stored under a variant label that no manifest names would never be loaded. A name
+  // is labelled when one of its dot-separated pieces after the stem is a variant label.
   if (first_variants) {
+    std::unordered_set<std::string> labels;
+    for (const auto& variant : *first_variants)
+      if (variant.is_string()) labels.insert(variant.get<std::string>());
     for (const std::string& path : paths) {
-      std::string base = path.substr(path.rfind('/') + 1);
-      for (const auto& variant : *first_variants) {
-        if (!variant.is_string()) continue;  // reported above
-        std::string mark = "." + variant.get<std::string>();
-        size_t at = base.find(mark);
-        bool labelled = at != std::string::npos && at > 0 &&
-                        (at + mark.size() == base.size() || base[at + mark.size()] == '.');
-        if (labelled && !listed.count(path) && path.find(".dist-info/") == std::string::npos)
-          fail(path, "variant file no loader lists", "a file named in a manifest", "none names it");
-      }
+      if (listed.count(path) || path.find(".dist-info/") != std::string::npos) continue;
+      std::vector<std::string> pieces = split(path.substr(path.rfind('/') + 1), '.');
+      bool labelled = std::any_of(pieces.begin() + (pieces.front().empty() ? 2 : 1), pieces.end(),
+                                  [&](const std::string& piece) { return labels.count(piece) > 0; });
+      if (labelled) fail(path, "variant file no loader lists", "a file named in a manifest", "none names it");
     }
   }
 }
@@ -130,10 +134,22 @@ void check_loaders(const std::string& display, const std::vector<LoaderFiles>& l
 std::vector<LoaderFiles> checked_loaders(const Wheel& wheel, Problems& problems) {
   std::set<std::string> paths;
   for (const WheelFile& f : wheel.files) paths.insert(f.path);
+  // Loaders and their __init__.py are read whole, so what they may hold is bounded in all: a
+  // loader is the template and a manifest of paths, far below this.
+  constexpr size_t kMaxLoaderBytes = 16 << 20;
+  size_t budget = kMaxLoaderBytes;
   auto text_of = [&](const std::string& member) -> std::string {
     const WheelFile* f = wheel.find(member);
     if (!f) return {};
-    auto bytes = read_member(wheel.zip, wheel.zip.entries[f->entry], 64 << 20, wheel.display, problems);
+    if (f->size > budget) {
+      problems.push_back({ProblemKind::invalid_input, wheel.display, member, "loader files larger than wheelmerge reads",
+                          fmt::format("at most {} bytes of loaders and their __init__.py in all", kMaxLoaderBytes),
+                          fmt::format("{} bytes more", f->size)});
+      budget = 0;
+      return {};
+    }
+    budget -= f->size;
+    auto bytes = read_member(wheel.zip, wheel.zip.entries[f->entry], f->size, wheel.display, problems);
     return bytes ? std::string(bytes->begin(), bytes->end()) : std::string();
   };
   std::vector<LoaderFiles> loaders;

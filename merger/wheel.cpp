@@ -99,7 +99,9 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
     result.elf_info = elf->finish(strings, &beyond_limits);
     if (!beyond_limits.empty())
       result.problem = Problem{ProblemKind::invalid_input, w.display, entry.name, "ELF file beyond wheelmerge's limits",
-                               "at most 4096 DT_NEEDED entries and names of at most 4096 bytes", beyond_limits};
+                               fmt::format("at most {} DT_NEEDED entries and names of at most {} bytes", kMaxElfNeeded,
+                                           kMaxElfNameBytes),
+                               beyond_limits};
   }
   return result;
 }
@@ -315,7 +317,7 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     for (const Header& h : w.metadata.fields) {
       std::string key = h.key;
       std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (single_use_field(h.key) && !seen.insert(key).second)
+      if (single_use_field(h.key) && !seen.insert(key).second && seen.insert(key + ":reported").second)
         fail(metadata_member, fmt::format("METADATA field {} appears more than once", h.key), "once",
              fmt::format("{} values", w.metadata.all(h.key).size()));
     }

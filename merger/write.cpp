@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <set>
+#include <unordered_map>
 #include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,13 +62,19 @@ void check_written(const std::string& path, const std::string& display, const Me
   // The loaders against the files written, as `wheelmerge verify` checks them.
   std::set<std::string> paths;
   std::vector<LoaderFiles> loaders;
-  for (const PlannedMember& m : plan.members) paths.insert(m.path);
+  std::unordered_map<std::string_view, const PlannedMember*> by_path;
+  for (const PlannedMember& m : plan.members) {
+    paths.insert(m.path);
+    by_path.emplace(m.path, &m);
+  }
+  auto content_of = [&](const std::string& path) {
+    auto it = by_path.find(path);
+    return it == by_path.end() ? std::string() : it->second->content;
+  };
   for (const std::string& package : plan.loader_packages) {
     LoaderFiles l{package + "/" + std::string(kLoaderModule), {}, {}};
-    for (const PlannedMember& m : plan.members) {
-      if (m.path == l.loader_path) l.loader_source = m.content;
-      if (m.path == package + "/__init__.py") l.init_source = m.content;
-    }
+    l.loader_source = content_of(l.loader_path);
+    l.init_source = content_of(package + "/__init__.py");
     loaders.push_back(std::move(l));
   }
   Problems loader_problems;

@@ -35,7 +35,7 @@ constexpr uint16_t kFlagUtf8 = 0x0800;
 // Python's zipfile refuses; bit 4: enhanced deflate; 12, 14, 15: reserved).
 constexpr uint16_t kFlagsAllowed = 0x0002 | 0x0004 | kFlagDescriptor | kFlagUtf8;
 // Extra fields that give a member another name or comment for the readers that honour them
-// (Info-ZIP's unzip does, Python's zipfile does not).
+// (Info-ZIP's unzip, and Python's zipfile since 3.12, each with its own CRC checks).
 constexpr uint16_t kUnicodePathExtraId = 0x7075;
 constexpr uint16_t kUnicodeCommentExtraId = 0x6375;
 // "Version needed to extract" 4.5 (ZIP64); higher versions announce features no wheel
@@ -129,41 +129,101 @@ bool is_ascii(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// Paths interned one segment at a time: a directory's id comes from its parent's id and its own
+// (folded or spelled) segment, so every prefix of every name costs only its last segment, and
+// the whole check is linear in the total length of the names.
+class PathIds {
+ public:
+  size_t id(size_t parent, std::string segment) {
+    return ids_.emplace(Key{parent, std::move(segment)}, ids_.size() + 1).first->second;
+  }
+
+ private:
+  struct Key {
+    size_t parent;
+    std::string segment;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const { return std::hash<std::string>()(k.segment) ^ (k.parent * 0x9E3779B97F4A7C15ull); }
+  };
+  std::unordered_map<Key, size_t, Hash> ids_;
+};
+
+// Folding a segment at a time gives the same key as folding the name: '/' is a starter that
+// neither changes case nor composes. ASCII, nearly every name, needs no Unicode tables.
+std::string fold_segment(std::string_view segment) {
+  bool ascii = std::all_of(segment.begin(), segment.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
+  if (!ascii) return fold_case(std::string(segment));
+  std::string out(segment);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+}  // namespace
+
 std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) {
   std::vector<NameClash> clashes;
-  auto kind_of = [&](const std::string& a, const std::string& b) {
-    return a == b ? NameClash::Kind::duplicate : nfc(a) == nfc(b) ? NameClash::Kind::normalization : NameClash::Kind::case_only;
+  auto kind_of = [&](std::string_view a, std::string_view b) {
+    return a == b                                           ? NameClash::Kind::duplicate
+           : nfc(std::string(a)) == nfc(std::string(b))     ? NameClash::Kind::normalization
+                                                            : NameClash::Kind::case_only;
   };
-  // Files by folded name; directories (entries and the parents every name implies) by folded
-  // path, with the spelling first seen and the name it came from.
-  std::unordered_map<std::string, size_t> files;
-  std::unordered_map<std::string, std::pair<std::string, size_t>> dirs;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].ends_with('/')) continue;
-    auto [it, fresh] = files.emplace(fold_case(names[i]), i);
-    if (!fresh) clashes.push_back({kind_of(names[i], names[it->second]), i, it->second});
-  }
-  std::unordered_set<std::string> reported;  // directory keys already reported, once each
-  auto directory = [&](const std::string& spelling, size_t i) {
-    std::string key = fold_case(spelling);
-    if (auto file = files.find(key); file != files.end() && reported.insert("f:" + key).second)
-      clashes.push_back({NameClash::Kind::file_and_directory, file->second, i});
-    auto [it, fresh] = dirs.emplace(key, std::make_pair(spelling, i));
-    if (fresh) return;
-    if (it->second.first == spelling) {
-      if (names[i].ends_with('/') && names[i] == spelling + "/" && names[it->second.second] == names[i])
-        clashes.push_back({NameClash::Kind::duplicate, i, it->second.second});  // the same directory entry twice
-    } else if (reported.insert("d:" + key).second) {
-      clashes.push_back({kind_of(spelling, it->second.first), i, it->second.second});
+  PathIds folded, spelled;
+  // Walks the directories of `names[i]` (with its own path when it is a directory entry),
+  // calling visit(folded id, spelled id, end of the prefix in the name); returns the folded and
+  // spelled ids of the last segment's parent and the last segment's folded id.
+  struct Walk { size_t parent_folded = 0, parent_spelled = 0; };
+  auto walk = [&](size_t i, auto&& visit) {
+    std::string_view name(names[i]);
+    bool is_dir = name.ends_with('/');
+    if (is_dir) name.remove_suffix(1);
+    Walk w;
+    size_t start = 0;
+    for (size_t slash = name.find('/');; slash = name.find('/', start)) {
+      size_t end = slash == std::string_view::npos ? name.size() : slash;
+      std::string_view segment = name.substr(start, end - start);
+      if (slash == std::string_view::npos && !is_dir) return std::make_pair(w, fold_segment(segment));
+      size_t f = folded.id(w.parent_folded, fold_segment(segment));
+      size_t sp = spelled.id(w.parent_spelled, std::string(segment));
+      visit(f, sp, end);
+      w = Walk{f, sp};
+      if (slash == std::string_view::npos) return std::make_pair(w, std::string());
+      start = slash + 1;
     }
   };
+  // Files by folded path.
+  std::unordered_map<size_t, size_t> files;  // folded id of the file -> name index
   for (size_t i = 0; i < names.size(); ++i) {
-    std::string_view path(names[i]);
-    bool is_dir = path.ends_with('/');
-    if (is_dir) path.remove_suffix(1);
-    for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1))
-      directory(std::string(path.substr(0, slash)), i);
-    if (is_dir) directory(std::string(path), i);
+    if (names[i].ends_with('/')) continue;
+    auto [w, last] = walk(i, [](size_t, size_t, size_t) {});
+    auto [it, fresh] = files.emplace(folded.id(w.parent_folded, std::move(last)), i);
+    if (!fresh) clashes.push_back({kind_of(names[i], names[it->second]), i, it->second});
+  }
+  // Directories: one spelling per folded path, and none of them a file.
+  struct Spelling { size_t spelled, name, end; };
+  std::unordered_map<size_t, Spelling> dirs;  // folded id -> first spelling seen
+  std::unordered_set<size_t> reported;         // folded ids already reported, once each
+  for (size_t i = 0; i < names.size(); ++i) {
+    walk(i, [&](size_t f, size_t sp, size_t end) {
+      if (auto file = files.find(f); file != files.end() && reported.insert(f).second)
+        clashes.push_back({NameClash::Kind::file_and_directory, file->second, i});
+      auto [it, fresh] = dirs.emplace(f, Spelling{sp, i, end});
+      if (fresh) return;
+      const Spelling& first = it->second;
+      if (first.spelled == sp) {
+        // The same directory entry twice.
+        if (end + 1 == names[i].size() && names[i].ends_with('/') && names[first.name] == names[i] && first.name != i)
+          clashes.push_back({NameClash::Kind::duplicate, i, first.name});
+      } else if (reported.insert(f).second) {
+        clashes.push_back({kind_of(std::string_view(names[i]).substr(0, end),
+                                   std::string_view(names[first.name]).substr(0, first.end)),
+                           i, first.name});
+      }
+    });
   }
   return clashes;
 }
@@ -286,7 +346,8 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
   const uint64_t end_offset = zip.size - tail_len + *end_pos;
   ByteView end(tail.data() + *end_pos, tail_len - *end_pos);
   // Python's zipfile takes the last end-record signature in the file; it must be this record's.
-  if (end.sub(1, end.size() - 1).find_u32(kEndSig)) {
+  // (Without a comment it takes the last 22 bytes as they are, searching nothing.)
+  if (end.u16(20) != 0 && end.sub(1, end.size() - 1).find_u32(kEndSig)) {
     r.fail({}, "more than one end of central directory record",
            "one end record, the last signature " + hex32(kEndSig) + " of the file", "another signature after it");
     return std::nullopt;
@@ -487,6 +548,11 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
              : type == S_IFDIR ? "a directory"
                                : fmt::format("file type {:#o}", type));
     }
+    // Exec bits on a mode with no file type: unzip restores them, pip and installer do not.
+    uint32_t mode = e.external_attributes >> 16;
+    if (type == 0 && (mode & 0111) && !e.is_directory())
+      r.fail(e.name, "executable bits without a file type", "S_IFREG with the exec bits, or no exec bits",
+             fmt::format("mode {:#o} (unzip would make it executable, pip and installer would not)", mode));
     constexpr uint32_t kDosDirectory = 0x10;
     if ((e.external_attributes & kDosDirectory) && !e.is_directory())
       r.fail(e.name, "not a regular file", "a regular file", "the MS-DOS directory attribute");

@@ -367,6 +367,7 @@ CASES: list[Case] = [
     refuse("zip_directory_entry_casefold_collision",
            W(unrecorded={"PKG/": b""}, entry={"PKG/": dict(external_attr=(stat.S_IFDIR | 0o755) << 16 | 0x10)}),
            member=("PKG/",)),
+    refuse("zip_exec_bits_without_file_type", W(entry={UTIL: dict(external_attr=0o755 << 16)}), member=UTIL),
     accept("ok_directory_entry_alone",
            W(unrecorded={"pkg/empty/": b""}, entry={"pkg/empty/": dict(
                external_attr=(stat.S_IFDIR | 0o755) << 16 | 0x10)})),

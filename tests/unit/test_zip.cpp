@@ -160,3 +160,32 @@ TEST_CASE("SOURCE_DATE_EPOCH becomes a DOS timestamp in UTC, clamped to 1980") {
   CHECK(early.date == DosTime{}.date);
   CHECK(early.time == 0);
 }
+
+TEST_CASE("name clashes: case, normalisation, file and directory, one spelling per directory") {
+  auto kinds = [](const std::vector<std::string>& names) {
+    std::vector<NameClash::Kind> out;
+    for (const NameClash& c : find_name_clashes(names)) out.push_back(c.kind);
+    return out;
+  };
+  using K = NameClash::Kind;
+  CHECK(kinds({"pkg/a.py", "pkg/b.py", "pkg/"}).empty());
+  CHECK(kinds({"pkg/a.py", "pkg/a.py"}) == std::vector<K>{K::duplicate});
+  CHECK(kinds({"pkg/A.py", "pkg/a.py"}) == std::vector<K>{K::case_only});
+  CHECK(kinds({"pkg/caf\xc3\xa9.py", "pkg/cafe\xcc\x81.py"}) == std::vector<K>{K::normalization});
+  CHECK(kinds({"pkg/x", "pkg/x/y.py"}) == std::vector<K>{K::file_and_directory});
+  CHECK(kinds({"pkg/x", "pkg/x/"}) == std::vector<K>{K::file_and_directory});
+  CHECK(kinds({"pkg/a.py", "PKG/"}) == std::vector<K>{K::case_only});  // one spelling per directory
+  CHECK(kinds({"pkg/a.py", "PKG/b.py", "Pkg/c.py"}).size() == 1);      // reported once per directory
+}
+
+TEST_CASE("name clashes are found in time linear in the names' length") {
+  // 1,000 names 2,000 directories deep: every prefix folded separately would be quadratic.
+  std::string deep;
+  for (int i = 0; i < 2000; ++i) deep += "a/";
+  std::vector<std::string> names;
+  for (int i = 0; i < 1000; ++i) names.push_back(deep + "f" + std::to_string(i));
+  names.push_back(deep + "F1");
+  auto clashes = find_name_clashes(names);
+  REQUIRE(clashes.size() == 1);
+  CHECK(clashes[0].kind == NameClash::Kind::case_only);
+}
