@@ -654,6 +654,7 @@ MarkerPtr Parser::marker_atom(int depth) {
 
 MarkerPtr Parser::marker_item() {
   skip_ws();
+  const size_t at = p_;
   auto lhs = marker_operand();
   if (!lhs) return nullptr;
   skip_ws();
@@ -663,6 +664,27 @@ MarkerPtr Parser::marker_item() {
   auto rhs = marker_operand();
   if (!rhs) return nullptr;
   skip_ws();
+  // Comparisons packaging parses but cannot evaluate: pip evaluates every marker of a wheel it
+  // installs (even with --no-deps) and stops with a traceback on these.
+  for (const MarkerOperand* side : {&*lhs, &*rhs}) {
+    if (side->is_variable && (side->text == "extras" || side->text == "dependency_groups")) {
+      fail_with(fmt::format("the marker variable {} is defined only for lock files; pip cannot evaluate it in a "
+                            "wheel's requirements", side->text), at);
+      return nullptr;
+    }
+  }
+  if (!lhs->is_variable && !rhs->is_variable) {
+    fail_with("a marker comparing two quoted strings: pip cannot evaluate it (it looks the right one up as a variable)", at);
+    return nullptr;
+  }
+  // "~=" needs a version on its right: a literal, or a variable that holds one.
+  auto version_variable = [](const MarkerOperand& o) {
+    return o.is_variable && (o.text == "python_version" || o.text == "python_full_version" || o.text == "implementation_version");
+  };
+  if (*op == "~=" && !version_variable(*rhs) && (rhs->is_variable || !normalise_specifier("~=" + rhs->text))) {
+    fail_with("'~=' with no version on its right: pip cannot evaluate it (it is no valid specifier)", at);
+    return nullptr;
+  }
   auto node = std::make_shared<MarkerExpr>();
   node->kind = MarkerExpr::Kind::Compare;
   node->lhs = std::move(*lhs);

@@ -7,7 +7,10 @@
 // - `\N{NAME}` escapes in marker strings (no Unicode name table here);
 // - marker strings holding lone surrogates (`"\ud800"`), which UTF-8 cannot carry;
 // - marker parentheses nested deeper than kMaxMarkerNesting, and texts longer than
-//   kMaxRequirementBytes, so that what the input controls stays bounded.
+//   kMaxRequirementBytes, so that what the input controls stays bounded;
+// - comparisons packaging parses but cannot evaluate, on which pip stops with a traceback when
+//   it installs the wheel: the lock-file variables `extras` and `dependency_groups`, two quoted
+//   strings compared, and `~=` without a valid version on its right.
 #pragma once
 
 #include <cstddef>

@@ -50,6 +50,7 @@ MAX_LEN = {
     "fuzz_elf": 32768,
     "fuzz_merge": 131072,
     "fuzz_merge_valid": 163840,
+    "fuzz_requirement": 4096,
 }
 
 # The dictionary each harness runs with, in tests/fuzz/dicts/.
@@ -407,6 +408,39 @@ RECORD_EXTRA = [
     b'"unterminated,x,1\n',
     b'a"b,c,d\n',
 ]
+REQUIREMENTS = [
+    b"numpy",
+    b"numpy>=1.21",
+    b"cuda-bindings~=12.0",
+    b"cuda-python[all]>=12.6,<13; python_version >= '3.9'",
+    b"Pkg_Name.sub[Extra-One, extra_two] (>=1.0, !=1.3.*, <2)",
+    b"pytest; extra == \"test\"",
+    b"requests[security] ==2.31.0 ; python_version < \"3.13\" and sys_platform != 'win32'",
+    b"a===arbitrary-string",
+    b"b ~= 1.4.5rc1.post2.dev3",
+    b"c>=1!2.0+local.7",
+    b"pip @ https://github.com/pypa/pip/archive/1.3.1.zip#sha1=da9234ee9982d4bbb3c72346a6de940a148ea686",
+    b"name @ file:///tmp/x.whl ; os_name == 'posix'",
+    b"name@git+https://example.org/repo.git@v1.0",
+    b"x; (python_version < '3.10' or python_version >= '3.12') and platform_machine == 'x86_64'",
+    b"x; os.name == 'nt' or (sys.platform == 'darwin' and (platform_machine == 'arm64' or "
+    b"platform_machine == 'x86_64'))",
+    b"x; ((((extra == 'a'))))",
+    b"x; python_implementation == 'CPython' and platform.python_implementation != \"PyPy\"",
+    b"x; 'linux' in sys_platform and 'cu12' not in extras",
+    b"x; implementation_version >= '3.11' and python_full_version ~= '3.11.0' or platform_release === '6.1'",
+    b"x; 'tab\\there' == platform_version and \"it's\" != os_name and '\\x22q\\u00e9' == extra",
+    b"x ; extra == \"cu12\" and (extra == 'test' or dependency_groups == 'dev')",
+    b"caf\xc3\xa9 ; extra == '\xe2\x82\xac'",
+    b"x; python_version >= '3.9' and",
+    b"x[; extra == 'a'",
+    b"x>=; os_name == 'posix'",
+    b"x @ ",
+    b"x; (extra == 'a'",
+    b"x; extra == 'a')",
+    b"1x",
+    b"",
+]
 HEADER_EXTRA = [
     b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\nDescription: first\n  continued\n\tand tabbed\n\nbody\n",
     b"Key:value\r\nOther:  spaced  \r\n\r\nbody with\r\nCRLF",
@@ -483,6 +517,14 @@ def main() -> int:
         for chunk in (0, 1, 3):
             seeds["fuzz_elf"][f"elf_{i}_{chunk}"] = bytes([chunk]) + elf(strtab_vaddr_shift=shift, **kw)
     seeds["fuzz_merge_valid"].update(merge_valid_descriptions(real))
+    for i, s in enumerate(REQUIREMENTS):
+        seeds["fuzz_requirement"][f"requirement_{i}"] = s
+    requires_dist = sorted({line.split(b":", 1)[1].strip()
+                            for whl in wheels.values() for path, data in members_of(whl).items()
+                            if path.endswith(".dist-info/METADATA")
+                            for line in data.splitlines() if line.startswith(b"Requires-Dist:")})
+    for i, s in enumerate(requires_dist):
+        seeds["fuzz_requirement"][f"requires_dist_{i}"] = s
 
     kept = left_out = 0
     for harness, items in seeds.items():

@@ -8,7 +8,10 @@
 # In the build directory ($WM_FUZZ_BUILD, default build-fuzz/): corpus/HARNESS (kept and grown
 # from run to run), artifacts/HARNESS (crashes, timeouts, out-of-memory inputs), logs/HARNESS.log
 # and logs/summary.md. WM_FUZZ_KEEP_GOING=1 runs libFuzzer's fork mode, which goes on past
-# crashes (each one still kept in artifacts/).
+# crashes (each one still kept in artifacts/). WM_FUZZ_SWEEP=1 then runs the differential sweep
+# (oracle_sweep.py, release build/wheelmerge or $WHEELMERGE) over the grown corpora of the merge
+# harnesses and fuzz_requirement, where they ran; summary in logs/sweep.md, failing inputs in
+# sweep-failures/.
 # A crash found: minimise it with
 #   build-fuzz/HARNESS -minimize_crash=1 -runs=10000 -exact_artifact_path=OUT CRASH
 # and keep it in tests/fuzz/regressions/HARNESS/ (tests/integration/test_fuzz.py replays those).
@@ -77,3 +80,14 @@ table = "\n".join(rows)
 (build / "logs" / "summary.md").write_text(table + "\n")
 print(table)
 PY
+
+if [[ ${WM_FUZZ_SWEEP:-0} == 1 ]]; then
+  sweep_dirs=()
+  for h in "${harnesses[@]}"; do
+    case $h in fuzz_zip | fuzz_merge | fuzz_merge_valid | fuzz_requirement) sweep_dirs+=("$build/corpus/$h") ;; esac
+  done
+  if ((${#sweep_dirs[@]})); then
+    "$python" "$here/oracle_sweep.py" "${sweep_dirs[@]}" --jobs "$jobs_max" --out "$build/sweep-failures" \
+      --json "$build/logs/sweep.json" | tee "$build/logs/sweep.md"
+  fi
+fi

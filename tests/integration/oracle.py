@@ -290,7 +290,9 @@ def _metadata(path: Path) -> email.message.Message:
         dist_info = _dist_info(z.namelist())
         assert dist_info, f"{path.name}: no single .dist-info directory"
         data = z.read(f"{dist_info}/METADATA")
-    return email.parser.BytesParser(policy=email.policy.compat32).parsebytes(data)
+    # Read as text, as pip and importlib.metadata do: the bytes parser would hand back non-ASCII
+    # values as email.header.Header objects.
+    return email.parser.Parser(policy=email.policy.compat32).parsestr(data.decode("utf-8"))
 
 
 def requirements_of(path: str | Path) -> list[Requirement]:

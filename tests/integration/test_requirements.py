@@ -275,9 +275,16 @@ def packaging_parse(text: str):
 
 
 def known_divergence(req: Requirement, error: str) -> bool:
-    """The refusals requirement.hpp documents: \\N{...} escapes and lone surrogates."""
+    """The refusals requirement.hpp documents: \\N{...} escapes, lone surrogates, and markers
+    packaging parses but cannot evaluate (pip stops on them when it installs the wheel)."""
     if "\\N{" in error:
         return True
+    if "pip cannot evaluate" in error and req.marker is not None:
+        try:
+            req.marker.evaluate({"extra": ""})
+        except Exception:
+            return True  # packaging itself cannot evaluate it: the refusal is right
+        return False
     if "surrogate" in error and req.marker is not None:
         try:
             str(req.marker).encode("utf-8")

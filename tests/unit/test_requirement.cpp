@@ -55,7 +55,7 @@ TEST_CASE("requirement: the parts of typical requirements") {
   CHECK(printed("foo; os.name == 'nt'") == "foo; os_name == \"nt\"");
   CHECK(printed("foo; python_implementation=='PyPy'") ==
         "foo; platform_python_implementation == \"PyPy\"");
-  CHECK(printed("foo;'a'not in extras") == "foo; \"a\" not in extras");
+  CHECK(printed("foo;'a'not in extra") == "foo; \"a\" not in extra");
 }
 
 TEST_CASE("requirement: version specifiers are validated like packaging's Specifier") {
@@ -124,8 +124,8 @@ TEST_CASE("requirement: 'and' binds tighter than 'or'; parentheses printed only 
   CHECK(r.to_string() == "foo; os_name == \"a\" and os_name == \"b\" and os_name == \"c\"");
   CHECK(printed("foo;(os_name=='a'or(os_name=='b'and(os_name=='c'or os_name=='d')))") ==
         "foo; os_name == \"a\" or os_name == \"b\" and (os_name == \"c\" or os_name == \"d\")");
-  // Keywords need word boundaries: "'a'in'b'" is a comparison, "'a'inextras" is not.
-  CHECK(printed("foo; 'a'in'b'") == "foo; \"a\" in \"b\"");
+  // Keywords need word boundaries: "os_name in'b'" is a comparison, "'a'inextras" is not.
+  CHECK(printed("foo; os_name in'b'") == "foo; os_name in \"b\"");
   refusal("foo; 'a'inextras");
   refusal("foo; 'a' notin extras");
   refusal("foo; os_name == 'a' andos_name == 'b'");
@@ -205,4 +205,18 @@ TEST_CASE("requirement: markers on their own, and combined") {
   CHECK(marker_and(nullptr, m) == m);
   CHECK_FALSE(parse_marker("os_name == 'a' )", error));
   CHECK(error.find("column 16") == 0);
+}
+
+TEST_CASE("requirement: markers packaging parses but pip cannot evaluate are refused") {
+  // pip evaluates every marker of a wheel it installs and stops with a traceback on these.
+  std::string error;
+  CHECK_FALSE(parse_requirement("x; 'cu12' not in extras", error));
+  CHECK(error.find("lock files") != std::string::npos);
+  CHECK_FALSE(parse_requirement("x; dependency_groups == 'a'", error));
+  CHECK_FALSE(parse_requirement("x; 'a' == 'b'", error));
+  CHECK(error.find("two quoted strings") != std::string::npos);
+  CHECK_FALSE(parse_requirement("x; python_version ~= '3'", error));  // "~=3" is no specifier
+  CHECK_FALSE(parse_requirement("x; os_name ~= '1.0' or os_name ~= os_name", error));
+  CHECK(parse_requirement("x; python_version ~= '3.9'", error));
+  CHECK(parse_requirement("x; '3.9' ~= python_version", error));  // the version comes from the environment
 }
