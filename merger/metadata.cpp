@@ -80,24 +80,29 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
 
   // Requirements every build shares stay as they are; the others become per-label extras.
   // Compared by canonical text, counted in hash maps: linear in the number of requirements.
-  std::unordered_map<std::string, size_t> builds_with;  // canonical requirement -> builds having it
-  for (const Wheel* w : wheels) {
+  std::vector<std::vector<std::string>> keys(wheels.size());  // per build, per requirement
+  std::unordered_map<std::string, size_t> builds_with;        // key -> builds having it
+  for (size_t i = 0; i < wheels.size(); ++i) {
     std::unordered_set<std::string> own;
-    for (const Requirement& r : w->requires_dist)
-      if (own.insert(requirement_key(r)).second) ++builds_with[requirement_key(r)];
+    for (const Requirement& r : wheels[i]->requires_dist) {
+      keys[i].push_back(requirement_key(r));
+      if (own.insert(keys[i].back()).second) ++builds_with[keys[i].back()];
+    }
   }
-  auto shared = [&](const Requirement& r) { return builds_with[requirement_key(r)] == wheels.size(); };
+  auto shared = [&](const std::string& key) { return builds_with.at(key) == wheels.size(); };
   std::vector<std::string> merged;
   const std::vector<std::string> first_texts = first.metadata.all("Requires-Dist");  // as written
-  for (size_t k = 0; k < first.requires_dist.size(); ++k)
-    if (shared(first.requires_dist[k])) merged.push_back(first_texts[k]);
+  for (size_t k = 0; k < keys.front().size(); ++k)
+    if (shared(keys.front()[k])) merged.push_back(first_texts[k]);
   MergedMetadata result;
   std::vector<std::string> extras = first.metadata.all("Provides-Extra");
   std::unordered_set<std::string> extra_names(extras.begin(), extras.end());
-  for (const Wheel* w : wheels) {
+  for (size_t i = 0; i < wheels.size(); ++i) {
+    const Wheel* w = wheels[i];
     bool any = false;
-    for (const Requirement& r : w->requires_dist) {
-      if (shared(r)) continue;
+    for (size_t k = 0; k < w->requires_dist.size(); ++k) {
+      const Requirement& r = w->requires_dist[k];
+      if (shared(keys[i][k])) continue;
       if (r.marker && mentions_extra(*r.marker)) {
         problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
                             "a requirement that depends on an extra differs between builds",

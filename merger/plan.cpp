@@ -229,11 +229,8 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
   {
     std::vector<std::string> names;
     for (const auto& [path, row] : payload) names.push_back(path);
-    for (const NameClash& clash : find_name_clashes(names)) {
-      std::string expected, found;
-      std::string what = describe_clash(clash, names, expected, found);
-      problems.push_back({ProblemKind::conflict, all_inputs, names[clash.name], "across builds: " + what, expected, found});
-    }
+    for (const NameClash& clash : find_name_clashes(names))
+      problems.push_back(clash_problem(clash, names, ProblemKind::conflict, all_inputs, "across builds"));
     if (problems.size() != before) return std::nullopt;
   }
   auto same_everywhere = [&](const std::vector<const WheelFile*>& row) {
@@ -444,11 +441,8 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
   // labelled name may meet a directory, or a name that differs only in case.
   std::vector<std::string> names;
   for (const PlannedMember& m : members) names.push_back(m.path);
-  for (const NameClash& clash : find_name_clashes(names)) {
-    std::string expected, found;
-    std::string what = describe_clash(clash, names, expected, found);
-    problems.push_back({ProblemKind::conflict, all_inputs, names[clash.name], "merged wheel: " + what, expected, found});
-  }
+  for (const NameClash& clash : find_name_clashes(names))
+    problems.push_back(clash_problem(clash, names, ProblemKind::conflict, all_inputs, "merged wheel"));
   if (problems.size() != before || !metadata) return std::nullopt;
 
   // WHEEL, METADATA, RECORD; payload sorted by bytes, then dist-info, RECORD last.

@@ -313,11 +313,11 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
   const std::string metadata_member = w.dist_info + "/METADATA";
   if (auto fields = parse_headers(*metadata_text, w.display, metadata_member, problems)) {
     w.metadata = *fields;
-    std::set<std::string> seen;
+    std::map<std::string, size_t> seen;  // single-use field (lower case) -> times seen
     for (const Header& h : w.metadata.fields) {
       std::string key = h.key;
       std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (single_use_field(h.key) && !seen.insert(key).second && seen.insert(key + ":reported").second)
+      if (single_use_field(h.key) && ++seen[key] == 2)  // reported once, at its second use
         fail(metadata_member, fmt::format("METADATA field {} appears more than once", h.key), "once",
              fmt::format("{} values", w.metadata.all(h.key).size()));
     }

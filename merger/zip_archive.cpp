@@ -228,28 +228,31 @@ std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) 
   return clashes;
 }
 
-std::string describe_clash(const NameClash& clash, const std::vector<std::string>& names, std::string& expected,
-                           std::string& found) {
+Problem clash_problem(const NameClash& clash, const std::vector<std::string>& names, ProblemKind kind,
+                      const std::string& file, std::string_view context) {
   const std::string& name = names[clash.name];
   const std::string& other = names[clash.other];
+  Problem p{kind, file, name, {}, {}, {}};
   switch (clash.kind) {
     case NameClash::Kind::duplicate:
-      expected = "unique names", found = "the name twice";
-      return "duplicate member name";
+      p.what = "duplicate member name", p.expected = "unique names", p.found = "the name twice";
+      break;
     case NameClash::Kind::normalization:
-      expected = "unique names", found = fmt::format("{} and {}", code_points(name), code_points(other));
-      return "member names differ only in Unicode normalisation (NFC/NFD)";
+      p.what = "member names differ only in Unicode normalisation (NFC/NFD)", p.expected = "unique names";
+      p.found = fmt::format("{} and {}", code_points(name), code_points(other));
+      break;
     case NameClash::Kind::case_only:
-      expected = "unique names", found = "also " + other;
+      p.what = "member names differ only in case", p.expected = "unique names", p.found = "also " + other;
       // Look-alikes (the Kelvin sign and "k") are told apart by their code points.
       if (code_points(name) != name || code_points(other) != other)
-        found += fmt::format(" ({} and {})", code_points(name), code_points(other));
-      return "member names differ only in case";
+        p.found += fmt::format(" ({} and {})", code_points(name), code_points(other));
+      break;
     case NameClash::Kind::file_and_directory:
-      expected = "one kind of entry", found = "also " + other;
-      return "path is both a file and a directory";
+      p.what = "path is both a file and a directory", p.expected = "one kind of entry", p.found = "also " + other;
+      break;
   }
-  return {};
+  if (!context.empty()) p.what = std::string(context) + ": " + p.what;
+  return p;
 }
 
 namespace {
@@ -259,11 +262,8 @@ void check_names(const ZipArchive& zip, Reader& r) {
   std::vector<std::string> names;
   names.reserve(zip.entries.size());
   for (const ZipEntry& e : zip.entries) names.push_back(e.name);
-  for (const NameClash& clash : find_name_clashes(names)) {
-    std::string expected, found;
-    std::string what = describe_clash(clash, names, expected, found);
-    r.fail(names[clash.name], what, expected, found);
-  }
+  for (const NameClash& clash : find_name_clashes(names))
+    r.problems.push_back(clash_problem(clash, names, ProblemKind::invalid_input, r.display, {}));
 }
 
 }  // namespace

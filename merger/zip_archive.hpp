@@ -57,9 +57,10 @@ struct NameClash {
 };
 // Every clash among `names`, in a deterministic order; O(total length) expected.
 std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names);
-// What a clash is, with what was expected and found, for a Problem.
-std::string describe_clash(const NameClash& clash, const std::vector<std::string>& names, std::string& expected,
-                           std::string& found);
+// The problem a clash is, naming `file` and the clashing name; `context` (when not empty)
+// goes before what it says ("across builds: member names differ only in case").
+Problem clash_problem(const NameClash& clash, const std::vector<std::string>& names, ProblemKind kind,
+                      const std::string& file, std::string_view context);
 
 // Why `name` is not a safe archive member name, or empty when it is.
 std::string unsafe_name_reason(const std::string& name);
