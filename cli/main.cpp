@@ -1,14 +1,14 @@
 // The wheelmerge command line: arguments, output formatting and exit codes; the work is done
 // by the merger library.
-#include "build.hpp"
-#include "interrupt.hpp"
-#include "merge.hpp"
-#include "problem.hpp"
-#include "text.hpp"
-#include "verify.hpp"
-#include "wheel_name.hpp"
-#include "workflow.hpp"
-#include "version.hpp"
+#include "driver/build.hpp"
+#include "merger/interrupt.hpp"
+#include "merger/merge.hpp"
+#include "merger/problem.hpp"
+#include "merger/text.hpp"
+#include "merger/verify.hpp"
+#include "merger/wheel_name.hpp"
+#include "ci/workflow.hpp"
+#include "merger/version.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/color.h>

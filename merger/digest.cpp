@@ -1,4 +1,4 @@
-#include "digest.hpp"
+#include "merger/digest.hpp"
 
 #include <openssl/evp.h>
 

@@ -1,6 +1,6 @@
-#include "elf.hpp"
+#include "merger/elf.hpp"
 
-#include "bytes.hpp"
+#include "merger/bytes.hpp"
 
 #include <algorithm>
 #include <cstdint>

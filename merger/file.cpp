@@ -1,4 +1,4 @@
-#include "file.hpp"
+#include "merger/file.hpp"
 
 #include <cerrno>
 #include <cstring>

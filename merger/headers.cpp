@@ -1,4 +1,4 @@
-#include "headers.hpp"
+#include "merger/headers.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // an optional body after the first blank line.
 #pragma once
 
-#include "problem.hpp"
+#include "merger/problem.hpp"
 
 #include <optional>
 #include <string>

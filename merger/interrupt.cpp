@@ -1,4 +1,4 @@
-#include "interrupt.hpp"
+#include "merger/interrupt.hpp"
 
 #include <atomic>
 #include <csignal>

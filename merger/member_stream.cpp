@@ -1,6 +1,6 @@
-#include "member_stream.hpp"
+#include "merger/member_stream.hpp"
 
-#include "interrupt.hpp"
+#include "merger/interrupt.hpp"
 
 #include <fmt/format.h>
 #include <zlib.h>

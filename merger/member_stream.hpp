@@ -4,8 +4,8 @@
 // stream ends exactly at the member's compressed end.
 #pragma once
 
-#include "problem.hpp"
-#include "zip_archive.hpp"
+#include "merger/problem.hpp"
+#include "merger/zip_archive.hpp"
 
 #include <functional>
 #include <optional>

@@ -1,10 +1,10 @@
-#include "merge.hpp"
+#include "merger/merge.hpp"
 
-#include "loader.hpp"
-#include "member_stream.hpp"
-#include "parallel.hpp"
-#include "verify.hpp"
-#include "write.hpp"
+#include "merger/loader.hpp"
+#include "merger/member_stream.hpp"
+#include "merger/parallel.hpp"
+#include "merger/verify.hpp"
+#include "merger/write.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

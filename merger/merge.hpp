@@ -1,9 +1,9 @@
 // The whole merge: labels, every input read and validated, the plan, the write.
 #pragma once
 
-#include "plan.hpp"
-#include "wheel.hpp"
-#include "zip_writer.hpp"
+#include "merger/plan.hpp"
+#include "merger/wheel.hpp"
+#include "merger/zip_writer.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -1,7 +1,7 @@
-#include "metadata.hpp"
+#include "merger/metadata.hpp"
 
-#include "text.hpp"
-#include "wheel_name.hpp"
+#include "merger/text.hpp"
+#include "merger/wheel_name.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,8 +2,8 @@
 // made conditional on an extra named after each build's label, anything else a conflict.
 #pragma once
 
-#include "problem.hpp"
-#include "wheel.hpp"
+#include "merger/problem.hpp"
+#include "merger/wheel.hpp"
 
 #include <optional>
 #include <string>

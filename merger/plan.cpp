@@ -1,13 +1,13 @@
-#include "plan.hpp"
+#include "merger/plan.hpp"
 
-#include "digest.hpp"
-#include "loader.hpp"
-#include "bytes.hpp"
-#include "member_stream.hpp"
-#include "metadata.hpp"
-#include "record.hpp"
-#include "text.hpp"
-#include "version.hpp"
+#include "merger/digest.hpp"
+#include "merger/loader.hpp"
+#include "merger/bytes.hpp"
+#include "merger/member_stream.hpp"
+#include "merger/metadata.hpp"
+#include "merger/record.hpp"
+#include "merger/text.hpp"
+#include "merger/version.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,8 +2,8 @@
 // inputs alone. Planning touches no file; writing (write.hpp) decides nothing.
 #pragma once
 
-#include "problem.hpp"
-#include "wheel.hpp"
+#include "merger/problem.hpp"
+#include "merger/wheel.hpp"
 
 #include <map>
 #include <optional>

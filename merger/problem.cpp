@@ -1,6 +1,6 @@
-#include "problem.hpp"
+#include "merger/problem.hpp"
 
-#include "text.hpp"
+#include "merger/text.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // RECORD: the CSV list of every file in a wheel with its hash and size.
 #pragma once
 
-#include "problem.hpp"
+#include "merger/problem.hpp"
 
 #include <optional>
 #include <string>

@@ -1,4 +1,4 @@
-#include "requirement.hpp"
+#include "merger/requirement.hpp"
 
 #include <fmt/format.h>
 

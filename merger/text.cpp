@@ -1,4 +1,4 @@
-#include "text.hpp"
+#include "merger/text.hpp"
 
 #include <fmt/format.h>
 #include <unicase.h>

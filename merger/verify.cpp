@@ -1,10 +1,10 @@
-#include "verify.hpp"
+#include "merger/verify.hpp"
 
-#include "loader.hpp"
-#include "member_stream.hpp"
-#include "text.hpp"
-#include "wheel.hpp"
-#include "zip_archive.hpp"
+#include "merger/loader.hpp"
+#include "merger/member_stream.hpp"
+#include "merger/text.hpp"
+#include "merger/wheel.hpp"
+#include "merger/zip_archive.hpp"
 
 #include <fmt/format.h>
 #include <unordered_set>

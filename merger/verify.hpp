@@ -2,7 +2,7 @@
 // manifests against the files it holds.
 #pragma once
 
-#include "problem.hpp"
+#include "merger/problem.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 

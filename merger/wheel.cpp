@@ -1,12 +1,12 @@
-#include "wheel.hpp"
+#include "merger/wheel.hpp"
 
-#include "bytes.hpp"
-#include "digest.hpp"
-#include "interrupt.hpp"
-#include "member_stream.hpp"
-#include "parallel.hpp"
-#include "record.hpp"
-#include "text.hpp"
+#include "merger/bytes.hpp"
+#include "merger/digest.hpp"
+#include "merger/interrupt.hpp"
+#include "merger/member_stream.hpp"
+#include "merger/parallel.hpp"
+#include "merger/record.hpp"
+#include "merger/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,12 +2,12 @@
 // hash, the dist-info files parsed and checked against the file name.
 #pragma once
 
-#include "elf.hpp"
-#include "headers.hpp"
-#include "problem.hpp"
-#include "requirement.hpp"
-#include "wheel_name.hpp"
-#include "zip_archive.hpp"
+#include "merger/elf.hpp"
+#include "merger/headers.hpp"
+#include "merger/problem.hpp"
+#include "merger/requirement.hpp"
+#include "merger/wheel_name.hpp"
+#include "merger/zip_archive.hpp"
 
 #include <map>
 #include <unordered_map>

@@ -1,6 +1,6 @@
-#include "wheel_name.hpp"
+#include "merger/wheel_name.hpp"
 
-#include "text.hpp"
+#include "merger/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,10 +1,10 @@
-#include "write.hpp"
+#include "merger/write.hpp"
 
-#include "bytes.hpp"
-#include "interrupt.hpp"
-#include "loader.hpp"
-#include "member_stream.hpp"
-#include "verify.hpp"
+#include "merger/bytes.hpp"
+#include "merger/interrupt.hpp"
+#include "merger/loader.hpp"
+#include "merger/member_stream.hpp"
+#include "merger/verify.hpp"
 
 #include <fmt/format.h>
 #include <zip.h>

@@ -4,9 +4,9 @@
 // temporary file is used and removed on failure; only a kill can leave that one behind.)
 #pragma once
 
-#include "plan.hpp"
-#include "problem.hpp"
-#include "zip_writer.hpp"
+#include "merger/plan.hpp"
+#include "merger/problem.hpp"
+#include "merger/zip_writer.hpp"
 
 #include <optional>
 #include <string>

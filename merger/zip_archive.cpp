@@ -1,7 +1,7 @@
-#include "zip_archive.hpp"
+#include "merger/zip_archive.hpp"
 
-#include "bytes.hpp"
-#include "text.hpp"
+#include "merger/bytes.hpp"
+#include "merger/text.hpp"
 
 #include <fmt/format.h>
 

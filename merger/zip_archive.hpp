@@ -3,8 +3,8 @@
 // member contents are streamed separately (member_stream.hpp).
 #pragma once
 
-#include "file.hpp"
-#include "problem.hpp"
+#include "merger/file.hpp"
+#include "merger/problem.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,6 @@
-#include "zip_writer.hpp"
+#include "merger/zip_writer.hpp"
 
-#include "bytes.hpp"
+#include "merger/bytes.hpp"
 
 #include <zlib.h>
 

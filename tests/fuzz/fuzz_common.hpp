@@ -2,7 +2,7 @@
 // the input as a crash), a scratch directory per process, and splitting one input in two.
 #pragma once
 
-#include "problem.hpp"
+#include "merger/problem.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // input as read_wheel's second ranged read would, then finished. Properties: no crash, and the
 // result does not depend on how the bytes were chunked, where the scanner can know the dynamic
 // segment's place before its bytes go by (program headers first, as every linker writes them).
-#include "elf.hpp"
+#include "merger/elf.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

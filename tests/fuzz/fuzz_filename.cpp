@@ -4,8 +4,8 @@
 // of two builds, separated by an empty line: merge_platforms must not depend on their order,
 // and a merged set must merge with itself to itself.
 #include "fuzz_common.hpp"
-#include "text.hpp"
-#include "wheel_name.hpp"
+#include "merger/text.hpp"
+#include "merger/wheel_name.hpp"
 
 #include <fmt/format.h>
 #include <algorithm>

@@ -4,7 +4,7 @@
 // "\r", and removing it (and the line ending added before it when the input's last line had
 // none) gives the input back.
 #include "fuzz_common.hpp"
-#include "loader.hpp"
+#include "merger/loader.hpp"
 
 namespace {
 size_t count(std::string_view text, std::string_view what) {

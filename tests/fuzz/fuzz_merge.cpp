@@ -4,7 +4,7 @@
 // leaves nothing behind and never fails its own output check; a merge that succeeds writes
 // exactly one wheel, which read_wheel accepts.
 #include "fuzz_common.hpp"
-#include "merge.hpp"
+#include "merger/merge.hpp"
 
 #include <filesystem>
 

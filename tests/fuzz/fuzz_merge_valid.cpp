@@ -14,13 +14,13 @@
 // generated with every member's true hash and size. The first wheel is labelled cu12, the
 // second cu13 (a ".cuNN" suffix on the file name). Properties: as for fuzz_merge, plus the
 // merge with the inputs given in the other order writes a byte-identical wheel.
-#include "bytes.hpp"
-#include "digest.hpp"
-#include "file.hpp"
+#include "merger/bytes.hpp"
+#include "merger/digest.hpp"
+#include "merger/file.hpp"
 #include "fuzz_common.hpp"
-#include "merge.hpp"
-#include "record.hpp"
-#include "zip_writer.hpp"
+#include "merger/merge.hpp"
+#include "merger/record.hpp"
+#include "merger/zip_writer.hpp"
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>

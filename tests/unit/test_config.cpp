@@ -1,4 +1,4 @@
-#include "config.hpp"
+#include "driver/config.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-#include "bytes.hpp"
-#include "digest.hpp"
+#include "merger/bytes.hpp"
+#include "merger/digest.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "elf.hpp"
+#include "merger/elf.hpp"
 
 #include <doctest/doctest.h>
 

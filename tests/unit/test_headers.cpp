@@ -1,5 +1,5 @@
-#include "headers.hpp"
-#include "metadata.hpp"
+#include "merger/headers.hpp"
+#include "merger/metadata.hpp"
 
 #include <doctest/doctest.h>
 

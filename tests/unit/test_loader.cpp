@@ -1,4 +1,4 @@
-#include "loader.hpp"
+#include "merger/loader.hpp"
 
 #include <doctest/doctest.h>
 

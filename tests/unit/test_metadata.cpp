@@ -1,4 +1,4 @@
-#include "metadata.hpp"
+#include "merger/metadata.hpp"
 
 #include <doctest/doctest.h>
 

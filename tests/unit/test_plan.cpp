@@ -1,4 +1,4 @@
-#include "plan.hpp"
+#include "merger/plan.hpp"
 
 #include <doctest/doctest.h>
 

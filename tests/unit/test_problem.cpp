@@ -1,4 +1,4 @@
-#include "problem.hpp"
+#include "merger/problem.hpp"
 
 #include <doctest/doctest.h>
 

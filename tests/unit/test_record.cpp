@@ -1,4 +1,4 @@
-#include "record.hpp"
+#include "merger/record.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-#include "problem.hpp"
-#include "text.hpp"
+#include "merger/problem.hpp"
+#include "merger/text.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-#include "build.hpp"
-#include "toolkit.hpp"
+#include "driver/build.hpp"
+#include "driver/toolkit.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "wheel_name.hpp"
+#include "merger/wheel_name.hpp"
 
 #include <doctest/doctest.h>
 

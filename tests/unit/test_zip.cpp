@@ -1,7 +1,7 @@
-#include "bytes.hpp"
-#include "member_stream.hpp"
-#include "zip_archive.hpp"
-#include "zip_writer.hpp"
+#include "merger/bytes.hpp"
+#include "merger/member_stream.hpp"
+#include "merger/zip_archive.hpp"
+#include "merger/zip_writer.hpp"
 
 #include <doctest/doctest.h>
 

@@ -13,7 +13,7 @@
 //   env = { CMAKE_ARGS = "-DCMAKE_CUDA_ARCHITECTURES=70;80" }
 #pragma once
 
-#include "problem.hpp"
+#include "merger/problem.hpp"
 
 #include <map>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "config.hpp"
+#include "driver/config.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

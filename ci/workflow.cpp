@@ -1,4 +1,4 @@
-#include "workflow.hpp"
+#include "ci/workflow.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

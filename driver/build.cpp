@@ -1,6 +1,6 @@
-#include "build.hpp"
+#include "driver/build.hpp"
 
-#include "interrupt.hpp"
+#include "merger/interrupt.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,7 +1,7 @@
 // Finding a CUDA toolkit for a major version, and reading a toolkit's version.
 #pragma once
 
-#include "problem.hpp"
+#include "merger/problem.hpp"
 
 #include <map>
 #include <optional>

@@ -1,6 +1,6 @@
-#include "process.hpp"
+#include "driver/process.hpp"
 
-#include "interrupt.hpp"
+#include "merger/interrupt.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "toolkit.hpp"
+#include "driver/toolkit.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

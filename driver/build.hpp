@@ -2,10 +2,10 @@
 // major's toolkit, each from its own clean copy of the source tree, then the merge.
 #pragma once
 
-#include "config.hpp"
-#include "merge.hpp"
-#include "process.hpp"
-#include "toolkit.hpp"
+#include "driver/config.hpp"
+#include "merger/merge.hpp"
+#include "driver/process.hpp"
+#include "driver/toolkit.hpp"
 
 #include <functional>
 #include <map>
