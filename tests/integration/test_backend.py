@@ -56,7 +56,7 @@ LABELS = ("cu12", "cu13")
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 # What goes into the wheelmerge wheel: its cache key hashes these (files, or every file below).
-WHEEL_SOURCES = ("pyproject.toml", "CMakeLists.txt", "README.md", "cmake", "merger", "cli", "backend",
+WHEEL_SOURCES = ("pyproject.toml", "CMakeLists.txt", "README.md", "cmake", "merger", "cli", "driver", "ci", "python",
                  "templates")
 # Variables that would pick a toolkit or a major if they leaked in from outside.
 _TOOLKIT_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_ROOT", "CUDAToolkit_ROOT",
@@ -333,7 +333,7 @@ def test_wheel_is_a_valid_wheel(wheelmerge_wheel, wheelmerge_bin, tmp_path):
     tree = tmp_path / "unpacked" / f"wheelmerge-{VERSION}"
     assert os.access(tree / "wheelmerge" / "_bin" / "wheelmerge", os.X_OK)
     if "WHEELMERGE_WHEEL" not in os.environ:
-        assert (tree / "wheelmerge" / "backend.py").read_bytes() == (ROOT / "backend" / "wheelmerge" / "backend.py").read_bytes()
+        assert (tree / "wheelmerge" / "backend.py").read_bytes() == (ROOT / "python" / "wheelmerge" / "backend.py").read_bytes()
 
     root = tmp_path / "root"
     installed = run([PY, "-m", "installer", "--validate-record", "all", "--destdir", root, wheelmerge_wheel], check=False)
