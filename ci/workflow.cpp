@@ -4,6 +4,11 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
 namespace wm {
 
 namespace {
@@ -75,6 +80,23 @@ std::string caller_workflow(const WorkflowOptions& o) {
   }
   out << YAML::EndMap << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+std::optional<std::string> write_workflow(const std::string& project_dir, const WorkflowOptions& options, bool force,
+                                          Problems& problems) {
+  const auto path = std::filesystem::path(project_dir) / ".github" / "workflows" / "wheels.yml";
+  if (std::filesystem::exists(path) && !force) {
+    problems.push_back({ProblemKind::usage, path.string(), {}, "the workflow already exists", "--force to replace it", "a file"});
+    return std::nullopt;
+  }
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream file(path, std::ios::trunc);
+  file << caller_workflow(options);
+  if (!file.flush()) {
+    problems.push_back({ProblemKind::other, path.string(), {}, "cannot write the workflow", {}, std::strerror(errno)});
+    return std::nullopt;
+  }
+  return path.string();
 }
 
 }  // namespace wm

@@ -3,6 +3,9 @@
 // (.github/workflows/wheelmerge-wheels.yml), which holds the pipeline itself.
 #pragma once
 
+#include "merger/problem.hpp"
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,5 +24,11 @@ struct WorkflowOptions {
 
 // The workflow file's text, emitted with yaml-cpp.
 std::string caller_workflow(const WorkflowOptions& options);
+
+// Writes caller_workflow(options) to PROJECT/.github/workflows/wheels.yml, creating the
+// directories; an existing file is replaced only with `force`. The path written, or nullopt with
+// a problem naming the file.
+std::optional<std::string> write_workflow(const std::string& project_dir, const WorkflowOptions& options, bool force,
+                                          Problems& problems);
 
 }  // namespace wm

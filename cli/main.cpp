@@ -1,7 +1,11 @@
 // The wheelmerge command line: arguments, output formatting and exit codes; the work is done
 // by the merger library.
 #include "driver/build.hpp"
+#include "driver/config.hpp"
+#include "driver/toolkit.hpp"
 #include "merger/interrupt.hpp"
+#include "merger/label.hpp"
+#include "cli/render.hpp"
 #include "merger/merge.hpp"
 #include "merger/problem.hpp"
 #include "merger/text.hpp"
@@ -15,12 +19,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -113,22 +117,21 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
   return 0;
 }
 
-// "12=PATH" or "12".
-bool parse_cuda_option(const std::string& value, wm::BuildOptions& options) {
-  size_t eq = value.find('=');
-  std::string major = value.substr(0, eq);
-  if (major.rfind("cu", 0) == 0) major = major.substr(2);
-  if (major.empty() || major.size() > 2 || major.find_first_not_of("0123456789") != std::string::npos) return false;
-  options.majors.push_back(std::stoi(major));
-  if (eq != std::string::npos) options.toolkit_paths[std::stoi(major)] = value.substr(eq + 1);
-  return true;
+// --cuda values ("12", "cu12", "12=PATH") into `options`; the first value that is none, if any.
+std::optional<std::string> take_cuda_options(const std::vector<std::string>& cuda, wm::BuildOptions& options) {
+  for (const std::string& c : cuda) {
+    auto option = wm::parse_cuda_option(c);
+    if (!option) return c;
+    options.majors.push_back(option->major);
+    if (option->toolkit) options.toolkit_paths[option->major] = *option->toolkit;
+  }
+  return std::nullopt;
 }
 
 int run_build(const Output& out, wm::BuildOptions& options, const std::vector<std::string>& cuda,
               const std::vector<std::string>& settings) {
-  for (const std::string& c : cuda)
-    if (!parse_cuda_option(c, options))
-      return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N, e.g. 12=/usr/local/cuda-12.9", c}});
+  if (auto bad = take_cuda_options(cuda, options))
+    return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N, e.g. 12=/usr/local/cuda-12.9", *bad}});
   for (const std::string& kv : settings) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -145,7 +148,7 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   if (out.json) {
     nlohmann::json variants = nlohmann::json::array();
     for (const wm::VariantBuild& v : result->variants)
-      variants.push_back({{"label", v.label}, {"cuda_version", v.toolkit.version}, {"toolkit", v.toolkit.root},
+      variants.push_back({{"label", v.label.str()}, {"cuda_version", v.toolkit.version}, {"toolkit", v.toolkit.root},
                           {"found_by", v.toolkit.found_by}, {"log", v.log}, {"seconds", v.seconds}});
     nlohmann::json j = {{"output", result->merge.output}, {"variants", variants}, {"log_dir", result->log_dir},
                         {"shared", result->merge.plan.shared_files},
@@ -161,28 +164,23 @@ int run_toolkit(const Output& out, const std::string& project_dir, const std::ve
   auto project = wm::load_project_config(project_dir, problems);
   if (!project) return out.fail(problems);
   wm::BuildOptions options;
-  for (const std::string& c : cuda)
-    if (!parse_cuda_option(c, options))
-      return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N", c}});
-  if (options.majors.empty()) options.majors = project->wheelmerge.cuda;
-  if (options.majors.empty()) options.majors = {12, 13};
-  wm::ToolkitHints hints;
-  hints.command_line = options.toolkit_paths;
-  for (const auto& [major, v] : project->wheelmerge.variants)
-    if (!v.toolkit.empty()) hints.config[major] = (std::filesystem::path(project_dir) / v.toolkit).lexically_normal().string();
-  hints.env = wm::current_environment();
+  if (auto bad = take_cuda_options(cuda, options))
+    return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N", *bad}});
+  const wm::ToolkitHints hints =
+      wm::toolkit_hints(options.toolkit_paths, project->wheelmerge, project_dir, wm::current_environment());
   nlohmann::json found = nlohmann::json::array();
-  for (int major : options.majors) {
+  for (int major : wm::chosen_cuda_majors(options.majors, project->wheelmerge)) {
     wm::Problems missing;
     auto t = wm::find_toolkit(major, hints, missing);
     if (!t) {
       for (const wm::Problem& p : missing) out.warning(wm::describe(p));
       continue;
     }
-    found.push_back({{"label", fmt::format("cu{}", major)}, {"major", major}, {"root", t->root},
+    const std::string label = wm::VariantLabel::cuda(major).str();
+    found.push_back({{"label", label}, {"major", major}, {"root", t->root},
                      {"version", t->version}, {"version_source", t->version_source}, {"found_by", t->found_by},
                      {"env", wm::environment_changes(hints.env, wm::variant_environment(*t, project->wheelmerge, hints.env))}});
-    out.info(fmt::format("cu{}: CUDA {} at {} (found by {})", major, t->version, t->root, t->found_by));
+    out.info(fmt::format("{}: CUDA {} at {} (found by {})", label, t->version, t->root, t->found_by));
   }
   if (out.json) fmt::print("{}\n", nlohmann::json{{"toolkits", found}}.dump(2));
   return found.empty() ? 2 : 0;
@@ -193,11 +191,11 @@ int run_verify(const Output& out, const std::vector<std::string>& paths) {
   wm::Problems all;
   for (const std::string& path : paths) {
     wm::Problems problems;
-    auto summary = wm::verify_wheel(path, problems);
-    if (summary) {
-      for (const auto& w : (*summary)["warnings"]) out.warning(w.get<std::string>());
-      out.info(fmt::format("{}: valid{}", path, (*summary)["merged"].get<bool>() ? " merged wheel" : " wheel"));
-      reports.push_back(*summary);
+    auto report = wm::verify_wheel(path, problems);
+    if (report) {
+      for (const std::string& w : report->warnings) out.warning(w);
+      out.info(fmt::format("{}: valid{}", path, report->merged() ? " merged wheel" : " wheel"));
+      reports.push_back(wm::cli::to_json(*report));
     } else {
       for (const wm::Problem& p : problems) out.error(p);
       reports.push_back({{"file", path}, {"valid", false}, {"problems", problem_list(problems)}});
@@ -219,13 +217,13 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
     return items;
   };
   options.python_versions = split(pythons);
-  for (const std::string& major : split(cuda)) {
-    if (major.find_first_not_of("0123456789") != std::string::npos || major.size() > 2)
-      return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "majors such as 12,13", cuda}});
-    options.cuda_majors.push_back(std::stoi(major));
+  std::vector<int> majors;
+  for (const std::string& item : split(cuda)) {
+    auto major = wm::parse_cuda_major(item);
+    if (!major) return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "majors such as 12,13", cuda}});
+    majors.push_back(*major);
   }
-  if (options.cuda_majors.empty()) options.cuda_majors = project->wheelmerge.cuda;
-  if (options.cuda_majors.empty()) options.cuda_majors = {12, 13};
+  options.cuda_majors = wm::chosen_cuda_majors(majors, project->wheelmerge);
   if (options.import_name.empty()) {
     options.import_name = wm::normalize_name(project->name);
     if (options.import_name.empty())
@@ -234,18 +232,11 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   }
   options.variant_files = project->wheelmerge.variant_files;
   options.driver_fallback = project->wheelmerge.driver_fallback;
-  const auto path = std::filesystem::path(project_dir) / ".github" / "workflows" / "wheels.yml";
-  if (std::filesystem::exists(path) && !force)
-    return out.fail({{wm::ProblemKind::usage, path.string(), {}, "the workflow already exists",
-                      "--force to replace it", "a file"}});
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream file(path, std::ios::trunc);
-  file << wm::caller_workflow(options);
-  if (!file.flush())
-    return out.fail({{wm::ProblemKind::other, path.string(), {}, "cannot write the workflow", {}, std::strerror(errno)}});
-  out.info(fmt::format("wrote {}: builds {} x CUDA {}, imports {}", path.string(), fmt::join(options.python_versions, ", "),
+  auto path = wm::write_workflow(project_dir, options, force, problems);
+  if (!path) return out.fail(problems);
+  out.info(fmt::format("wrote {}: builds {} x CUDA {}, imports {}", *path, fmt::join(options.python_versions, ", "),
                        fmt::join(options.cuda_majors, ", "), options.import_name));
-  if (out.json) fmt::print("{}\n", nlohmann::json{{"output", path.string()}}.dump(2));
+  if (out.json) fmt::print("{}\n", nlohmann::json{{"output", *path}}.dump(2));
   return 0;
 }
 
@@ -255,17 +246,7 @@ int run_config(const Output& out, const std::string& project_dir) {
   wm::Problems problems;
   auto project = wm::load_project_config(project_dir, problems);
   if (!project) return out.fail(problems);
-  const wm::BuildConfig& c = project->wheelmerge;
-  nlohmann::json variants = nlohmann::json::object();
-  for (const auto& [major, v] : c.variants)
-    variants[fmt::format("cu{}", major)] = {{"toolkit", v.toolkit}, {"env", v.env}};
-  nlohmann::json j = {{"source", c.source}, {"cuda", c.cuda}, {"backend", c.backend}, {"backend-path", c.backend_path},
-                      {"variant-files", c.variant_files}, {"driver-fallback", c.driver_fallback}, {"env", c.env},
-                      {"variants", variants},
-                      {"build-system", {{"requires", project->build_system.requirements},
-                                        {"build-backend", project->build_system.backend},
-                                        {"backend-path", project->build_system.backend_path}}}};
-  fmt::print("{}\n", j.dump(2));  // JSON whether or not --json is given: it is the output
+  fmt::print("{}\n", wm::config_json(*project).dump(2));  // JSON whether or not --json is given: it is the output
   return 0;
 }
 
@@ -273,32 +254,127 @@ int run_inspect(const Output& out, const std::string& path) {
   wm::Problems problems;
   auto report = wm::inspect_wheel(path, problems);
   if (!report) return out.fail(problems);
-  for (const auto& w : (*report)["warnings"]) out.warning(w.get<std::string>());
-  if (out.json) {
-    fmt::print("{}\n", report->dump(2));
-    return 0;
-  }
-  const auto& r = *report;
-  fmt::print("{} {}: valid wheel\n", r["name"].get<std::string>(), r["version"].get<std::string>());
-  fmt::print("tags: {}\n", fmt::join(r["tags"].get<std::vector<std::string>>(), ", "));
-  if (!r["merged"].get<bool>()) {
-    fmt::print("not a merged wheel: no wheelmerge loader\n");
-    return 0;
-  }
-  fmt::print("variants: {}\n", fmt::join(r["variants"].get<std::vector<std::string>>(), ", "));
-  for (const auto& l : r["loaders"])
-    fmt::print("loader: {} (package {}, driver fallback {})\n", l["loader"].get<std::string>(),
-               l["package"].get<std::string>(), l["driver_fallback"].get<bool>() ? "on" : "off");
-  for (const auto& l : r["loaders"])
-    for (const auto& [label, info] : l["build_info"].items())
-      if (!info.empty()) fmt::print("{} built with: {}\n", label, info.dump());
-  fmt::print("shared: {} bytes\n", r["shared_bytes"].get<uint64_t>());
-  for (const auto& [label, bytes] : r["variant_bytes"].items())
-    fmt::print("{}: {} bytes\n", label, bytes.get<uint64_t>());
-  for (const auto& f : r["files"])
-    fmt::print("  {:>6} {:>12} {}\n", f["variant"].is_null() ? "shared" : f["variant"].get<std::string>(),
-               f["size"].get<uint64_t>(), f["path"].get<std::string>());
+  for (const std::string& w : report->warnings) out.warning(w);
+  if (out.json) fmt::print("{}\n", wm::cli::to_json(*report).dump(2));
+  else wm::cli::print_text(*report);
   return 0;
+}
+
+}  // namespace
+
+namespace {
+
+// A subcommand: its options, bound to arguments the runner owns, and what it runs when given.
+struct Subcommand {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+// --json, -q and -v, which every subcommand takes.
+void add_common(CLI::App* cmd, Output& out) {
+  cmd->add_flag("--json", out.json, "print a JSON summary on stdout");
+  auto* quiet = cmd->add_flag("-q,--quiet", out.quiet, "print only errors");
+  cmd->add_flag("-v,--verbose", out.verbose, "print each variant file")->excludes(quiet);
+}
+
+Subcommand add_merge(CLI::App& app, Output& out) {
+  struct Args {
+    std::vector<std::string> wheels;
+    std::string out_dir = ".";
+    wm::MergeOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* merge = app.add_subcommand("merge", "merge wheels built for different CUDA majors");
+  merge->add_option("wheels", a->wheels, "input wheels, each optionally PATH=cuNN")->required();
+  merge->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
+  merge->add_option("--variant-file", a->options.variant_globs, "glob of other paths that may differ per build");
+  merge->add_flag("--driver-fallback", a->options.driver_fallback,
+                  "let the loader use the driver's CUDA version when cuda-bindings is not installed");
+  add_common(merge, out);
+  return {merge, [&out, a] { return run_merge(out, a->wheels, a->out_dir, a->options); }};
+}
+
+Subcommand add_inspect(CLI::App& app, Output& out) {
+  auto path = std::make_shared<std::string>();
+  auto* inspect = app.add_subcommand("inspect", "validate a wheel and show its variants");
+  inspect->add_option("wheel", *path, "the wheel")->required();
+  add_common(inspect, out);
+  return {inspect, [&out, path] { return run_inspect(out, *path); }};
+}
+
+Subcommand add_build(CLI::App& app, Output& out) {
+  struct Args {
+    wm::BuildOptions options;
+    std::vector<std::string> cuda, settings;
+  };
+  auto a = std::make_shared<Args>();
+  wm::BuildOptions& o = a->options;
+  auto* build = app.add_subcommand("build", "build a project once per CUDA major, then merge");
+  build->add_option("project", o.project_dir, "the project directory (default: .)");
+  build->add_option("--cuda", a->cuda, "a CUDA major to build, N or N=TOOLKIT_ROOT (repeatable)");
+  build->add_option("-o,--output-dir", o.out_dir, "output directory (default: dist)");
+  build->add_flag("!--no-isolation", o.isolation, "build in the current environment");
+  build->add_option("-C,--config-setting", a->settings, "KEY=VALUE for the project's build backend");
+  build->add_option("-j,--jobs", o.jobs, "variants built at once (default: 1)");
+  build->add_option("--python", o.python, "the Python that builds (default: python3)");
+  build->add_option("--find-links", o.find_links, "a directory or URL pip may install build requirements from");
+  build->add_option("--log-dir", o.log_dir, "where each variant's log is kept");
+  build->add_option("--variant-file", o.merge.variant_globs, "glob of other paths that may differ per build");
+  build->add_flag("--driver-fallback", o.merge.driver_fallback, "see merge --driver-fallback");
+  add_common(build, out);
+  return {build, [&out, a] { return run_build(out, a->options, a->cuda, a->settings); }};
+}
+
+Subcommand add_verify(CLI::App& app, Output& out) {
+  auto paths = std::make_shared<std::vector<std::string>>();
+  auto* verify = app.add_subcommand("verify", "check wheels strictly: zip structure, names, hashes, metadata, loaders");
+  verify->add_option("wheels", *paths, "the wheels")->required();
+  add_common(verify, out);
+  return {verify, [&out, paths] { return run_verify(out, *paths); }};
+}
+
+// `ci init`, the one subcommand of `ci`.
+Subcommand add_ci(CLI::App& app, Output& out) {
+  struct Args {
+    std::string project = ".", pythons = "3.10,3.11,3.12,3.13", cuda;
+    bool force = false;
+    wm::WorkflowOptions workflow;
+  };
+  auto a = std::make_shared<Args>();
+  auto* ci = app.add_subcommand("ci", "GitHub Actions for the project");
+  ci->require_subcommand(1);
+  auto* ci_init = ci->add_subcommand("init", "write .github/workflows/wheels.yml: build each variant on runners, merge, test");
+  ci_init->add_option("project", a->project, "the project directory (default: .)");
+  ci_init->add_option("--python", a->pythons, "Python versions, comma-separated (default: 3.10,3.11,3.12,3.13)");
+  ci_init->add_option("--cuda", a->cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
+  ci_init->add_flag("--container", a->workflow.container, "build in NVIDIA's CUDA container images");
+  ci_init->add_flag("--publish", a->workflow.publish, "publish the merged wheels to PyPI on version tags");
+  ci_init->add_option("--import-name", a->workflow.import_name, "the package to import in the test job (default: from [project] name)");
+  ci_init->add_option("--ref", a->workflow.ref, "the ref of wheelmerge's reusable workflow (default: main)");
+  ci_init->add_flag("--force", a->force, "replace an existing workflow file");
+  add_common(ci_init, out);
+  return {ci_init, [&out, a] { return run_ci_init(out, a->project, a->workflow, a->pythons, a->cuda, a->force); }};
+}
+
+Subcommand add_config(CLI::App& app, Output& out) {
+  auto project = std::make_shared<std::string>(".");
+  auto* config = app.add_subcommand("config", "show the project's wheelmerge configuration as read");
+  config->add_option("project", *project, "the project directory (default: .)");
+  add_common(config, out);
+  return {config, [&out, project] { return run_config(out, *project); }};
+}
+
+Subcommand add_toolkit(CLI::App& app, Output& out) {
+  struct Args {
+    std::string project = ".";
+    std::vector<std::string> cuda;
+  };
+  auto a = std::make_shared<Args>();
+  auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and their build environment");
+  toolkit->add_option("project", a->project, "the project directory (default: .)");
+  toolkit->add_option("--cuda", a->cuda, "a CUDA major, N or N=TOOLKIT_ROOT (repeatable)");
+  add_common(toolkit, out);
+  return {toolkit, [&out, a] { return run_toolkit(out, a->project, a->cuda); }};
 }
 
 }  // namespace
@@ -307,7 +383,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
   static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit", "verify", "ci", "config"};
-  if (!args.empty() && !kCommands.count(args[0]) && args[0].rfind('-', 0) != 0)
+  if (!args.empty() && !kCommands.count(args[0]) && !args[0].starts_with('-'))
     args.insert(args.begin(), "merge");
 
   CLI::App app{"wheelmerge: merge per-CUDA-major wheels into one that imports the right build"};
@@ -315,75 +391,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Output out;
   out.color = isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
-
-  auto add_common = [&](CLI::App* cmd) {
-    cmd->add_flag("--json", out.json, "print a JSON summary on stdout");
-    auto* quiet = cmd->add_flag("-q,--quiet", out.quiet, "print only errors");
-    cmd->add_flag("-v,--verbose", out.verbose, "print each variant file")->excludes(quiet);
-  };
-  std::vector<std::string> wheels;
-  std::string out_dir = ".";
-  wm::MergeOptions options;
-  auto* merge = app.add_subcommand("merge", "merge wheels built for different CUDA majors");
-  merge->add_option("wheels", wheels, "input wheels, each optionally PATH=cuNN")->required();
-  merge->add_option("-o,--output-dir", out_dir, "output directory (default: current directory)");
-  merge->add_option("--variant-file", options.variant_globs, "glob of other paths that may differ per build");
-  merge->add_flag("--driver-fallback", options.driver_fallback,
-                  "let the loader use the driver's CUDA version when cuda-bindings is not installed");
-  add_common(merge);
-  std::string inspect_path;
-  auto* inspect = app.add_subcommand("inspect", "validate a wheel and show its variants");
-  inspect->add_option("wheel", inspect_path, "the wheel")->required();
-  add_common(inspect);
-
-  wm::BuildOptions build_options;
-  std::vector<std::string> cuda, settings;
-  auto* build = app.add_subcommand("build", "build a project once per CUDA major, then merge");
-  build->add_option("project", build_options.project_dir, "the project directory (default: .)");
-  build->add_option("--cuda", cuda, "a CUDA major to build, N or N=TOOLKIT_ROOT (repeatable)");
-  build->add_option("-o,--output-dir", build_options.out_dir, "output directory (default: dist)");
-  build->add_flag("!--no-isolation", build_options.isolation, "build in the current environment");
-  build->add_option("-C,--config-setting", settings, "KEY=VALUE for the project's build backend");
-  build->add_option("-j,--jobs", build_options.jobs, "variants built at once (default: 1)");
-  build->add_option("--python", build_options.python, "the Python that builds (default: python3)");
-  build->add_option("--find-links", build_options.find_links, "a directory or URL pip may install build requirements from");
-  build->add_option("--log-dir", build_options.log_dir, "where each variant's log is kept");
-  build->add_option("--variant-file", build_options.merge.variant_globs, "glob of other paths that may differ per build");
-  build->add_flag("--driver-fallback", build_options.merge.driver_fallback, "see merge --driver-fallback");
-  add_common(build);
-
-  std::vector<std::string> verify_paths;
-  auto* verify = app.add_subcommand("verify", "check wheels strictly: zip structure, names, hashes, metadata, loaders");
-  verify->add_option("wheels", verify_paths, "the wheels")->required();
-  add_common(verify);
-
-  auto* ci = app.add_subcommand("ci", "GitHub Actions for the project");
-  ci->require_subcommand(1);
-  auto* ci_init = ci->add_subcommand("init", "write .github/workflows/wheels.yml: build each variant on runners, merge, test");
-  std::string ci_project = ".", ci_pythons = "3.10,3.11,3.12,3.13", ci_cuda;
-  bool ci_force = false;
-  wm::WorkflowOptions workflow;
-  ci_init->add_option("project", ci_project, "the project directory (default: .)");
-  ci_init->add_option("--python", ci_pythons, "Python versions, comma-separated (default: 3.10,3.11,3.12,3.13)");
-  ci_init->add_option("--cuda", ci_cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
-  ci_init->add_flag("--container", workflow.container, "build in NVIDIA's CUDA container images");
-  ci_init->add_flag("--publish", workflow.publish, "publish the merged wheels to PyPI on version tags");
-  ci_init->add_option("--import-name", workflow.import_name, "the package to import in the test job (default: from [project] name)");
-  ci_init->add_option("--ref", workflow.ref, "the ref of wheelmerge's reusable workflow (default: main)");
-  ci_init->add_flag("--force", ci_force, "replace an existing workflow file");
-  add_common(ci_init);
-
-  std::string config_project = ".";
-  auto* config = app.add_subcommand("config", "show the project's wheelmerge configuration as read");
-  config->add_option("project", config_project, "the project directory (default: .)");
-  add_common(config);
-
-  std::string toolkit_project = ".";
-  std::vector<std::string> toolkit_cuda;
-  auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and their build environment");
-  toolkit->add_option("project", toolkit_project, "the project directory (default: .)");
-  toolkit->add_option("--cuda", toolkit_cuda, "a CUDA major, N or N=TOOLKIT_ROOT (repeatable)");
-  add_common(toolkit);
+  // In the order `--help` lists them.
+  const std::vector<Subcommand> commands = {add_merge(app, out),  add_inspect(app, out), add_build(app, out),
+                                            add_verify(app, out), add_ci(app, out),      add_config(app, out),
+                                            add_toolkit(app, out)};
 
   std::vector<const char*> cargv = {argv[0]};
   for (const std::string& a : args) cargv.push_back(a.c_str());
@@ -399,14 +410,8 @@ int main(int argc, char** argv) {
   }
   wm::catch_interrupts();
   try {
-    int rc = 0;
-    if (merge->parsed()) rc = run_merge(out, wheels, out_dir, options);
-    else if (build->parsed()) rc = run_build(out, build_options, cuda, settings);
-    else if (toolkit->parsed()) rc = run_toolkit(out, toolkit_project, toolkit_cuda);
-    else if (verify->parsed()) rc = run_verify(out, verify_paths);
-    else if (config->parsed()) rc = run_config(out, config_project);
-    else if (ci_init->parsed()) rc = run_ci_init(out, ci_project, workflow, ci_pythons, ci_cuda, ci_force);
-    else rc = run_inspect(out, inspect_path);
+    auto given = std::find_if(commands.begin(), commands.end(), [](const Subcommand& c) { return c.app->parsed(); });
+    int rc = (given == commands.end() ? commands[1] : *given).run();  // exactly one is given; inspect as before
     // A run that completed despite a late signal reports its success: its output is in place.
     return rc != 0 && wm::interrupted() ? 128 + wm::interrupted() : rc;
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 namespace wm {
 
@@ -30,7 +32,7 @@ bool is_build_output(const fs::path& p) {
                                                "_skbuild", ".eggs", ".tox", ".nox", ".mypy_cache",
                                                ".pytest_cache", ".ruff_cache", ".wheelmerge"};
   std::string name = p.filename().string();
-  return kNames.count(name) || (name.size() > 9 && name.substr(name.size() - 9) == ".egg-info");
+  return kNames.count(name) || (name.size() > 9 && name.ends_with(".egg-info"));
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -68,15 +70,11 @@ Environment variant_environment(const Toolkit& toolkit, const BuildConfig& confi
   else env.erase("CUDACXX");  // an inherited one would compile this variant with another toolkit
   std::string path = (root / "bin").string();
   if (auto it = base.find("PATH"); it != base.end()) {
-    for (size_t start = 0; start <= it->second.size();) {
-      size_t end = it->second.find(':', start);
-      if (end == std::string::npos) end = it->second.size();
-      std::string dir = it->second.substr(start, end - start);
-      start = end + 1;
+    for (const std::string& dir : path_list(it->second)) {
       fs::path nvcc = fs::path(dir) / "nvcc";
-      bool other_toolkit = !dir.empty() && fs::exists(nvcc, ec) &&
+      bool other_toolkit = fs::exists(nvcc, ec) &&
                            fs::weakly_canonical(nvcc, ec).parent_path().parent_path() != fs::weakly_canonical(root, ec);
-      if (!dir.empty() && !other_toolkit) path += ":" + dir;
+      if (!other_toolkit) path += ":" + dir;
     }
   }
   env["PATH"] = path;
@@ -99,108 +97,143 @@ Environment environment_changes(const Environment& base, const Environment& env)
 namespace {
 
 struct VariantJob {
+  explicit VariantJob(VariantBuild build) : build(std::move(build)) {}
   VariantBuild build;
   std::string work;  // this variant's directory: src/, env/, dist/
   Problems problems;
 };
 
-// One variant's build: environment, requirements, the backend's hooks.
-void build_variant(VariantJob& job, const ProjectConfig& project, const BuildOptions& options,
-                   const std::string& backend, const std::vector<std::string>& backend_path,
-                   const std::vector<std::string>& requirements,
-                   const ProgressSink& progress) {
-  VariantBuild& b = job.build;
-  const auto start = std::chrono::steady_clock::now();
-  auto step = [&](const std::string& what) {
-    progress(fmt::format("[{}] {} ({:.1f}s)", b.label, what, seconds_since(start)));
-  };
-  auto fail = [&](std::string what, const std::vector<std::string>& argv = {}) {
-    std::string found = argv.empty() ? std::string() : "$ " + shell_quote(argv);
-    job.problems.push_back({ProblemKind::other, b.label, {}, std::move(what), {},
-                            found + "\n  last lines of " + b.log + ":\n" + tail_lines(b.log, 25)});
-  };
-  const std::string src = job.work + "/src";
-  std::string error;
-  step("copying the source tree");
-  if (!copy_source_tree(options.project_dir, src, error)) return fail("cannot copy the source tree: " + error);
+// The backend that builds each variant: the project's, or the inner one when the project uses
+// wheelmerge's own backend.
+struct VariantBackend {
+  std::string backend;
+  std::vector<std::string> backend_path;
+  std::vector<std::string> requirements;
+};
 
-  const Environment inherited = current_environment();
-  Environment env = variant_environment(b.toolkit, project.wheelmerge, inherited);
-  // An isolated build sees its own environment only; without isolation the frontend's
-  // environment is the build environment (pip's build isolation works through PYTHONPATH).
-  if (options.isolation) env.erase("PYTHONPATH");
-  // Temporary files of pip and the backend stay inside the variant's directory, removed with it.
-  fs::create_directories(job.work + "/tmp");
-  env["TMPDIR"] = job.work + "/tmp";
-  b.env = environment_changes(inherited, env);
-  auto run = [&](const std::vector<std::string>& argv) {
+// One variant's build: its copy of the source tree, its environment, the build requirements and
+// the backend's hooks. Problems go to the job's list.
+class VariantBuilder {
+ public:
+  VariantBuilder(VariantJob& job, const ProjectConfig& project, const BuildOptions& options,
+                 const VariantBackend& backend, const ProgressSink& progress)
+      : job_(job), b_(job.build), project_(project), options_(options), backend_(backend), progress_(progress),
+        python_(options.python) {}
+
+  void build() {
+    if (!prepare() || (options_.isolation && !isolate())) return;
+    const std::string runner = job_.work + "/hook_runner.py";
+    std::ofstream(runner) << kHookRunnerTemplate;
+    // One value as a string, a repeated key as a list, as frontends pass them.
+    nlohmann::json settings = nlohmann::json::object();
+    for (const auto& [key, values] : options_.config_settings)
+      settings[key] = values.size() == 1 ? nlohmann::json(values.front()) : nlohmann::json(values);
+    if (options_.isolation) {
+      auto extra = hook(runner, "get_requires_for_build_wheel", {{"config_settings", settings}});
+      if (!extra) return;
+      if (!extra->empty()) {
+        step(fmt::format("installing what the backend asks for: {}", fmt::join(extra->get<std::vector<std::string>>(), ", ")));
+        if (!pip_install(extra->get<std::vector<std::string>>())) return;
+      }
+    }
+    step(fmt::format("building the wheel with {} against CUDA {} at {}", backend_.backend, b_.toolkit.version, b_.toolkit.root));
+    fs::create_directories(job_.work + "/dist");
+    auto wheel = hook(runner, "build_wheel", {{"wheel_directory", job_.work + "/dist"}, {"config_settings", settings}});
+    if (!wheel) return;
+    b_.wheel = job_.work + "/dist/" + wheel->get<std::string>();
+    b_.seconds = seconds_since(start_);
+    step("built " + wheel->get<std::string>());
+  }
+
+ private:
+  void step(const std::string& what) const {
+    progress_(fmt::format("[{}] {} ({:.1f}s)", b_.label.str(), what, seconds_since(start_)));
+  }
+  void fail(std::string what, const std::vector<std::string>& argv = {}) {
+    std::string found = argv.empty() ? std::string() : "$ " + shell_quote(argv);
+    job_.problems.push_back({ProblemKind::other, b_.label.str(), {}, std::move(what), {},
+                             found + "\n  last lines of " + b_.log + ":\n" + tail_lines(b_.log, 25)});
+  }
+
+  // The source copy and the environment the variant's commands run in.
+  bool prepare() {
+    src_ = job_.work + "/src";
+    std::string error;
+    step("copying the source tree");
+    if (!copy_source_tree(options_.project_dir, src_, error)) {
+      fail("cannot copy the source tree: " + error);
+      return false;
+    }
+    const Environment inherited = current_environment();
+    env_ = variant_environment(b_.toolkit, project_.wheelmerge, inherited);
+    // An isolated build sees its own environment only; without isolation the frontend's
+    // environment is the build environment (pip's build isolation works through PYTHONPATH).
+    if (options_.isolation) env_.erase("PYTHONPATH");
+    // Temporary files of pip and the backend stay inside the variant's directory, removed with it.
+    fs::create_directories(job_.work + "/tmp");
+    env_["TMPDIR"] = job_.work + "/tmp";
+    b_.env = environment_changes(inherited, env_);
+    return true;
+  }
+
+  // A virtual environment of the variant's own, with the build requirements installed.
+  bool isolate() {
+    step("creating an isolated build environment");
+    if (!run({options_.python, "-m", "venv", job_.work + "/env"})) return false;
+    python_ = job_.work + "/env/bin/python";
+    env_["VIRTUAL_ENV"] = job_.work + "/env";
+    env_["PATH"] = job_.work + "/env/bin:" + env_["PATH"];
+    step(fmt::format("installing build requirements: {}", fmt::join(backend_.requirements, ", ")));
+    return pip_install(backend_.requirements);
+  }
+
+  bool run(const std::vector<std::string>& argv) {
     if (interrupted()) return false;
-    int rc = run_logged(argv, env, src, b.log, error);
+    std::string error;
+    int rc = run_logged(argv, env_, src_, b_.log, error);
     if (rc == -1) fail(error, argv);
     else if (rc != 0) fail(fmt::format("command failed with exit status {}", rc), argv);
     return rc == 0;
-  };
-
-  std::string python = options.python;
-  auto pip_install = [&](const std::vector<std::string>& reqs) {
-    if (reqs.empty()) return true;
-    std::vector<std::string> argv = {python, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location"};
-    for (const std::string& f : options.find_links) argv.insert(argv.end(), {"--find-links", f});
-    argv.insert(argv.end(), reqs.begin(), reqs.end());
-    return run(argv);
-  };
-  if (options.isolation) {
-    step("creating an isolated build environment");
-    if (!run({options.python, "-m", "venv", job.work + "/env"})) return;
-    python = job.work + "/env/bin/python";
-    env["VIRTUAL_ENV"] = job.work + "/env";
-    env["PATH"] = job.work + "/env/bin:" + env["PATH"];
-    step(fmt::format("installing build requirements: {}", fmt::join(requirements, ", ")));
-    if (!pip_install(requirements)) return;
   }
 
-  const std::string runner = job.work + "/hook_runner.py";
-  std::ofstream(runner) << kHookRunnerTemplate;
-  auto hook = [&](const std::string& name, const nlohmann::json& kwargs) -> std::optional<nlohmann::json> {
-    const std::string args = job.work + "/" + name + ".args.json", result = job.work + "/" + name + ".result.json";
+  bool pip_install(const std::vector<std::string>& reqs) {
+    if (reqs.empty()) return true;
+    std::vector<std::string> argv = {python_, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location"};
+    for (const std::string& f : options_.find_links) argv.insert(argv.end(), {"--find-links", f});
+    argv.insert(argv.end(), reqs.begin(), reqs.end());
+    return run(argv);
+  }
+
+  // A PEP 517 hook run by the hook runner; what it returned, or nullopt after a problem.
+  std::optional<nlohmann::json> hook(const std::string& runner, const std::string& name, const nlohmann::json& kwargs) {
+    const std::string args = job_.work + "/" + name + ".args.json", result = job_.work + "/" + name + ".result.json";
     std::ofstream(args) << kwargs.dump();
-    std::vector<std::string> argv = {python, runner, name, backend, nlohmann::json(backend_path).dump(), args, result};
-    if (run_logged(argv, env, src, b.log, error) == -1) {
+    std::vector<std::string> argv = {python_, runner, name, backend_.backend, nlohmann::json(backend_.backend_path).dump(), args, result};
+    std::string error;
+    if (run_logged(argv, env_, src_, b_.log, error) == -1) {
       fail(error, argv);
       return std::nullopt;
     }
-    std::ifstream in(result);
-    auto j = nlohmann::json::parse(in, nullptr, false);
+    auto j = nlohmann::json::parse(read_file(result).value_or(""), nullptr, false);
     if (j.is_discarded() || j.contains("error")) {
       fail(j.is_discarded() ? fmt::format("the {} hook did not report back", name) : j["error"].get<std::string>(), argv);
       return std::nullopt;
     }
     return j["return"];
-  };
-  // One value as a string, a repeated key as a list, as frontends pass them.
-  nlohmann::json settings = nlohmann::json::object();
-  for (const auto& [key, values] : options.config_settings)
-    settings[key] = values.size() == 1 ? nlohmann::json(values.front()) : nlohmann::json(values);
-  if (options.isolation) {
-    auto extra = hook("get_requires_for_build_wheel", {{"config_settings", settings}});
-    if (!extra) return;
-    if (!extra->empty()) {
-      step(fmt::format("installing what the backend asks for: {}", fmt::join(extra->get<std::vector<std::string>>(), ", ")));
-      if (!pip_install(extra->get<std::vector<std::string>>())) return;
-    }
   }
-  step(fmt::format("building the wheel with {} against CUDA {} at {}", backend, b.toolkit.version, b.toolkit.root));
-  fs::create_directories(job.work + "/dist");
-  auto wheel = hook("build_wheel", {{"wheel_directory", job.work + "/dist"}, {"config_settings", settings}});
-  if (!wheel) return;
-  b.wheel = job.work + "/dist/" + wheel->get<std::string>();
-  b.seconds = seconds_since(start);
-  step("built " + wheel->get<std::string>());
-}
 
-}  // namespace
+  VariantJob& job_;
+  VariantBuild& b_;
+  const ProjectConfig& project_;
+  const BuildOptions& options_;
+  const VariantBackend& backend_;
+  const ProgressSink& progress_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::string python_;  // the interpreter that runs pip and the hooks
+  std::string src_;
+  Environment env_;
+};
 
-namespace {
 // Paths the user gave, made absolute: the builds run in other directories.
 BuildOptions with_absolute_paths(BuildOptions options) {
   auto absolute = [](std::string& path) {
@@ -214,6 +247,96 @@ BuildOptions with_absolute_paths(BuildOptions options) {
   for (auto& [major, path] : options.toolkit_paths) absolute(path);
   return options;
 }
+
+// The majors to build, sorted and distinct; fewer than two is a problem.
+std::vector<int> build_majors(const BuildOptions& options, const BuildConfig& config, Problems& problems) {
+  std::vector<int> majors = chosen_cuda_majors(options.majors, config);
+  std::sort(majors.begin(), majors.end());
+  majors.erase(std::unique(majors.begin(), majors.end()), majors.end());
+  if (majors.size() < 2)
+    problems.push_back({ProblemKind::usage, {}, {}, "a build needs two or more CUDA majors", "at least 2",
+                        fmt::format("{}", fmt::join(majors, ", "))});
+  return majors;
+}
+
+VariantBackend variant_backend(const ProjectConfig& project, const std::string& project_dir, Problems& problems) {
+  const BuildConfig& config = project.wheelmerge;
+  VariantBackend b{project.build_system.backend, project.build_system.backend_path, project.build_system.requirements};
+  if (b.backend == "wheelmerge.backend") {
+    b.backend = config.backend;
+    b.backend_path = config.backend_path;
+    if (b.backend.empty())
+      problems.push_back({ProblemKind::usage, config.source.empty() ? project_dir + "/pyproject.toml" : config.source,
+                          {}, "build-backend is wheelmerge.backend but no inner backend is configured",
+                          "[tool.wheelmerge] backend = \"setuptools.build_meta\" (or another)", "none"});
+    std::erase_if(b.requirements, [](const std::string& r) { return r.starts_with("wheelmerge"); });
+  }
+  return b;
+}
+
+// A job per major whose toolkit is found; a problem for each that is not.
+std::vector<VariantJob> variant_jobs(const std::vector<int>& majors, const BuildOptions& options,
+                                     const BuildConfig& config, Problems& problems) {
+  const ToolkitHints hints = toolkit_hints(options.toolkit_paths, config, options.project_dir, current_environment());
+  std::vector<VariantJob> jobs;
+  for (int major : majors)
+    if (auto t = find_toolkit(major, hints, problems))
+      jobs.emplace_back(VariantBuild(VariantLabel::cuda(major), *t));
+  return jobs;
+}
+
+// Each job's directory under `tmp` and its (emptied) log under the log directory.
+void place_jobs(std::vector<VariantJob>& jobs, const std::string& tmp, const std::string& log_dir, const ProgressSink& progress) {
+  fs::create_directories(log_dir);
+  for (VariantJob& job : jobs) {
+    const std::string& label = job.build.label.str();
+    const Toolkit& t = job.build.toolkit;
+    job.work = tmp + "/" + label;
+    job.build.log = log_dir + "/" + label + ".log";
+    std::ofstream(job.build.log, std::ios::trunc);
+    progress(fmt::format("[{}] CUDA {} at {} (found by {}, version from {}); log: {}", label, t.version, t.root,
+                         t.found_by, t.version_source, job.build.log));
+  }
+}
+
+// Builds the jobs, up to `workers` at once. Not wm::parallel_for: that one runs as many threads as
+// the machine has cores, while --jobs bounds the variant builds at once (each is a compiler run,
+// often parallel itself, and the default is one at a time).
+void build_jobs(std::vector<VariantJob>& jobs, int workers, const ProjectConfig& project, const BuildOptions& options,
+                const VariantBackend& backend, const ProgressSink& progress) {
+  std::mutex progress_lock;
+  ProgressSink locked = [&](const std::string& line) {
+    std::lock_guard lock(progress_lock);
+    progress(line);
+  };
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) VariantBuilder(jobs[i], project, options, backend, locked).build();
+  };
+  std::vector<std::jthread> threads;
+  for (int t = 1; t < std::max(1, std::min<int>(workers, static_cast<int>(jobs.size()))); ++t) threads.emplace_back(worker);
+  worker();
+}
+
+// The merge of the built variants, with each variant's toolkit recorded for the loader's build_info().
+std::optional<MergeResult> merge_variants(std::vector<VariantJob>& jobs, const std::vector<int>& majors,
+                                          const BuildOptions& options, const BuildConfig& config,
+                                          const ProgressSink& progress, Problems& problems) {
+  std::vector<WheelInput> inputs;
+  MergeOptions merge = options.merge;
+  merge.variant_globs.insert(merge.variant_globs.end(), config.variant_files.begin(), config.variant_files.end());
+  merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
+  for (VariantJob& job : jobs) {
+    inputs.push_back({job.build.wheel, job.build.label.str()});
+    merge.build_info[job.build.label.str()] = {{"cuda_version", job.build.toolkit.version}};
+  }
+  progress(fmt::format("merging {}", fmt::join(majors, " and ")));
+  std::string warning;
+  DosTime time = output_time_from_environment(warning);
+  if (!warning.empty()) progress("warning: " + warning);
+  return merge_wheels(inputs, merge, options.out_dir, time, problems);
+}
+
 }  // namespace
 
 std::optional<BuildResult> build_project(const BuildOptions& given, const ProgressSink& progress, Problems& problems) {
@@ -221,48 +344,9 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   const size_t before = problems.size();
   auto project = load_project_config(options.project_dir, problems);
   if (!project) return std::nullopt;
-  const BuildConfig& config = project->wheelmerge;
-
-  // Which majors: the command line's, else the configuration's, else 12 and 13.
-  std::vector<int> majors = options.majors;
-  if (majors.empty()) majors = config.cuda;
-  if (majors.empty()) majors = {12, 13};
-  std::sort(majors.begin(), majors.end());
-  majors.erase(std::unique(majors.begin(), majors.end()), majors.end());
-  if (majors.size() < 2)
-    problems.push_back({ProblemKind::usage, {}, {}, "a build needs two or more CUDA majors", "at least 2",
-                        fmt::format("{}", fmt::join(majors, ", "))});
-
-  // The backend that builds each variant: the project's, or the inner one when the project
-  // uses wheelmerge's own backend.
-  std::string backend = project->build_system.backend;
-  std::vector<std::string> backend_path = project->build_system.backend_path;
-  std::vector<std::string> requirements = project->build_system.requirements;
-  if (backend == "wheelmerge.backend") {
-    backend = config.backend;
-    backend_path = config.backend_path;
-    if (backend.empty())
-      problems.push_back({ProblemKind::usage, config.source.empty() ? options.project_dir + "/pyproject.toml" : config.source,
-                          {}, "build-backend is wheelmerge.backend but no inner backend is configured",
-                          "[tool.wheelmerge] backend = \"setuptools.build_meta\" (or another)", "none"});
-    std::erase_if(requirements, [](const std::string& r) { return r.rfind("wheelmerge", 0) == 0; });
-  }
-
-  ToolkitHints hints;
-  hints.command_line = options.toolkit_paths;
-  for (const auto& [major, v] : config.variants)  // relative to the project, like backend-path
-    if (!v.toolkit.empty()) hints.config[major] = (fs::path(options.project_dir) / v.toolkit).lexically_normal().string();
-  hints.env = current_environment();
-  std::vector<VariantJob> jobs;
-  for (int major : majors) {
-    if (auto t = find_toolkit(major, hints, problems)) {
-      VariantJob job;
-      job.build.major = major;
-      job.build.label = fmt::format("cu{}", major);
-      job.build.toolkit = *t;
-      jobs.push_back(std::move(job));
-    }
-  }
+  const std::vector<int> majors = build_majors(options, project->wheelmerge, problems);
+  const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
+  std::vector<VariantJob> jobs = variant_jobs(majors, options, project->wheelmerge, problems);
   if (problems.size() != before) return std::nullopt;
 
   std::string tmp = fs::temp_directory_path().string() + "/wheelmerge-build-XXXXXX";
@@ -272,30 +356,8 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   }
   BuildResult result;
   result.log_dir = options.log_dir.empty() ? tmp + "/logs" : options.log_dir;
-  fs::create_directories(result.log_dir);
-  for (VariantJob& job : jobs) {
-    job.work = tmp + "/" + job.build.label;
-    job.build.log = result.log_dir + "/" + job.build.label + ".log";
-    std::ofstream(job.build.log, std::ios::trunc);
-    progress(fmt::format("[{}] CUDA {} at {} (found by {}, version from {}); log: {}", job.build.label,
-                         job.build.toolkit.version, job.build.toolkit.root, job.build.toolkit.found_by,
-                         job.build.toolkit.version_source, job.build.log));
-  }
-
-  std::mutex progress_lock;
-  ProgressSink locked = [&](const std::string& line) {
-    std::lock_guard lock(progress_lock);
-    progress(line);
-  };
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) build_variant(jobs[i], *project, options, backend, backend_path, requirements, locked);
-  };
-  {
-    std::vector<std::jthread> threads;
-    for (int t = 1; t < std::max(1, std::min<int>(options.jobs, static_cast<int>(jobs.size()))); ++t) threads.emplace_back(worker);
-    worker();
-  }
+  place_jobs(jobs, tmp, result.log_dir, progress);
+  build_jobs(jobs, options.jobs, *project, options, backend, progress);
   if (int signal = interrupted())
     problems.push_back({ProblemKind::other, options.project_dir, {}, "interrupted", {}, fmt::format("signal {}", signal)});
   else
@@ -310,22 +372,8 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
     cleanup();
     return std::nullopt;
   }
-
-  // The merge, with each variant's toolkit recorded for the loader's build_info().
-  std::vector<WheelInput> inputs;
-  MergeOptions merge = options.merge;
-  merge.variant_globs.insert(merge.variant_globs.end(), config.variant_files.begin(), config.variant_files.end());
-  merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
-  for (VariantJob& job : jobs) {
-    inputs.push_back({job.build.wheel, job.build.label});
-    merge.build_info[job.build.label] = {{"cuda_version", job.build.toolkit.version}};
-    result.variants.push_back(job.build);
-  }
-  progress(fmt::format("merging {}", fmt::join(majors, " and ")));
-  std::string warning;
-  DosTime time = output_time_from_environment(warning);
-  if (!warning.empty()) progress("warning: " + warning);
-  auto merged = merge_wheels(inputs, merge, options.out_dir, time, problems);
+  for (VariantJob& job : jobs) result.variants.push_back(job.build);
+  auto merged = merge_variants(jobs, majors, options, project->wheelmerge, progress, problems);
   cleanup();
   if (!merged) return std::nullopt;
   result.merge = std::move(*merged);

@@ -6,11 +6,13 @@
 #include "merger/merge.hpp"
 #include "driver/process.hpp"
 #include "driver/toolkit.hpp"
+#include "merger/label.hpp"
 
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace wm {
@@ -18,7 +20,7 @@ namespace wm {
 struct BuildOptions {
   std::string project_dir = ".";
   std::string out_dir = "dist";
-  std::vector<int> majors;                   // empty: the configuration's, else 12 and 13
+  std::vector<int> majors;                   // empty: the configuration's, else default_cuda_majors()
   std::map<int, std::string> toolkit_paths;  // --cuda N=PATH
   bool isolation = true;
   std::map<std::string, std::vector<std::string>> config_settings;  // -C KEY=VALUE (repeatable), for the project's backend
@@ -30,8 +32,8 @@ struct BuildOptions {
 };
 
 struct VariantBuild {
-  int major = 0;
-  std::string label;
+  VariantBuild(VariantLabel label, Toolkit toolkit) : label(std::move(label)), toolkit(std::move(toolkit)) {}
+  VariantLabel label;  // cuNN of the toolkit's major
   Toolkit toolkit;
   Environment env;    // what the variant's build saw changed from the inherited environment ("": removed)
   std::string wheel;  // the built wheel

@@ -1,14 +1,16 @@
 #include "driver/config.hpp"
 
+#include "driver/process.hpp"
+#include "merger/label.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace wm {
 
@@ -73,9 +75,8 @@ struct Walker {
         else fail(value, "\"driver-fallback\" must be true or false", "a boolean", value.kind());
       } else if (key == "env") {
         config.env = env(value, key);
-      } else if (key.size() > 2 && key.size() <= 4 && key.rfind("cu", 0) == 0 &&
-                 key.find_first_not_of("0123456789", 2) == std::string::npos) {
-        VariantConfig& variant = config.variants[std::stoi(key.substr(2))];
+      } else if (auto major = key.starts_with("cu") ? parse_cuda_major(std::string_view(key).substr(2)) : std::nullopt) {
+        VariantConfig& variant = config.variants[*major];
         if (!value.is_table()) {
           fail(value, "\"" + key + "\" must be a table", "a table with toolkit and env", value.kind());
           continue;
@@ -197,14 +198,6 @@ std::optional<BuildConfig> walk_config(const Node& root, const std::string& sour
   return config;
 }
 
-std::optional<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 std::optional<BuildConfig> parse_toml_config(const std::string& text, const std::string& source, Problems& problems,
@@ -259,14 +252,14 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
   const fs::path pyproject = fs::path(project_dir) / "pyproject.toml";
   const fs::path yaml = fs::path(project_dir) / "wheelmerge.yaml";
   ProjectConfig project;
-  auto text = read_file(pyproject);
+  auto text = read_file(pyproject.string());
   if (!text) {
     problems.push_back({ProblemKind::usage, pyproject.string(), {}, "no pyproject.toml", "a Python project", "none"});
     return std::nullopt;
   }
   auto config = parse_toml_config(*text, pyproject.string(), problems, &project.build_system, &project.name);
   if (!config) return std::nullopt;
-  if (auto yaml_text = read_file(yaml)) {
+  if (auto yaml_text = read_file(yaml.string())) {
     if (!config->source.empty()) {
       problems.push_back({ProblemKind::usage, yaml.string(), {}, "configuration in two places",
                           "[tool.wheelmerge] or wheelmerge.yaml", "both"});
@@ -278,9 +271,45 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
   project.wheelmerge = std::move(*config);
   // PEP 517: without build-backend, the legacy setuptools backend.
   if (project.build_system.backend.empty()) project.build_system.backend = "setuptools.build_meta:__legacy__";
-  if (project.build_system.requirements.empty() && project.build_system.backend.rfind("setuptools", 0) == 0)
+  if (project.build_system.requirements.empty() && project.build_system.backend.starts_with("setuptools"))
     project.build_system.requirements = {"setuptools>=40.8.0"};
   return project;
+}
+
+nlohmann::json config_json(const ProjectConfig& project) {
+  const BuildConfig& c = project.wheelmerge;
+  nlohmann::json variants = nlohmann::json::object();
+  for (const auto& [major, v] : c.variants)
+    variants[VariantLabel::cuda(major).str()] = {{"toolkit", v.toolkit}, {"env", v.env}};
+  return {{"source", c.source}, {"cuda", c.cuda}, {"backend", c.backend}, {"backend-path", c.backend_path},
+          {"variant-files", c.variant_files}, {"driver-fallback", c.driver_fallback}, {"env", c.env},
+          {"variants", variants},
+          {"build-system", {{"requires", project.build_system.requirements},
+                            {"build-backend", project.build_system.backend},
+                            {"backend-path", project.build_system.backend_path}}}};
+}
+
+std::vector<int> chosen_cuda_majors(const std::vector<int>& given, const BuildConfig& config) {
+  if (!given.empty()) return given;
+  if (!config.cuda.empty()) return config.cuda;
+  return default_cuda_majors();
+}
+
+std::optional<int> parse_cuda_major(std::string_view digits) {
+  if (digits.empty() || digits.size() > 2 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  return std::stoi(std::string(digits));
+}
+
+std::optional<CudaOption> parse_cuda_option(std::string_view value) {
+  size_t eq = value.find('=');
+  std::string_view major = value.substr(0, eq);
+  if (major.starts_with("cu")) major.remove_prefix(2);
+  auto parsed = parse_cuda_major(major);
+  if (!parsed) return std::nullopt;
+  CudaOption option{*parsed, std::nullopt};
+  if (eq != std::string_view::npos) option.toolkit = std::string(value.substr(eq + 1));
+  return option;
 }
 
 }  // namespace wm

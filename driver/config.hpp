@@ -15,9 +15,12 @@
 
 #include "merger/problem.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wm {
@@ -59,5 +62,26 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
 std::optional<BuildConfig> parse_toml_config(const std::string& text, const std::string& source, Problems& problems,
                                              BuildSystem* build_system = nullptr, std::string* project_name = nullptr);
 std::optional<BuildConfig> parse_yaml_config(const std::string& text, const std::string& source, Problems& problems);
+
+// The configuration as `wheelmerge config` prints it, the schema the PEP 517 shim reads:
+// source, cuda, backend, backend-path, variant-files, driver-fallback, env, variants (by label:
+// toolkit, env) and build-system (requires, build-backend, backend-path).
+nlohmann::json config_json(const ProjectConfig& project);
+
+// The CUDA majors to build: `given` (the command line's), else the configuration's, else
+// default_cuda_majors(). As given: not sorted, not deduplicated.
+std::vector<int> chosen_cuda_majors(const std::vector<int>& given, const BuildConfig& config);
+
+// A CUDA major as the command line and the cuNN tables spell it: one or two digits, leading
+// zeros allowed ("05" is 5). Narrower and wider than VariantLabel::parse, which takes one to
+// three digits without a leading zero: kept as the inputs have always accepted.
+std::optional<int> parse_cuda_major(std::string_view digits);
+
+// --cuda of `build` and `toolkit`: "N", "cuN" or either with "=TOOLKIT_ROOT".
+struct CudaOption {
+  int major = 0;
+  std::optional<std::string> toolkit;  // after '=', possibly empty
+};
+std::optional<CudaOption> parse_cuda_option(std::string_view value);
 
 }  // namespace wm

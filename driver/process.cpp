@@ -1,6 +1,7 @@
 #include "driver/process.hpp"
 
 #include "merger/interrupt.hpp"
+#include "merger/text.hpp"
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <csignal>
+#include <sstream>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,15 +58,12 @@ int run_logged(const std::vector<std::string>& argv, const Environment& env, con
   std::string program = argv.front();
   if (program.find('/') == std::string::npos) {
     auto path = env.find("PATH");
-    for (size_t start = 0; path != env.end() && start <= path->second.size();) {
-      size_t end = path->second.find(':', start);
-      if (end == std::string::npos) end = path->second.size();
-      std::string candidate = path->second.substr(start, end - start) + "/" + argv.front();
-      if (end > start && ::access(candidate.c_str(), X_OK) == 0) {
+    for (const std::string& dir : path == env.end() ? std::vector<std::string>() : path_list(path->second)) {
+      std::string candidate = dir + "/" + argv.front();
+      if (::access(candidate.c_str(), X_OK) == 0) {
         program = candidate;
         break;
       }
-      start = end + 1;
     }
   }
   pid_t pid = 0;
@@ -89,6 +88,20 @@ int run_logged(const std::vector<std::string>& argv, const Environment& env, con
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> path_list(std::string_view list) {
+  std::vector<std::string> dirs = split(list, ':');
+  std::erase(dirs, std::string());
+  return dirs;
 }
 
 std::string tail_lines(const std::string& path, size_t lines) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wm {
@@ -15,6 +17,12 @@ Environment current_environment();
 // The exit status (128 + signal when killed), or -1 with `error` when it could not start.
 int run_logged(const std::vector<std::string>& argv, const Environment& env, const std::string& cwd,
                const std::string& log_path, std::string& error);
+
+// The whole text of a file; nullopt when it cannot be opened.
+std::optional<std::string> read_file(const std::string& path);
+
+// The directories of a PATH-like list, in order, empty entries left out ("/a::/b" -> /a, /b).
+std::vector<std::string> path_list(std::string_view list);
 
 // The last `lines` lines of a file.
 std::string tail_lines(const std::string& path, size_t lines);

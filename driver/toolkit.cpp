@@ -1,5 +1,9 @@
 #include "driver/toolkit.hpp"
 
+#include "driver/process.hpp"
+#include "merger/label.hpp"
+#include "merger/text.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -8,9 +12,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
 namespace wm {
 
@@ -18,16 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> slurp(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::optional<std::string> version_from_json(const fs::path& root) {
-  auto text = slurp(root / "version.json");
+  auto text = read_file((root / "version.json").string());
   if (!text) return std::nullopt;
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.contains("cuda") || !j["cuda"].contains("version")) return std::nullopt;
@@ -35,7 +29,7 @@ std::optional<std::string> version_from_json(const fs::path& root) {
 }
 
 std::optional<std::string> version_from_header(const fs::path& root) {
-  auto text = slurp(root / "include" / "cuda.h");
+  auto text = read_file((root / "include" / "cuda.h").string());
   if (!text) return std::nullopt;
   std::smatch m;
   static const std::regex define(R"(#define\s+CUDA_VERSION\s+(\d{4,6})\b)");
@@ -96,17 +90,79 @@ std::optional<Toolkit> read_toolkit(const std::string& root, std::string& why) {
   return t;
 }
 
-std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Problems& problems) {
-  std::vector<std::string> looked;
-  // Explicit: the user named this root for this major, so anything else there is an error.
-  std::vector<std::pair<std::string, std::string>> explicit_roots;
+namespace {
+
+using Candidates = std::vector<std::pair<std::string, std::string>>;  // (rule, root)
+
+// The roots the user named for `major`, in order of precedence: anything else there is an error.
+Candidates explicit_roots(int major, const ToolkitHints& hints) {
+  Candidates roots;
   if (auto it = hints.command_line.find(major); it != hints.command_line.end())
-    explicit_roots.emplace_back(fmt::format("--cuda {}=PATH", major), it->second);
+    roots.emplace_back(fmt::format("--cuda {}=PATH", major), it->second);
   if (std::string env = env_or(hints, fmt::format("WHEELMERGE_CUDA_{}", major)); !env.empty())
-    explicit_roots.emplace_back(fmt::format("WHEELMERGE_CUDA_{}", major), env);
+    roots.emplace_back(fmt::format("WHEELMERGE_CUDA_{}", major), env);
   if (auto it = hints.config.find(major); it != hints.config.end() && !it->second.empty())
-    explicit_roots.emplace_back(fmt::format("[tool.wheelmerge.cu{}] toolkit", major), it->second);
-  for (const auto& [rule, root] : explicit_roots) {
+    roots.emplace_back(fmt::format("[tool.wheelmerge.{}] toolkit", VariantLabel::cuda(major).str()), it->second);
+  return roots;
+}
+
+// "cuda-13.10" -> 13, 10: versions compared as numbers (a piece that is not one is -1).
+std::vector<int> directory_version(const fs::path& p) {
+  std::string v = p.filename().string().substr(5);
+  std::vector<std::string> pieces = split(v, '.');
+  if (pieces.back().empty()) pieces.pop_back();  // "13." is 13
+  std::vector<int> parts;
+  for (const std::string& part : pieces) {
+    bool number = !part.empty() && part.size() <= 6 && part.find_first_not_of("0123456789") == std::string::npos;
+    parts.push_back(number ? std::stoi(part) : -1);
+  }
+  return parts;
+}
+
+// Where discovery looks for `major`, in order: CUDA_HOME, CUDA_PATH, search_root/cuda-N.* newest
+// first, the first nvcc on PATH. `looked` gets the places that offered nothing.
+Candidates discovery_candidates(int major, const ToolkitHints& hints, std::vector<std::string>& looked) {
+  Candidates candidates;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (std::string v = env_or(hints, var); !v.empty()) candidates.emplace_back(var, v);
+  std::vector<fs::path> versioned;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(hints.search_root, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name == fmt::format("cuda-{}", major) || name.starts_with(fmt::format("cuda-{}.", major)))
+      versioned.push_back(entry.path());
+  }
+  // Newest first, comparing versions as numbers: cuda-13.10 is newer than cuda-13.9.
+  std::sort(versioned.begin(), versioned.end(),
+            [&](const fs::path& a, const fs::path& b) { return directory_version(a) > directory_version(b); });
+  for (const fs::path& p : versioned) candidates.emplace_back(hints.search_root + "/cuda-" + std::to_string(major) + ".*", p.string());
+  if (versioned.empty()) looked.push_back(fmt::format("{}/cuda-{}.* (none)", hints.search_root, major));
+  for (const std::string& dir : path_list(env_or(hints, "PATH"))) {
+    fs::path nvcc = fs::path(dir) / "nvcc";
+    if (fs::exists(nvcc, ec)) {
+      candidates.emplace_back("nvcc on PATH", fs::weakly_canonical(nvcc).parent_path().parent_path().string());
+      break;
+    }
+  }
+  if (candidates.empty() || candidates.back().first != "nvcc on PATH") looked.push_back("nvcc on PATH (none)");
+  return candidates;
+}
+
+}  // namespace
+
+ToolkitHints toolkit_hints(const std::map<int, std::string>& command_line, const BuildConfig& config,
+                           const std::string& project_dir, std::map<std::string, std::string> env) {
+  ToolkitHints hints;
+  hints.command_line = command_line;
+  for (const auto& [major, v] : config.variants)
+    if (!v.toolkit.empty()) hints.config[major] = (fs::path(project_dir) / v.toolkit).lexically_normal().string();
+  hints.env = std::move(env);
+  return hints;
+}
+
+std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Problems& problems) {
+  // Explicit: the user named this root for this major, so anything else there is an error.
+  for (const auto& [rule, root] : explicit_roots(major, hints)) {
     std::string why;
     auto t = read_toolkit(root, why);
     if (!t) {
@@ -124,46 +180,8 @@ std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Proble
   }
 
   // Discovery: candidates of another major are passed over.
-  std::vector<std::pair<std::string, std::string>> candidates;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (std::string v = env_or(hints, var); !v.empty()) candidates.emplace_back(var, v);
-  std::vector<fs::path> versioned;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(hints.search_root, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name == fmt::format("cuda-{}", major) || name.rfind(fmt::format("cuda-{}.", major), 0) == 0)
-      versioned.push_back(entry.path());
-  }
-  // Newest first, comparing versions as numbers: cuda-13.10 is newer than cuda-13.9.
-  auto version_of = [](const fs::path& p) {
-    std::vector<int> parts;
-    std::string v = p.filename().string().substr(5);
-    for (size_t start = 0; start < v.size();) {
-      size_t end = v.find('.', start);
-      if (end == std::string::npos) end = v.size();
-      std::string part = v.substr(start, end - start);
-      bool number = !part.empty() && part.size() <= 6 && part.find_first_not_of("0123456789") == std::string::npos;
-      parts.push_back(number ? std::stoi(part) : -1);
-      start = end + 1;
-    }
-    return parts;
-  };
-  std::sort(versioned.begin(), versioned.end(), [&](const fs::path& a, const fs::path& b) { return version_of(a) > version_of(b); });
-  for (const fs::path& p : versioned) candidates.emplace_back(hints.search_root + "/cuda-" + std::to_string(major) + ".*", p.string());
-  if (versioned.empty()) looked.push_back(fmt::format("{}/cuda-{}.* (none)", hints.search_root, major));
-  std::string path_var = env_or(hints, "PATH");
-  for (size_t start = 0; start <= path_var.size();) {
-    size_t end = path_var.find(':', start);
-    if (end == std::string::npos) end = path_var.size();
-    fs::path nvcc = fs::path(path_var.substr(start, end - start)) / "nvcc";
-    if (end > start && fs::exists(nvcc, ec)) {
-      candidates.emplace_back("nvcc on PATH", fs::weakly_canonical(nvcc).parent_path().parent_path().string());
-      break;
-    }
-    start = end + 1;
-  }
-  if (candidates.empty() || candidates.back().first != "nvcc on PATH") looked.push_back("nvcc on PATH (none)");
-  for (const auto& [rule, root] : candidates) {
+  std::vector<std::string> looked;
+  for (const auto& [rule, root] : discovery_candidates(major, hints, looked)) {
     std::string why;
     auto t = read_toolkit(root, why);
     if (t && t->major == major) {
@@ -173,7 +191,8 @@ std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Proble
     looked.push_back(fmt::format("{}: {} ({})", rule, root, t ? "CUDA " + t->version : why));
   }
   problems.push_back({ProblemKind::usage, {}, {}, fmt::format("no CUDA {} toolkit found", major),
-                      fmt::format("--cuda {0}=PATH, WHEELMERGE_CUDA_{0}, [tool.wheelmerge.cu{0}] toolkit, or a discoverable toolkit", major),
+                      fmt::format("--cuda {0}=PATH, WHEELMERGE_CUDA_{0}, [tool.wheelmerge.{1}] toolkit, or a discoverable toolkit",
+                                  major, VariantLabel::cuda(major).str()),
                       fmt::format("looked at: {}; WHEELMERGE_CUDA_{} unset", fmt::join(looked, "; "), major)});
   return std::nullopt;
 }

@@ -1,6 +1,7 @@
 // Finding a CUDA toolkit for a major version, and reading a toolkit's version.
 #pragma once
 
+#include "driver/config.hpp"
 #include "merger/problem.hpp"
 
 #include <map>
@@ -25,6 +26,12 @@ struct ToolkitHints {
   std::map<std::string, std::string> env;   // the environment (WHEELMERGE_CUDA_N, CUDA_HOME, CUDA_PATH, PATH)
   std::string search_root = "/usr/local";   // where cuda-N.* directories are looked for
 };
+
+// The hints of a project's builds: `command_line` (--cuda N=PATH) as given, each
+// [tool.wheelmerge.cuNN] toolkit resolved against `project_dir` (like backend-path), and `env`.
+// `wheelmerge build` and `wheelmerge toolkit` both look where this says.
+ToolkitHints toolkit_hints(const std::map<int, std::string>& command_line, const BuildConfig& config,
+                           const std::string& project_dir, std::map<std::string, std::string> env);
 
 // The toolkit at `root`, with its version; nullopt with `why` when none is readable there.
 std::optional<Toolkit> read_toolkit(const std::string& root, std::string& why);

@@ -7,7 +7,6 @@
 #include "merger/write.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <map>
 
@@ -54,70 +53,6 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   if (!output) return std::nullopt;
   result.output = *output;
   return result;
-}
-
-std::optional<nlohmann::json> inspect_wheel(const std::string& path, Problems& problems) {
-  auto wheel = read_wheel(WheelInput{path, {}}, problems);
-  if (!wheel) return std::nullopt;
-  nlohmann::json out;
-  out["file"] = path;
-  out["valid"] = true;
-  out["name"] = wheel->metadata.one("Name").value_or(wheel->name.name);
-  out["version"] = wheel->name.version;
-  out["tags"] = wheel->name.expanded_tags();
-  out["root_is_purelib"] = wheel->wheel_fields.one("Root-Is-Purelib").value_or("");
-  out["generator"] = wheel->wheel_fields.one("Generator").value_or("");
-  out["warnings"] = wheel->warnings;
-
-  // Loaders and their manifests: which stored files belong to which variant.
-  std::map<std::string, std::string> variant_of;  // stored path -> label
-  nlohmann::json loaders = nlohmann::json::array();
-  std::vector<std::string> variants;
-  // The manifests are checked as `verify` checks them before anything is read from them.
-  const size_t before = problems.size();
-  std::vector<LoaderFiles> checked = checked_loaders(*wheel, problems);
-  if (problems.size() != before) return std::nullopt;
-  for (const LoaderFiles& l : checked) {
-    auto manifest = nlohmann::json::parse(*manifest_of_loader(l.loader_source));
-    const WheelFile& f = *wheel->find(l.loader_path);
-    const std::string package_dir = f.path.substr(0, f.path.size() - kLoaderModule.size() - 1);
-    for (auto& [label, files] : manifest["files"].items()) {
-      for (auto& [original, stored] : files.items())
-        variant_of[manifest_archive_path(package_dir, stored.get<std::string>())] = label;
-      for (auto& lib : manifest["preload"][label]) variant_of[manifest_archive_path(package_dir, lib.get<std::string>())] = label;
-    }
-    variants = manifest["variants"].get<std::vector<std::string>>();
-    loaders.push_back({{"package", manifest["package"]},
-                       {"loader", f.path},
-                       {"variants", manifest["variants"]},
-                       {"driver_fallback", manifest["driver_fallback"].get<int>() != 0},
-                       {"modules", manifest["modules"]},
-                       {"preload", manifest["preload"]},
-                       {"build_info", manifest.value("build_info", nlohmann::json::object())}});
-  }
-  out["merged"] = !loaders.empty();
-  out["variants"] = variants;
-  out["loaders"] = loaders;
-  nlohmann::json files = nlohmann::json::array();
-  uint64_t shared_bytes = 0;
-  std::map<std::string, uint64_t> variant_bytes;
-  for (const WheelFile& f : wheel->files) {
-    auto it = variant_of.find(f.path);
-    nlohmann::json entry = {{"path", f.path}, {"size", f.size},
-                            {"compressed_size", wheel->zip.entries[f.entry].compressed_size}};
-    if (it != variant_of.end()) {
-      entry["variant"] = it->second;
-      variant_bytes[it->second] += f.size;
-    } else {
-      entry["variant"] = nullptr;
-      shared_bytes += f.size;
-    }
-    files.push_back(entry);
-  }
-  out["files"] = files;
-  out["shared_bytes"] = shared_bytes;
-  out["variant_bytes"] = variant_bytes;
-  return out;
 }
 
 }  // namespace wm

@@ -5,8 +5,6 @@
 #include "merger/wheel.hpp"
 #include "merger/zip_writer.hpp"
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +19,5 @@ struct MergeResult {
 
 std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
                                         const std::string& out_dir, DosTime time, Problems& problems);
-
-// What `inspect` reports: validation, tags, and for a merged wheel its variants, its shared and
-// per-variant files and its loader settings. nullopt with problems when the wheel is invalid.
-std::optional<nlohmann::json> inspect_wheel(const std::string& path, Problems& problems);
 
 }  // namespace wm

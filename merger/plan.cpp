@@ -1,9 +1,10 @@
 #include "merger/plan.hpp"
 
 #include "merger/digest.hpp"
+#include "merger/label.hpp"
 #include "merger/loader.hpp"
+#include "merger/manifest.hpp"
 #include "merger/bytes.hpp"
-#include "merger/member_stream.hpp"
 #include "merger/metadata.hpp"
 #include "merger/record.hpp"
 #include "merger/text.hpp"
@@ -12,7 +13,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fnmatch.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -109,23 +109,9 @@ std::vector<size_t> preload_order(const std::vector<const ElfInfo*>& libs) {
 
 namespace {
 
-// Per path, the file each wheel has (nullptr where it has none), wheels in label order.
+// Per path, the file each build has (nullptr where it has none), builds in label order.
 using PathTable = std::map<std::string, std::vector<const WheelFile*>>;
-
-std::string json_ascii(const nlohmann::json& j) {
-  return j.dump(-1, ' ', /*ensure_ascii=*/true);
-}
-
-PlannedMember copied(const std::string& path, const Wheel& w, const WheelFile& f) {
-  PlannedMember m;
-  m.path = path;
-  m.source = &w;
-  m.entry = f.entry;
-  m.executable = f.executable;
-  m.size = f.size;
-  m.sha256 = f.sha256;
-  return m;
-}
+using Row = std::vector<const WheelFile*>;
 
 PlannedMember generated(const std::string& path, std::string content, bool executable = false) {
   PlannedMember m;
@@ -137,183 +123,74 @@ PlannedMember generated(const std::string& path, std::string content, bool execu
   return m;
 }
 
-}  // namespace
-
-std::string labelled_path(const std::string& path, const std::string& label) {
-  std::string dir = dirname(path);
-  std::string base = basename(path);
-  size_t dot = base.find('.', 1);  // a leading dot belongs to the stem
-  std::string renamed = dot == std::string::npos ? base + "." + label
-                                                 : base.substr(0, dot) + "." + label + base.substr(dot);
-  return dir.empty() ? renamed : dir + "/" + renamed;
-}
-
-std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, const MergeOptions& options,
-                                    Problems& problems) {
-  const size_t before = problems.size();
-  // Label order makes the plan independent of the order inputs were given in.
-  std::vector<const Wheel*> wheels;
-  for (const Wheel& w : input_wheels) wheels.push_back(&w);
-  std::sort(wheels.begin(), wheels.end(), [](const Wheel* a, const Wheel* b) {
-    return label_major(a->label).value_or(0) < label_major(b->label).value_or(0);
-  });
-  const Wheel& first = *wheels.front();
-  std::vector<std::string> displays;
-  for (const Wheel* w : wheels) displays.push_back(w->display);
-  const std::string all_inputs = fmt::format("{}", fmt::join(displays, ", "));
-
-  // The builds must be of one project, version and interpreter ABI.
-  auto differ = [&](const Wheel& w, std::string what, std::string mine, std::string theirs) {
-    problems.push_back({ProblemKind::invalid_input, w.display, {}, std::move(what),
-                        std::move(theirs) + " (as " + first.display + ")", std::move(mine)});
-  };
-  std::vector<std::vector<std::string>> platforms;
-  for (const Wheel* w : wheels) {
-    platforms.push_back(w->name.platform);
-    if (w == &first) continue;
-    auto sorted = [](std::vector<std::string> v) { std::sort(v.begin(), v.end()); return fmt::format("{}", fmt::join(v, ".")); };
-    if (normalize_name(w->name.name) != normalize_name(first.name.name))
-      differ(*w, "different distribution name", w->name.name, first.name.name);
-    if (w->base_version() != first.base_version())
-      differ(*w, "different version (after removing the +cuNN label)", w->base_version(), first.base_version());
-    if (w->name.build != first.name.build) differ(*w, "different build tag", w->name.build, first.name.build);
-    if (sorted(w->name.python) != sorted(first.name.python))
-      differ(*w, "different python tags", sorted(w->name.python), sorted(first.name.python));
-    if (sorted(w->name.abi) != sorted(first.name.abi))
-      differ(*w, "different abi tags", sorted(w->name.abi), sorted(first.name.abi));
-    for (const char* key : {"Root-Is-Purelib"}) {
-      std::string mine = w->wheel_fields.one(key).value_or(""), theirs = first.wheel_fields.one(key).value_or("");
-      if (mine != theirs) differ(*w, fmt::format("different {} in WHEEL", key), mine, theirs);
-    }
-    std::string mine = w->metadata.one("Metadata-Version").value_or(""), theirs = first.metadata.one("Metadata-Version").value_or("");
-    if (mine != theirs) differ(*w, "different Metadata-Version", mine, theirs);
-  }
-  std::string why;
-  auto platform_tags = merge_platforms(platforms, why);
-  if (!platform_tags)
-    problems.push_back({ProblemKind::invalid_input, all_inputs, {}, "different operating systems or architectures",
-                        "the same in every build", why});
-  if (problems.size() != before) return std::nullopt;
-
+// One merge being planned: the inputs, what the passes have decided so far, and the problems
+// found. Each pass is a member function below; plan_merge runs them in order.
+struct Planner {
+  const std::vector<Wheel>& inputs;
+  const MergeOptions& options;
+  Problems& problems;
+  std::vector<size_t> order;  // indices into `inputs`, in label order: "build i" below
+  std::string all_inputs;     // every input's name, for problems about the merge as a whole
   MergePlan plan;
-  for (const Wheel* w : wheels) plan.labels.push_back(w->label);
-  WheelName out_name = first.name;
-  out_name.name = normalize_name(first.name.name);
-  out_name.version = first.base_version();
-  out_name.platform = *platform_tags;
-  out_name.suffix_label.clear();
-  plan.filename = out_name.filename();
-  plan.tags = out_name.expanded_tags();
-  plan.dist_info = out_name.name + "-" + out_name.version + ".dist-info";
-  const std::string data_dir = out_name.name + "-" + out_name.version + ".data";
+  WheelName out_name;
+  std::string data_dir;                  // the merged wheel's .data directory
+  PathTable payload, dist_info;          // dist_info keyed by the path inside the directory
+  std::vector<PlannedMember> members;    // payload, in no particular order until the end
+  std::vector<PlannedMember> dist_members;
+  std::optional<MergedMetadata> metadata;
+  std::map<std::string, std::vector<const VariantFile*>> by_package;  // package dir -> its variant files
+  std::vector<const VariantFile*> outside;  // private libraries outside every package
+  std::set<std::string> patched_inits;      // __init__.py files replaced by their patched text
 
-  // Every path of every build, dist-info apart (it is rebuilt below).
-  PathTable payload, dist_info;
-  for (size_t i = 0; i < wheels.size(); ++i) {
-    const Wheel& w = *wheels[i];
-    for (const WheelFile& f : w.files) {
-      bool in_dist_info = f.path.compare(0, w.dist_info.size() + 1, w.dist_info + "/") == 0;
-      bool in_data = !w.data_dir.empty() && f.path.compare(0, w.data_dir.size() + 1, w.data_dir + "/") == 0;
-      PathTable& table = in_dist_info ? dist_info : payload;
-      // The .data directory is named with each build's version; the merged one with the merged version.
-      std::string key = in_dist_info ? f.path.substr(w.dist_info.size() + 1)
-                        : in_data    ? data_dir + f.path.substr(w.data_dir.size())
-                                     : f.path;
-      auto& row = table[key];
-      row.resize(wheels.size(), nullptr);
-      row[i] = &f;
-    }
+  size_t builds() const { return order.size(); }
+  const Wheel& build(size_t i) const { return inputs[order[i]]; }
+  const Wheel& first() const { return build(0); }
+
+  PlannedMember copied(const std::string& path, size_t i, const WheelFile& f) const {
+    PlannedMember m;
+    m.path = path;
+    m.input = order[i];
+    m.entry = f.entry;
+    m.executable = f.executable;
+    m.size = f.size;
+    m.sha256 = f.sha256;
+    return m;
   }
-  // Paths of different builds that would be one file (or a file and a directory) where the
-  // wheel is installed: "pkg/\u00e9.py" in one build and "pkg/e\u0301.py" in the other.
-  {
-    std::vector<std::string> names;
-    for (const auto& [path, row] : payload) names.push_back(path);
-    for (const NameClash& clash : find_name_clashes(names))
-      problems.push_back(clash_problem(clash, names, ProblemKind::conflict, all_inputs, "across builds"));
-    if (problems.size() != before) return std::nullopt;
-  }
-  auto same_everywhere = [&](const std::vector<const WheelFile*>& row) {
+  bool same_everywhere(const Row& row) const {
     return std::all_of(row.begin(), row.end(), [&](const WheelFile* f) {
       return f && f->sha256 == row.front()->sha256 && f->size == row.front()->size;
     });
-  };
-  auto conflict = [&](const std::string& path, const std::vector<const WheelFile*>& row, std::string what) {
+  }
+  bool shared(const std::string& path) const {
+    auto it = payload.find(path);
+    return it != payload.end() && same_everywhere(it->second);
+  }
+  // A path that differs between builds where it must not, with what each build has.
+  void conflict(const std::string& path, const Row& row, std::string what) {
     std::vector<std::string> found;
-    for (size_t i = 0; i < wheels.size(); ++i)
-      found.push_back(fmt::format("{} ({}): {}", wheels[i]->label, wheels[i]->display,
+    for (size_t i = 0; i < builds(); ++i)
+      found.push_back(fmt::format("{} ({}): {}", build(i).label, build(i).display,
                                   row[i] ? fmt::format("sha256={}, {} bytes", row[i]->sha256, row[i]->size) : "absent"));
     problems.push_back({ProblemKind::conflict, all_inputs, path, std::move(what), "the same bytes in every build",
                         fmt::format("{}", fmt::join(found, "; "))});
-  };
-  auto matches_glob = [&](const std::string& path) {
-    return std::any_of(options.variant_globs.begin(), options.variant_globs.end(),
-                       [&](const std::string& g) { return fnmatch(g.c_str(), path.c_str(), 0) == 0; });
-  };
-
-  std::vector<PlannedMember> members;
-  std::set<std::string> taken;  // every output path, to refuse a labelled name that already exists
-  for (const auto& [path, row] : payload) taken.insert(path);
-  for (const auto& [path, row] : payload) {
-    if (same_everywhere(row)) {
-      members.push_back(copied(path, first, *row.front()));
-      for (const WheelFile* f : row) members.back().executable |= f->executable;
-      ++plan.shared_files;
-      continue;
-    }
-    bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && f->elf; });
-    if (!(native || is_native_name(path) || is_gpu_code(path) || matches_glob(path))) {
-      conflict(path, row, "differs between builds and is not native or GPU code (pass --variant-file to allow)");
-      continue;
-    }
-    for (size_t i = 0; i < wheels.size(); ++i) {
-      if (!row[i]) continue;
-      std::string stored = labelled_path(path, wheels[i]->label);
-      if (std::string why = unsafe_name_reason(stored); !why.empty()) {
-        conflict(stored, row, fmt::format("the labelled name of {} is not a safe name ({})", path, why));
-        continue;
-      }
-      if (!taken.insert(stored).second) {
-        conflict(stored, row, fmt::format("the labelled name of {} is already taken", path));
-        continue;
-      }
-      members.push_back(copied(stored, *wheels[i], *row[i]));
-      plan.variant_files.push_back({wheels[i]->label, path, stored});
-    }
   }
-
-  // Dist-info: WHEEL, RECORD, METADATA are rebuilt; SBOMs may differ per build; the rest must
-  // be the same everywhere.
-  std::vector<PlannedMember> dist_members;
-  for (const auto& [rel, row] : dist_info) {
-    if (rel == "RECORD" || rel == "WHEEL" || rel == "METADATA") continue;
-    const std::string path = plan.dist_info + "/" + rel;
-    if (same_everywhere(row)) {
-      dist_members.push_back(copied(path, first, *row.front()));
-    } else if (rel.rfind("sboms/", 0) == 0) {
-      for (size_t i = 0; i < wheels.size(); ++i)
-        if (row[i]) dist_members.push_back(copied(labelled_path(path, wheels[i]->label), *wheels[i], *row[i]));
-    } else {
-      conflict(first.dist_info + "/" + rel, row, "dist-info file differs between builds");
-    }
+  const WheelFile* file_of(const VariantFile& v) const {
+    const Row& row = payload.at(v.original);
+    for (size_t i = 0; i < builds(); ++i)
+      if (build(i).label == v.label) return row[i];
+    return nullptr;
   }
-  auto metadata = merge_metadata(wheels, out_name.version, problems);
-  for (const Wheel* w : wheels) plan.warnings.insert(plan.warnings.end(), w->warnings.begin(), w->warnings.end());
-
-  // Loaders: each variant file belongs to the outermost regular package above it.
-  auto shared = [&](const std::string& path) {
-    auto it = payload.find(path);
-    return it != payload.end() && same_everywhere(it->second);
-  };
-  // Import names start at the wheel's root, or under .data/purelib/ or .data/platlib/, which
-  // install into the same directory; other .data keys hold no packages.
-  auto import_root = [&](const std::string& path) -> std::optional<size_t> {
+  // Where import names start in `path`: the wheel's root, or under .data/purelib/ or
+  // .data/platlib/, which install into the same directory; other .data keys hold no packages.
+  std::optional<size_t> import_root(const std::string& path) const {
     if (path.compare(0, data_dir.size() + 1, data_dir + "/") != 0) return 0;
     for (const char* key : {"/purelib/", "/platlib/"})
       if (path.compare(data_dir.size(), std::strlen(key), key) == 0) return data_dir.size() + std::strlen(key);
     return std::nullopt;
-  };
-  auto package_of = [&](const std::string& path) -> std::string {
+  }
+  // The outermost regular package above `path` (a directory with an __init__.py every build
+  // shares), or empty.
+  std::string package_of(const std::string& path) const {
     auto root = import_root(path);
     if (!root) return {};
     std::string dir;
@@ -323,16 +200,172 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
       if (shared(dir + "/__init__.py")) return dir;
     }
     return {};
+  }
+
+  void order_by_label();
+  bool check_one_build();
+  bool build_path_tables();
+  void classify_payload();
+  void carry_dist_info();
+  void group_by_package();
+  void add_loaders();
+  LoaderManifest manifest_for(const std::string& package, const std::vector<const VariantFile*>& files) const;
+  void check_collisions();
+  void finish_dist_info();
+};
+
+// Label order makes the plan independent of the order inputs were given in.
+void Planner::order_by_label() {
+  for (size_t i = 0; i < inputs.size(); ++i) order.push_back(i);
+  std::vector<std::optional<VariantLabel>> labels;
+  for (const Wheel& w : inputs) labels.push_back(VariantLabel::parse(w.label));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return labels[a] < labels[b]; });
+  std::vector<std::string> displays;
+  for (size_t i = 0; i < builds(); ++i) displays.push_back(build(i).display);
+  all_inputs = fmt::format("{}", fmt::join(displays, ", "));
+  for (size_t i = 0; i < builds(); ++i) plan.labels.push_back(build(i).label);
+}
+
+// The builds must be of one project, version and interpreter ABI, for the same platforms;
+// names the merged wheel and its directories.
+bool Planner::check_one_build() {
+  const size_t before = problems.size();
+  const Wheel& first = this->first();
+  auto differ = [&](const Wheel& w, std::string what, std::string mine, std::string theirs) {
+    problems.push_back({ProblemKind::invalid_input, w.display, {}, std::move(what),
+                        std::move(theirs) + " (as " + first.display + ")", std::move(mine)});
   };
-  std::set<std::string> patched_inits;  // __init__.py files replaced by their patched text
-  std::map<std::string, std::vector<const VariantFile*>> by_package;
-  std::vector<const VariantFile*> outside;  // private libraries outside every package
-  auto file_of = [&](const VariantFile& v) {
-    const auto& row = payload.at(v.original);
-    for (size_t i = 0; i < wheels.size(); ++i)
-      if (wheels[i]->label == v.label) return row[i];
-    return static_cast<const WheelFile*>(nullptr);
+  auto sorted = [](std::vector<std::string> v) { std::sort(v.begin(), v.end()); return fmt::format("{}", fmt::join(v, ".")); };
+  std::vector<std::vector<std::string>> platforms;
+  for (size_t i = 0; i < builds(); ++i) {
+    const Wheel& w = build(i);
+    platforms.push_back(w.name.platform);
+    if (i == 0) continue;
+    if (normalize_name(w.name.name) != normalize_name(first.name.name))
+      differ(w, "different distribution name", w.name.name, first.name.name);
+    if (w.base_version() != first.base_version())
+      differ(w, "different version (after removing the +cuNN label)", w.base_version(), first.base_version());
+    if (w.name.build != first.name.build) differ(w, "different build tag", w.name.build, first.name.build);
+    if (sorted(w.name.python) != sorted(first.name.python))
+      differ(w, "different python tags", sorted(w.name.python), sorted(first.name.python));
+    if (sorted(w.name.abi) != sorted(first.name.abi))
+      differ(w, "different abi tags", sorted(w.name.abi), sorted(first.name.abi));
+    for (const char* key : {"Root-Is-Purelib"}) {
+      std::string mine = w.wheel_fields.one(key).value_or(""), theirs = first.wheel_fields.one(key).value_or("");
+      if (mine != theirs) differ(w, fmt::format("different {} in WHEEL", key), mine, theirs);
+    }
+    std::string mine = w.metadata.one("Metadata-Version").value_or(""), theirs = first.metadata.one("Metadata-Version").value_or("");
+    if (mine != theirs) differ(w, "different Metadata-Version", mine, theirs);
+  }
+  std::string why;
+  auto platform_tags = merge_platforms(platforms, why);
+  if (!platform_tags)
+    problems.push_back({ProblemKind::invalid_input, all_inputs, {}, "different operating systems or architectures",
+                        "the same in every build", why});
+  if (problems.size() != before) return false;
+
+  out_name = first.name;
+  out_name.name = normalize_name(first.name.name);
+  out_name.version = first.base_version();
+  out_name.platform = *platform_tags;
+  out_name.suffix_label.clear();
+  plan.filename = out_name.filename();
+  plan.tags = out_name.expanded_tags();
+  plan.dist_info = out_name.name + "-" + out_name.version + ".dist-info";
+  data_dir = out_name.name + "-" + out_name.version + ".data";
+  return true;
+}
+
+// Every path of every build, the payload and the dist-info apart (it is rebuilt). Paths of
+// different builds that would be one file (or a file and a directory) where the wheel is
+// installed are refused: "pkg/\u00e9.py" in one build and "pkg/e\u0301.py" in the other.
+bool Planner::build_path_tables() {
+  for (size_t i = 0; i < builds(); ++i) {
+    const Wheel& w = build(i);
+    for (const WheelFile& f : w.files) {
+      bool in_dist_info = f.path.compare(0, w.dist_info.size() + 1, w.dist_info + "/") == 0;
+      bool in_data = !w.data_dir.empty() && f.path.compare(0, w.data_dir.size() + 1, w.data_dir + "/") == 0;
+      PathTable& table = in_dist_info ? dist_info : payload;
+      // The .data directory is named with each build's version; the merged one with the merged version.
+      std::string key = in_dist_info ? f.path.substr(w.dist_info.size() + 1)
+                        : in_data    ? data_dir + f.path.substr(w.data_dir.size())
+                                     : f.path;
+      auto& row = table[key];
+      row.resize(builds(), nullptr);
+      row[i] = &f;
+    }
+  }
+  const size_t before = problems.size();
+  std::vector<std::string> names;
+  for (const auto& [path, row] : payload) names.push_back(path);
+  for (const NameClash& clash : find_name_clashes(names))
+    problems.push_back(clash_problem(clash, names, ProblemKind::conflict, all_inputs, "across builds"));
+  return problems.size() == before;
+}
+
+// Each payload path is shared (the same bytes in every build: stored once), a variant (native
+// or GPU code, or matched by --variant-file: stored once per build under a labelled name), or
+// a conflict.
+void Planner::classify_payload() {
+  auto matches_glob = [&](const std::string& path) {
+    return std::any_of(options.variant_globs.begin(), options.variant_globs.end(),
+                       [&](const std::string& g) { return fnmatch(g.c_str(), path.c_str(), 0) == 0; });
   };
+  std::set<std::string> taken;  // every output path, to refuse a labelled name that already exists
+  for (const auto& [path, row] : payload) taken.insert(path);
+  for (const auto& [path, row] : payload) {
+    if (same_everywhere(row)) {
+      members.push_back(copied(path, 0, *row.front()));
+      for (const WheelFile* f : row) members.back().executable |= f->executable;
+      ++plan.shared_files;
+      continue;
+    }
+    bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && f->elf; });
+    if (!(native || is_native_name(path) || is_gpu_code(path) || matches_glob(path))) {
+      conflict(path, row, "differs between builds and is not native or GPU code (pass --variant-file to allow)");
+      continue;
+    }
+    for (size_t i = 0; i < builds(); ++i) {
+      if (!row[i]) continue;
+      std::string stored = labelled_path(path, build(i).label);
+      if (std::string why = unsafe_name_reason(stored); !why.empty()) {
+        conflict(stored, row, fmt::format("the labelled name of {} is not a safe name ({})", path, why));
+        continue;
+      }
+      if (!taken.insert(stored).second) {
+        conflict(stored, row, fmt::format("the labelled name of {} is already taken", path));
+        continue;
+      }
+      members.push_back(copied(stored, i, *row[i]));
+      plan.variant_files.push_back({build(i).label, path, stored});
+    }
+  }
+}
+
+// Dist-info: WHEEL, RECORD and METADATA are rebuilt (METADATA merged here); SBOMs may differ
+// per build and are kept under labelled names; the rest must be the same everywhere.
+void Planner::carry_dist_info() {
+  for (const auto& [rel, row] : dist_info) {
+    if (rel == "RECORD" || rel == "WHEEL" || rel == "METADATA") continue;
+    const std::string path = plan.dist_info + "/" + rel;
+    if (same_everywhere(row)) {
+      dist_members.push_back(copied(path, 0, *row.front()));
+    } else if (rel.rfind("sboms/", 0) == 0) {
+      for (size_t i = 0; i < builds(); ++i)
+        if (row[i]) dist_members.push_back(copied(labelled_path(path, build(i).label), i, *row[i]));
+    } else {
+      conflict(first().dist_info + "/" + rel, row, "dist-info file differs between builds");
+    }
+  }
+  std::vector<const Wheel*> wheels;
+  for (size_t i = 0; i < builds(); ++i) wheels.push_back(&build(i));
+  metadata = merge_metadata(wheels, out_name.version, problems);
+  for (const Wheel* w : wheels) plan.warnings.insert(plan.warnings.end(), w->warnings.begin(), w->warnings.end());
+}
+
+// Each variant file belongs to the outermost regular package above it, whose loader loads it;
+// private libraries outside every package are preloaded by every package's loader.
+void Planner::group_by_package() {
   for (const VariantFile& v : plan.variant_files) {
     std::string package = package_of(v.original);
     if (!package.empty()) {
@@ -350,73 +383,76 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
       problems.push_back({ProblemKind::conflict, all_inputs, v->original, "private library differs between builds, but no package loads it",
                           "a package with variant extension modules", "none"});
   }
+}
 
-  for (const auto& [package, files] : by_package) {
-    const std::string up = [&] { std::string u; for (char c : package + "/") if (c == '/') u += "../"; return u; }();
-    auto relative = [&](const std::string& path) {
-      return path.rfind(package + "/", 0) == 0 ? path.substr(package.size() + 1) : up + path;
-    };
-    std::string dotted = package.substr(*import_root(package + "/"));
-    std::replace(dotted.begin(), dotted.end(), '/', '.');
-    nlohmann::json manifest;
-    manifest["format"] = 1;
-    manifest["package"] = dotted;
-    manifest["distribution"] = first.metadata.one("Name").value_or(first.name.name);
-    manifest["variants"] = plan.labels;
-    manifest["driver_fallback"] = options.driver_fallback ? 1 : 0;
-    // The labels that are extras of the merged distribution, so the loader proposes only
-    // `pip install "dist[label]"` commands that exist.
-    manifest["extras"] = metadata ? metadata->label_extras : std::vector<std::string>{};
-    for (const std::string& label : plan.labels) {
-      nlohmann::json modules = nlohmann::json::object(), paths = nlohmann::json::object();
-      std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
-      for (const VariantFile* v : files) {
-        if (v->label != label) continue;
-        const WheelFile* f = file_of(*v);
-        std::string rel = relative(v->original);
-        paths[rel] = relative(v->stored);
-        if (is_private_library(v->original, *f)) {
-          libraries.emplace_back(v, &*f->elf_info);
-        } else if (is_module_file(v->original, *f)) {
-          std::string module = dotted + "/" + rel.substr(0, rel.find('.', rel.rfind('/') + 1));
-          std::replace(module.begin(), module.end(), '/', '.');
-          // A subpackage's own __init__ is imported under the subpackage's name.
-          if (module.ends_with(".__init__")) module.resize(module.size() - std::strlen(".__init__"));
-          modules[module] = relative(v->stored);
-        }
+// What the loader of `package` (a directory) needs: per build, its modules, files and
+// libraries to preload, with paths relative to the package.
+LoaderManifest Planner::manifest_for(const std::string& package, const std::vector<const VariantFile*>& files) const {
+  const std::string up = [&] { std::string u; for (char c : package + "/") if (c == '/') u += "../"; return u; }();
+  auto relative = [&](const std::string& path) {
+    return path.rfind(package + "/", 0) == 0 ? path.substr(package.size() + 1) : up + path;
+  };
+  std::string dotted = package.substr(*import_root(package + "/"));
+  std::replace(dotted.begin(), dotted.end(), '/', '.');
+  LoaderManifest manifest;
+  manifest.package = dotted;
+  manifest.distribution = first().metadata.one("Name").value_or(first().name.name);
+  manifest.variants = plan.labels;
+  manifest.driver_fallback = options.driver_fallback;
+  // The labels that are extras of the merged distribution, so the loader proposes only
+  // `pip install "dist[label]"` commands that exist.
+  if (metadata) manifest.extras = metadata->label_extras;
+  for (const std::string& label : plan.labels) {
+    BuildFiles& build = manifest.builds[label];
+    std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
+    for (const VariantFile* v : files) {
+      if (v->label != label) continue;
+      const WheelFile* f = file_of(*v);
+      std::string rel = relative(v->original);
+      build.files[rel] = relative(v->stored);
+      if (is_private_library(v->original, *f)) {
+        libraries.emplace_back(v, &*f->elf_info);
+      } else if (is_module_file(v->original, *f)) {
+        std::string module = dotted + "/" + rel.substr(0, rel.find('.', rel.rfind('/') + 1));
+        std::replace(module.begin(), module.end(), '/', '.');
+        // A subpackage's own __init__ is imported under the subpackage's name.
+        if (module.ends_with(".__init__")) module.resize(module.size() - std::strlen(".__init__"));
+        build.modules[module] = relative(v->stored);
       }
-      for (const VariantFile* v : outside)
-        if (v->label == label) libraries.emplace_back(v, &*file_of(*v)->elf_info);
-      std::vector<const ElfInfo*> infos;
-      for (const auto& library : libraries) infos.push_back(library.second);
-      std::vector<std::string> ordered;
-      for (size_t i : preload_order(infos)) ordered.push_back(relative(libraries[i].first->stored));
-      manifest["modules"][label] = modules;
-      manifest["files"][label] = paths;
-      manifest["preload"][label] = ordered;
-      auto info = options.build_info.find(label);
-      manifest["build_info"][label] = info == options.build_info.end() ? nlohmann::json::object() : nlohmann::json(info->second);
     }
+    for (const VariantFile* v : outside)
+      if (v->label == label) libraries.emplace_back(v, &*file_of(*v)->elf_info);
+    std::vector<const ElfInfo*> infos;
+    for (const auto& library : libraries) infos.push_back(library.second);
+    for (size_t i : preload_order(infos)) build.preload.push_back(relative(libraries[i].first->stored));
+    if (auto info = options.build_info.find(label); info != options.build_info.end()) build.build_info = info->second;
+  }
+  return manifest;
+}
+
+// Per package: the loader with its manifest, and the package's __init__.py (shared, so taken
+// from the first build) with the loader import put in.
+void Planner::add_loaders() {
+  for (const auto& [package, files] : by_package) {
+    LoaderManifest manifest = manifest_for(package, files);
     plan.loader_packages.push_back(package);
     const std::string init_path = package + "/__init__.py";
-    std::string init_why;
-    // __init__.py is shared, so its content is read from the first build.
-    const WheelFile* init = payload.at(init_path).front();
-    Problems read_problems;
-    auto init_bytes = read_member(first.zip, first.zip.entries[init->entry], 64 << 20, first.display, read_problems);
-    if (!init_bytes) {
-      problems.insert(problems.end(), read_problems.begin(), read_problems.end());
+    auto init = first().init_sources.find(init_path);
+    if (init == first().init_sources.end()) {
+      problems.push_back({ProblemKind::invalid_input, first().display, init_path, "member too large",
+                          fmt::format("at most {} bytes", kMaxInitFile),
+                          fmt::format("{} bytes", first().find(init_path)->size)});
       continue;
     }
-    auto patched = inject_loader_import(std::string(init_bytes->begin(), init_bytes->end()), init_why);
+    std::string init_why;
+    auto patched = inject_loader_import(init->second, init_why);
     if (!patched) {
-      problems.push_back({ProblemKind::conflict, first.display, init_path, "cannot place the loader import",
+      problems.push_back({ProblemKind::conflict, first().display, init_path, "cannot place the loader import",
                           "Python source", init_why});
       continue;
     }
     patched_inits.insert(init_path);
     members.push_back(generated(init_path, *patched));
-    std::string loader_path = package + "/" + std::string(kLoaderModule);
     // Any module of the loader's name beside it (an extension module is found before a .py,
     // a labelled variant would be mapped onto it) would be imported instead of the loader.
     const std::string loader_stem = package + "/" + std::string(kLoaderModule.substr(0, kLoaderModule.find('.')));
@@ -434,18 +470,22 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
                           "no " + loader_stem.substr(package.size() + 1) + " module or directory", "this one"});
       continue;
     }
-    members.push_back(generated(loader_path, render_loader(json_ascii(manifest))));
+    members.push_back(generated(package + "/" + std::string(kLoaderModule), render_loader(manifest.to_json())));
   }
-  std::erase_if(members, [&](const PlannedMember& m) { return m.source && patched_inits.count(m.path); });
-  // The merged names must stay distinct and of one kind wherever the wheel is unpacked: a
-  // labelled name may meet a directory, or a name that differs only in case.
+  std::erase_if(members, [&](const PlannedMember& m) { return m.input && patched_inits.count(m.path); });
+}
+
+// The merged names must stay distinct and of one kind wherever the wheel is unpacked: a
+// labelled name may meet a directory, or a name that differs only in case.
+void Planner::check_collisions() {
   std::vector<std::string> names;
   for (const PlannedMember& m : members) names.push_back(m.path);
   for (const NameClash& clash : find_name_clashes(names))
     problems.push_back(clash_problem(clash, names, ProblemKind::conflict, all_inputs, "merged wheel"));
-  if (problems.size() != before || !metadata) return std::nullopt;
+}
 
-  // WHEEL, METADATA, RECORD; payload sorted by bytes, then dist-info, RECORD last.
+// WHEEL, METADATA and RECORD; the payload sorted by bytes, then the dist-info, RECORD last.
+void Planner::finish_dist_info() {
   std::string wheel = fmt::format("Wheel-Version: 1.0\nGenerator: wheelmerge {}\nRoot-Is-Purelib: false\n", kVersion);
   for (const std::string& tag : plan.tags) wheel += "Tag: " + tag + "\n";
   if (!out_name.build.empty()) wheel += "Build: " + out_name.build + "\n";
@@ -463,7 +503,33 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& input_wheels, cons
   members.push_back(generated(record_path, record));
   members.back().sha256.clear();
   plan.members = std::move(members);
-  return plan;
+}
+
+}  // namespace
+
+std::string labelled_path(const std::string& path, const std::string& label) {
+  std::string dir = dirname(path);
+  std::string base = basename(path);
+  size_t dot = base.find('.', 1);  // a leading dot belongs to the stem
+  std::string renamed = dot == std::string::npos ? base + "." + label
+                                                 : base.substr(0, dot) + "." + label + base.substr(dot);
+  return dir.empty() ? renamed : dir + "/" + renamed;
+}
+
+std::optional<MergePlan> plan_merge(const std::vector<Wheel>& inputs, const MergeOptions& options,
+                                    Problems& problems) {
+  const size_t before = problems.size();
+  Planner p{inputs, options, problems};
+  p.order_by_label();
+  if (!p.check_one_build() || !p.build_path_tables()) return std::nullopt;
+  p.classify_payload();
+  p.carry_dist_info();
+  p.group_by_package();
+  p.add_loaders();
+  p.check_collisions();
+  if (problems.size() != before || !p.metadata) return std::nullopt;
+  p.finish_dist_info();
+  return std::move(p.plan);
 }
 
 }  // namespace wm

@@ -27,8 +27,9 @@ struct VariantFile {
 
 struct PlannedMember {
   std::string path;
-  // Copied compressed from an input member...
-  const Wheel* source = nullptr;
+  // Copied compressed from member `entry` of input `input` (an index into plan_merge's
+  // `wheels`)...
+  std::optional<size_t> input;
   size_t entry = 0;
   // ...or generated.
   std::string content;
@@ -49,7 +50,8 @@ struct MergePlan {
   std::vector<std::string> warnings;
 };
 
-// `wheels` may come in any order; the plan is the same for every order.
+// `wheels` may come in any order; the plan is the same for every order. Pure: reads nothing but
+// the models (the text of __init__.py files included).
 std::optional<MergePlan> plan_merge(const std::vector<Wheel>& wheels, const MergeOptions& options,
                                     Problems& problems);
 

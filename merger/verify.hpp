@@ -2,9 +2,8 @@
 // manifests against the files it holds.
 #pragma once
 
+#include "merger/manifest.hpp"
 #include "merger/problem.hpp"
-
-#include <nlohmann/json_fwd.hpp>
 
 #include <optional>
 #include <set>
@@ -20,19 +19,21 @@ struct LoaderFiles {
   std::string init_source;    // the text of the package's __init__.py, empty when absent
 };
 
-// Every manifest path exists, every labelled variant file is listed by some manifest, the
-// variants agree, and each package's __init__.py imports its loader.
-void check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
-                   const std::set<std::string>& paths, Problems& problems);
+// A loader and its manifest, parsed.
+struct FoundLoader {
+  std::string loader_path;  // "pkg/_wheelmerge.py"
+  LoaderManifest manifest;
+};
 
-// "pkg" + "../pkg.libs/libx.cu12.so.1" -> "pkg.libs/libx.cu12.so.1": a manifest path in the archive.
-std::string manifest_archive_path(const std::string& package_dir, std::string relative);
+// Every manifest parses, every path it names exists, every labelled variant file is listed by
+// some manifest, the variants agree, and each package's __init__.py imports its loader.
+// Returns the loaders whose manifests parsed.
+std::vector<FoundLoader> check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
+                                       const std::set<std::string>& paths, Problems& problems);
 
 struct Wheel;
-// The loaders of a read wheel, each checked as above (problems appended when they fail).
-std::vector<LoaderFiles> checked_loaders(const Wheel& wheel, Problems& problems);
-
-// The whole check of one wheel; a summary (variants, files) when it passes.
-std::optional<nlohmann::json> verify_wheel(const std::string& path, Problems& problems);
+// Every wheelmerge loader of `wheel`, in path order, each manifest parsed and checked against
+// the wheel's files (problems appended when they fail; the loaders that parsed are returned).
+std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems);
 
 }  // namespace wm

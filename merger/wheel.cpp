@@ -48,7 +48,10 @@ struct MemberResult {
   std::vector<uint8_t> record_digest;  // when RECORD uses another algorithm than sha256
   bool elf = false;
   std::optional<ElfInfo> elf_info;
+  std::optional<std::string> text;  // the content, when asked for and within kMaxInitFile
 };
+
+bool is_init_file(std::string_view path) { return path == "__init__.py" || ends_with(path, "/__init__.py"); }
 
 MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm);
 
@@ -71,9 +74,11 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
   if (algorithm != "sha256") other = Digest::for_record_algorithm(algorithm);
   std::optional<ElfScanner> elf;
   bool first = true;
+  if (is_init_file(entry.name) && entry.uncompressed_size <= kMaxInitFile) result.text.emplace();
   result.problem = stream_member(w.zip, entry, [&](std::span<const uint8_t> chunk) {
     if (first && ElfScanner::has_magic(chunk)) elf.emplace();
     first = false;
+    if (result.text) result.text->append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
     sha.update(chunk);
     if (other) other->update(chunk);
     if (elf) elf->feed(chunk);
@@ -434,6 +439,7 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     f.sha256 = std::move(r.sha256);
     f.elf = r.elf;
     f.elf_info = std::move(r.elf_info);
+    if (r.text) w.init_sources.emplace(f.path, std::move(*r.text));
   }
   // Signature files are dropped, so they leave the model here.
   std::erase_if(w.files, [&](const WheelFile& f) { return f.sha256.empty() && f.path != record_path; });

@@ -23,6 +23,7 @@ namespace wm {
 inline constexpr size_t kMaxWheelFile = 1 << 20;
 inline constexpr size_t kMaxMetadataFile = 16 << 20;
 inline constexpr size_t kMaxRecordFile = 64 << 20;
+inline constexpr size_t kMaxInitFile = 64 << 20;
 
 struct WheelFile {
   size_t entry = 0;  // index into the archive's entries
@@ -52,6 +53,9 @@ struct Wheel {
   std::vector<Requirement> requires_dist;  // METADATA's Requires-Dist, parsed, in order
   std::vector<WheelFile> files;  // every regular member, in archive order
   std::unordered_map<std::string, size_t> index;  // path -> position in files
+  // The text of every "__init__.py" of at most kMaxInitFile bytes, by path: the planner puts
+  // the loader import into a package's __init__.py without reading the archive again.
+  std::unordered_map<std::string, std::string> init_sources;
   std::vector<std::string> warnings;
 
   const WheelFile* find(const std::string& path) const;

@@ -54,7 +54,7 @@ void check_written(const std::string& path, const std::string& display, const Me
       fail(m.path, "member", fmt::format("{} ({} bytes)", m.path, m.size), fmt::format("{} ({} bytes)", e.name, e.uncompressed_size));
       continue;
     }
-    if (!m.source) {
+    if (!m.input) {
       if (auto p = stream_member(*zip, e, [](std::span<const uint8_t>) { return true; }, display))
         fail(m.path, p->what, p->expected, p->found);
     }
@@ -137,7 +137,7 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
       discard();
       return fail("interrupted", fmt::format("signal {}", signal));
     }
-    bool ok = m.source ? writer.add_copy(m.path, m.source->zip, m.source->zip.entries[m.entry], m.executable)
+    bool ok = m.input ? writer.add_copy(m.path, inputs[*m.input].zip, inputs[*m.input].zip.entries[m.entry], m.executable)
                        : writer.add_generated(m.path, as_bytes(m.content), m.executable);
     if (!ok) {
       discard();

@@ -45,8 +45,10 @@ constexpr size_t kZip64EndSize = 56;
 constexpr uint64_t kMaxNameBytes = 4096;
 constexpr uint64_t kMaxSegmentBytes = 255;
 
+// What every check of read_zip shares: the archive being read (its entries filled in as the
+// central directory is read), the problems found so far and the name they give the file.
 struct Reader {
-  const ZipArchive& zip;
+  ZipArchive& zip;
   Problems& problems;
   const std::string& display;
 
@@ -163,22 +165,38 @@ std::string fold_segment(std::string_view segment) {
   return out;
 }
 
-}  // namespace
+// Finds the clashes of find_name_clashes in two passes over the names, which share the interned
+// paths: files first (one folded file path under two names), then directories (one folded
+// directory under two spellings, or a directory that is also a file).
+class ClashFinder {
+ public:
+  explicit ClashFinder(const std::vector<std::string>& names) : names_(names) {}
 
-std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) {
-  std::vector<NameClash> clashes;
-  auto kind_of = [&](std::string_view a, std::string_view b) {
+  std::vector<NameClash> find() {
+    find_file_clashes();
+    find_directory_clashes();
+    return std::move(clashes_);
+  }
+
+ private:
+  // The folded and spelled ids of a path's parent directory.
+  struct Walk { size_t parent_folded = 0, parent_spelled = 0; };
+  // The first spelling seen of a folded directory: its spelled id, the name it came from and
+  // where the directory ends in that name.
+  struct Spelling { size_t spelled, name, end; };
+
+  static NameClash::Kind kind_of(std::string_view a, std::string_view b) {
     return a == b                                           ? NameClash::Kind::duplicate
            : nfc(std::string(a)) == nfc(std::string(b))     ? NameClash::Kind::normalization
                                                             : NameClash::Kind::case_only;
-  };
-  PathIds folded, spelled;
-  // Walks the directories of `names[i]` (with its own path when it is a directory entry),
+  }
+
+  // Walks the directories of `names_[i]` (with its own path when it is a directory entry),
   // calling visit(folded id, spelled id, end of the prefix in the name); returns the folded and
   // spelled ids of the last segment's parent and the last segment's folded id.
-  struct Walk { size_t parent_folded = 0, parent_spelled = 0; };
-  auto walk = [&](size_t i, auto&& visit) {
-    std::string_view name(names[i]);
+  template <class Visit>
+  std::pair<Walk, std::string> walk(size_t i, Visit&& visit) {
+    std::string_view name(names_[i]);
     bool is_dir = name.ends_with('/');
     if (is_dir) name.remove_suffix(1);
     Walk w;
@@ -187,45 +205,62 @@ std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) 
       size_t end = slash == std::string_view::npos ? name.size() : slash;
       std::string_view segment = name.substr(start, end - start);
       if (slash == std::string_view::npos && !is_dir) return std::make_pair(w, fold_segment(segment));
-      size_t f = folded.id(w.parent_folded, fold_segment(segment));
-      size_t sp = spelled.id(w.parent_spelled, std::string(segment));
+      size_t f = folded_.id(w.parent_folded, fold_segment(segment));
+      size_t sp = spelled_.id(w.parent_spelled, std::string(segment));
       visit(f, sp, end);
       w = Walk{f, sp};
       if (slash == std::string_view::npos) return std::make_pair(w, std::string());
       start = slash + 1;
     }
-  };
-  // Files by folded path.
-  std::unordered_map<size_t, size_t> files;  // folded id of the file -> name index
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].ends_with('/')) continue;
-    auto [w, last] = walk(i, [](size_t, size_t, size_t) {});
-    auto [it, fresh] = files.emplace(folded.id(w.parent_folded, std::move(last)), i);
-    if (!fresh) clashes.push_back({kind_of(names[i], names[it->second]), i, it->second});
   }
+
+  // Files by folded path: a second name for one is a duplicate, or differs only in case or
+  // normalisation.
+  void find_file_clashes() {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      if (names_[i].ends_with('/')) continue;
+      auto [w, last] = walk(i, [](size_t, size_t, size_t) {});
+      auto [it, fresh] = files_.emplace(folded_.id(w.parent_folded, std::move(last)), i);
+      if (!fresh) clashes_.push_back({kind_of(names_[i], names_[it->second]), i, it->second});
+    }
+  }
+
   // Directories: one spelling per folded path, and none of them a file.
-  struct Spelling { size_t spelled, name, end; };
-  std::unordered_map<size_t, Spelling> dirs;  // folded id -> first spelling seen
-  std::unordered_set<size_t> reported;         // folded ids already reported, once each
-  for (size_t i = 0; i < names.size(); ++i) {
-    walk(i, [&](size_t f, size_t sp, size_t end) {
-      if (auto file = files.find(f); file != files.end() && reported.insert(f).second)
-        clashes.push_back({NameClash::Kind::file_and_directory, file->second, i});
-      auto [it, fresh] = dirs.emplace(f, Spelling{sp, i, end});
-      if (fresh) return;
-      const Spelling& first = it->second;
-      if (first.spelled == sp) {
-        // The same directory entry twice.
-        if (end + 1 == names[i].size() && names[i].ends_with('/') && names[first.name] == names[i] && first.name != i)
-          clashes.push_back({NameClash::Kind::duplicate, i, first.name});
-      } else if (reported.insert(f).second) {
-        clashes.push_back({kind_of(std::string_view(names[i]).substr(0, end),
-                                   std::string_view(names[first.name]).substr(0, first.end)),
-                           i, first.name});
-      }
-    });
+  void find_directory_clashes() {
+    for (size_t i = 0; i < names_.size(); ++i)
+      walk(i, [&](size_t f, size_t sp, size_t end) { visit_directory(i, f, sp, end); });
   }
-  return clashes;
+
+  // One directory of `names_[i]`, ending at `end` in it, with folded id `f` and spelled id `sp`.
+  void visit_directory(size_t i, size_t f, size_t sp, size_t end) {
+    if (auto file = files_.find(f); file != files_.end() && reported_.insert(f).second)
+      clashes_.push_back({NameClash::Kind::file_and_directory, file->second, i});
+    auto [it, fresh] = dirs_.emplace(f, Spelling{sp, i, end});
+    if (fresh) return;
+    const Spelling& first = it->second;
+    if (first.spelled == sp) {
+      // The same directory entry twice.
+      if (end + 1 == names_[i].size() && names_[i].ends_with('/') && names_[first.name] == names_[i] && first.name != i)
+        clashes_.push_back({NameClash::Kind::duplicate, i, first.name});
+    } else if (reported_.insert(f).second) {
+      clashes_.push_back({kind_of(std::string_view(names_[i]).substr(0, end),
+                                  std::string_view(names_[first.name]).substr(0, first.end)),
+                          i, first.name});
+    }
+  }
+
+  const std::vector<std::string>& names_;
+  PathIds folded_, spelled_;
+  std::vector<NameClash> clashes_;
+  std::unordered_map<size_t, size_t> files_;    // folded id of the file -> name index
+  std::unordered_map<size_t, Spelling> dirs_;   // folded id -> first spelling seen
+  std::unordered_set<size_t> reported_;          // folded ids already reported, once each
+};
+
+}  // namespace
+
+std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) {
+  return ClashFinder(names).find();
 }
 
 Problem clash_problem(const NameClash& clash, const std::vector<std::string>& names, ProblemKind kind,
@@ -303,6 +338,465 @@ std::string unsafe_name_reason(const std::string& name) {
   return {};
 }
 
+namespace {
+
+// A range of the file, [first byte, end): a member from its local header to the end of its data
+// (and data descriptor).
+using Span = std::pair<uint64_t, uint64_t>;
+
+// The end of central directory record, comment included, as found in the file's last bytes.
+struct EndRecord {
+  std::vector<uint8_t> tail;  // the file's last 22 + 0xffff bytes (or all of a smaller file)
+  size_t pos = 0;             // where the record starts in `tail`
+  uint64_t offset = 0;        // where it starts in the file
+  ByteView bytes() const { return ByteView(tail.data() + pos, tail.size() - pos); }
+};
+
+// Where the central directory is and how many entries it holds, from the end record or, where
+// there is one, the ZIP64 end record.
+struct Directory {
+  uint64_t disk = 0, cd_disk = 0, count_disk = 0, count = 0;
+  uint64_t size = 0, offset = 0;
+  uint64_t end_limit = 0;  // where the central directory must end
+};
+
+// Finds the end record: the last 22 + comment bytes, its comment reaching exactly to the end,
+// as the strictest reader finds it. A file with none is no zip, or one cut short or with bytes
+// after its end (told apart by a local header at offset 0).
+std::optional<EndRecord> find_end_record(Reader& r) {
+  EndRecord end;
+  size_t tail_len = static_cast<size_t>(std::min<uint64_t>(r.zip.size, kEndSize + 0xFFFF));
+  if (r.zip.size < kEndSize || !r.read(r.zip.size - tail_len, end.tail, tail_len)) {
+    r.fail({}, "not a zip archive", "an end of central directory record",
+           fmt::format("a file of {} bytes", r.zip.size));
+    return std::nullopt;
+  }
+  std::optional<size_t> end_pos;
+  for (size_t i = tail_len - kEndSize + 1; i-- > 0;) {
+    ByteView v(end.tail.data() + i, tail_len - i);
+    if (v.u32(0) == kEndSig && kEndSize + v.u16(20) == tail_len - i) {
+      end_pos = i;
+      break;
+    }
+  }
+  if (!end_pos) {
+    std::vector<uint8_t> head;
+    bool looks_zip = r.read(0, head, 4) && ByteView(head).u32(0) == kLocalSig;
+    r.fail({}, looks_zip ? "truncated zip archive" : "not a zip archive",
+           "an end of central directory record at the end of the file",
+           looks_zip ? "none (the file is cut short or has bytes after its end record)"
+                     : "no zip structure");
+    return std::nullopt;
+  }
+  end.pos = *end_pos;
+  end.offset = r.zip.size - tail_len + *end_pos;
+  return end;
+}
+
+// Checks that every reader settles on this end record: no end signature after its start (the
+// later end signature Python's zipfile would take), and no zip records in its comment (another
+// archive or end record some reader could find instead).
+bool check_end_record(Reader& r, ByteView end) {
+  // Python's zipfile takes the last end-record signature in the file; it must be this record's.
+  // (Without a comment it takes the last 22 bytes as they are, searching nothing.)
+  if (end.u16(20) != 0 && end.sub(1, end.size() - 1).find_u32(kEndSig)) {
+    r.fail({}, "more than one end of central directory record",
+           "one end record, the last signature " + hex32(kEndSig) + " of the file", "another signature after it");
+    return false;
+  }
+  ByteView comment = end.sub(kEndSize, end.u16(20));
+  for (uint32_t sig : {kLocalSig, kCentralSig, kEndSig, kZip64EndSig}) {
+    if (comment.find_u32(sig)) {
+      r.fail({}, "archive comment contains zip records (another archive or end record)",
+             "a comment without zip signatures", fmt::format("signature {}", hex32(sig)));
+      return false;
+    }
+  }
+  return true;
+}
+
+// The directory as the classic end record gives it, to end where the end record starts.
+Directory classic_directory(ByteView end, uint64_t end_offset) {
+  Directory d;
+  d.disk = end.u16(4), d.cd_disk = end.u16(6);
+  d.count_disk = end.u16(8), d.count = end.u16(10);
+  d.size = end.u32(12), d.offset = end.u32(16);
+  d.end_limit = end_offset;
+  return d;
+}
+
+// Replaces the classic fields of `d` with those of the ZIP64 end record `z` (at `z64_offset`),
+// after checking that each classic field that is not the 0xffff/0xffffffff placeholder equals
+// its ZIP64 counterpart: readers that ignore the ZIP64 record must find the same directory.
+bool adopt_zip64_fields(Reader& r, ByteView z, uint64_t z64_offset, Directory& d) {
+  const struct { const char* field; uint64_t classic, placeholder, zip64; } fields[] = {
+      {"disk number", d.disk, 0xFFFF, z.u32(16)},
+      {"directory disk", d.cd_disk, 0xFFFF, z.u32(20)},
+      {"entries on this disk", d.count_disk, 0xFFFF, z.u64(24)},
+      {"entry count", d.count, 0xFFFF, z.u64(32)},
+      {"directory size", d.size, 0xFFFFFFFF, z.u64(40)},
+      {"directory offset", d.offset, 0xFFFFFFFF, z.u64(48)},
+  };
+  for (const auto& f : fields) {
+    if (f.classic != f.placeholder && f.classic != f.zip64) {
+      r.fail({}, fmt::format("end record and ZIP64 end record disagree on the {}", f.field),
+             fmt::format("{} (ZIP64 end record)", f.zip64), fmt::format("{} (end record)", f.classic));
+      return false;
+    }
+  }
+  d.disk = z.u32(16);
+  d.cd_disk = z.u32(20);
+  d.count_disk = z.u64(24);
+  d.count = z.u64(32);
+  d.size = z.u64(40);
+  d.offset = z.u64(48);
+  d.end_limit = z64_offset;
+  return true;
+}
+
+// The ZIP64 end record and its locator, just before the end record: where present, one disk, a
+// record of the fixed size ending exactly at the locator (Python's zipfile reads it there,
+// whatever the locator says), agreeing with the end record; where absent, no end record field
+// may be a ZIP64 placeholder.
+bool apply_zip64_end(Reader& r, uint64_t end_offset, Directory& d) {
+  const bool needs_zip64 = d.disk == 0xFFFF || d.cd_disk == 0xFFFF || d.count_disk == 0xFFFF ||
+                           d.count == 0xFFFF || d.size == 0xFFFFFFFF || d.offset == 0xFFFFFFFF;
+  std::vector<uint8_t> buf;
+  if (!(end_offset >= 20 && r.read(end_offset - 20, buf, 20) && ByteView(buf).u32(0) == kZip64LocatorSig)) {
+    if (needs_zip64) {
+      r.fail({}, "missing ZIP64 end of central directory locator",
+             "a locator before the end record, as its fields are 0xffff/0xffffffff", "none");
+      return false;
+    }
+    return true;
+  }
+  ByteView loc(buf);
+  uint64_t z64_offset = loc.u64(8);
+  if (loc.u32(4) != 0 || loc.u32(16) != 1) {
+    r.fail({}, "multi-disk archive", "one disk",
+           fmt::format("ZIP64 locator naming disk {} of {}", loc.u32(4), loc.u32(16)));
+    return false;
+  }
+  std::vector<uint8_t> rec;
+  if (!r.read(z64_offset, rec, kZip64EndSize) || ByteView(rec).u32(0) != kZip64EndSig) {
+    r.fail({}, "malformed ZIP64 end of central directory", "a ZIP64 end record at " + hex32(z64_offset),
+           "no such record");
+    return false;
+  }
+  ByteView z(rec);
+  // Python's zipfile reads the ZIP64 end record just before the locator, whatever the
+  // locator says, so extensible data would make it read other bytes than we do.
+  if (z.u64(4) != kZip64EndSize - 12) {
+    r.fail({}, "ZIP64 end of central directory record carries extensible data",
+           fmt::format("a record of {} bytes", kZip64EndSize - 12), fmt::format("{} bytes", z.u64(4)));
+    return false;
+  }
+  if (z.u64(4) + 12 + z64_offset != end_offset - 20) {
+    r.fail({}, "bytes between the ZIP64 end record and its locator",
+           fmt::format("the record to end at {}", end_offset - 20),
+           fmt::format("it ends at {}", z.u64(4) + 12 + z64_offset));
+    return false;
+  }
+  return adopt_zip64_fields(r, z, z64_offset, d);
+}
+
+// One disk holding every entry: wheels are never split, and readers of split archives differ.
+bool check_single_disk(Reader& r, const Directory& d) {
+  if (d.disk != 0 || d.cd_disk != 0 || d.count_disk != d.count) {
+    r.fail({}, "multi-disk archive", "disk 0 holding every entry",
+           fmt::format("disk {}, directory on disk {}, {} of {} entries here", d.disk, d.cd_disk,
+                       d.count_disk, d.count));
+    return false;
+  }
+  return true;
+}
+
+// The central directory ends exactly where the (ZIP64) end record starts: readers that locate
+// it from the end and readers that trust its recorded offset must find the same bytes. Says
+// why not: bytes put in front of the archive, a second end record, or a directory of the
+// wrong size or place.
+bool check_directory_position(Reader& r, const Directory& d) {
+  if (d.offset > d.end_limit || d.size != d.end_limit - d.offset) {
+    // A directory found whole just before the end record, only later than recorded: bytes
+    // were put in front of the archive (a self-extractor stub, a concatenation).
+    std::vector<uint8_t> moved;
+    if (d.size <= d.end_limit && d.end_limit - d.size > d.offset &&
+        r.read(d.end_limit - d.size, moved, 4) && ByteView(moved).u32(0) == kCentralSig) {
+      r.fail({}, "bytes before the first local header", "the archive to start at offset 0",
+             fmt::format("{} bytes in front of it", d.end_limit - d.size - d.offset));
+      return false;
+    }
+    std::vector<uint8_t> between;
+    bool extra_end = d.offset + d.size < d.end_limit &&
+                     r.read(d.offset + d.size, between, d.end_limit - d.offset - d.size) &&
+                     ByteView(between).find_u32(kEndSig);
+    r.fail({}, extra_end ? "more than one end of central directory record"
+                         : "central directory does not reach the end record",
+           fmt::format("directory of {} bytes ending at {}", d.size, d.end_limit),
+           fmt::format("{} bytes at offset {}", d.size, d.offset));
+    return false;
+  }
+  return true;
+}
+
+// One central directory entry from its fixed header `h`, name and extra field: the ZIP64 extra
+// field must hold exactly the values marked 0xffffffff and no extra field may rename the member
+// for some readers (apply_extra), and the entry must be on disk 0.
+ZipEntry parse_central_entry(Reader& r, ByteView h, ByteView name, ByteView extra) {
+  ZipEntry e;
+  e.made_by_host = static_cast<uint8_t>(h.u16(4) >> 8);
+  e.version_needed = h.u16(6);
+  e.flags = h.u16(8);
+  e.method = h.u16(10);
+  e.crc32 = h.u32(16);
+  e.compressed_size = h.u32(20);
+  e.uncompressed_size = h.u32(24);
+  e.external_attributes = h.u32(38);
+  e.local_header_offset = h.u32(42);
+  e.name = name.str();
+  Zip64Needs needs{e.uncompressed_size == 0xFFFFFFFF, e.compressed_size == 0xFFFFFFFF,
+                   e.local_header_offset == 0xFFFFFFFF, h.u16(34) == 0xFFFF};
+  bool had_zip64 = false;
+  std::string err = apply_extra(extra, needs, e.uncompressed_size, e.compressed_size,
+                                &e.local_header_offset, had_zip64);
+  if (!err.empty()) r.fail(e.name, "central directory: " + err);
+  if (h.u16(34) != 0 && h.u16(34) != 0xFFFF)
+    r.fail(e.name, "multi-disk archive", "disk 0", fmt::format("disk {}", h.u16(34)));
+  return e;
+}
+
+// Reads the central directory whole (its size is bounded by the file's) into r.zip.entries:
+// back-to-back entries filling it exactly, as many as the end record counts. Returns false
+// where the directory cannot be walked; other problems are only added.
+bool read_central_directory(Reader& r, const Directory& d) {
+  std::vector<uint8_t> cd;
+  if (!r.read(d.offset, cd, d.size)) {
+    r.fail({}, "truncated central directory");
+    return false;
+  }
+  ByteView dir(cd);
+  size_t pos = 0;
+  while (pos < dir.size()) {
+    if (dir.size() - pos < kCentralSize || dir.u32(pos) != kCentralSig) {
+      r.fail({}, "malformed central directory", "a central directory header at offset " +
+             std::to_string(d.offset + pos), "other bytes");
+      return false;
+    }
+    ByteView h = dir.sub(pos, kCentralSize);
+    size_t name_len = h.u16(28), extra_len = h.u16(30), comment_len = h.u16(32);
+    if (dir.size() - pos - kCentralSize < name_len + extra_len + comment_len) {
+      r.fail({}, "truncated central directory entry");
+      return false;
+    }
+    r.zip.entries.push_back(parse_central_entry(r, h, dir.sub(pos + kCentralSize, name_len),
+                                                dir.sub(pos + kCentralSize + name_len, extra_len)));
+    pos += kCentralSize + name_len + extra_len + comment_len;
+  }
+  if (r.zip.entries.size() != d.count) {
+    r.fail({}, "entry count mismatch", fmt::format("{} entries (end record)", d.count),
+           fmt::format("{} in the central directory", r.zip.entries.size()));
+  }
+  return true;
+}
+
+// An entry's central fields that every reader must read alike: no encryption, only the flag
+// bits wheel writers set, a version needed no higher than 4.5, stored or deflate (stored with
+// equal sizes), a safe name, non-ASCII names flagged UTF-8. Returns false where the entry is
+// not worth checking further.
+bool check_entry_fields(Reader& r, const ZipEntry& e) {
+  if (e.flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagMaskedHeaders)) {
+    r.fail(e.name, "encrypted entry", "no encryption", fmt::format("flags {:#06x}", e.flags));
+    return false;
+  }
+  if (e.flags & ~kFlagsAllowed) {
+    r.fail(e.name, "general-purpose flag bits that readers treat differently",
+           fmt::format("only bits 1, 2, 3 and 11 ({:#06x})", kFlagsAllowed), fmt::format("flags {:#06x}", e.flags));
+    return false;
+  }
+  if ((e.version_needed & 0xFF) > kMaxVersionNeeded) {
+    r.fail(e.name, "version needed to extract is beyond what wheel consumers support",
+           fmt::format("at most {}.{}", kMaxVersionNeeded / 10, kMaxVersionNeeded % 10),
+           fmt::format("{}.{}", (e.version_needed & 0xFF) / 10, (e.version_needed & 0xFF) % 10));
+    return false;
+  }
+  if (e.method != kMethodStored && e.method != kMethodDeflate) {
+    r.fail(e.name, "unsupported compression method", "0 (stored) or 8 (deflate)",
+           std::to_string(e.method));
+    return false;
+  }
+  if (e.method == kMethodStored && e.compressed_size != e.uncompressed_size) {
+    r.fail(e.name, "stored entry with differing sizes",
+           fmt::format("compressed size = uncompressed size {}", e.uncompressed_size),
+           std::to_string(e.compressed_size));
+  }
+  if (std::string why = unsafe_name_reason(e.name); !why.empty()) {
+    r.fail(e.name, "unsafe member name", "a relative path of safe UTF-8 segments",
+           why);
+    return false;
+  }
+  if (!(e.flags & kFlagUtf8) && !is_ascii(e.name)) {
+    r.fail(e.name, "non-ASCII name without the UTF-8 flag (bit 11)",
+           "the UTF-8 flag, as readers otherwise decode the name as code page 437", "no flag");
+    return false;
+  }
+  return true;
+}
+
+// An entry's attributes: a regular file or directory as its name says, exec bits only with a
+// file type, and no data in a directory, as unpackers that honour the mode (unzip) and those
+// that do not (pip, installer) must make the same thing of it.
+void check_entry_type(Reader& r, const ZipEntry& e) {
+  // The Unix mode, where a writer put one (every host's writers may): pip and installer read
+  // it whatever the "made by" host says, and unzip restores links and devices from it.
+  uint32_t type = (e.external_attributes >> 16) & S_IFMT;
+  if (!(type == 0 || type == S_IFREG || (type == S_IFDIR && e.is_directory()))) {
+    r.fail(e.name, "not a regular file", e.is_directory() ? "a directory" : "a regular file",
+           type == S_IFLNK ? "a symbolic link"
+           : type == S_IFDIR ? "a directory"
+                             : fmt::format("file type {:#o}", type));
+  }
+  // Exec bits on a mode with no file type: unzip restores them, pip and installer do not.
+  uint32_t mode = e.external_attributes >> 16;
+  if (type == 0 && (mode & 0111) && !e.is_directory())
+    r.fail(e.name, "executable bits without a file type", "S_IFREG with the exec bits, or no exec bits",
+           fmt::format("mode {:#o} (unzip would make it executable, pip and installer would not)", mode));
+  constexpr uint32_t kDosDirectory = 0x10;
+  if ((e.external_attributes & kDosDirectory) && !e.is_directory())
+    r.fail(e.name, "not a regular file", "a regular file", "the MS-DOS directory attribute");
+  if (e.is_directory() && e.uncompressed_size != 0) {
+    r.fail(e.name, "directory entry with data", "0 bytes",
+           fmt::format("{} bytes", e.uncompressed_size));
+  }
+}
+
+// What a local header (or its data descriptor) says of its member's data.
+struct LocalFields {
+  uint32_t crc;
+  uint64_t compressed, uncompressed;
+};
+
+// A field on which the local header says other than the central directory.
+void local_mismatch(Reader& r, const ZipEntry& e, const char* field, const std::string& central,
+                    const std::string& local) {
+  r.fail(e.name, fmt::format("local header and central directory disagree on the {}", field),
+         central + " (central directory)", local + " (local header)");
+}
+
+// The data descriptor after an entry's data (flag bit 3), whose fields stand for the local
+// header's (which may be zero there); sizes of 8 bytes where the local header has a ZIP64
+// field. Reads them into `f` and moves `data_end` past the descriptor.
+bool read_data_descriptor(Reader& r, const ZipEntry& e, bool local_zip64, uint64_t& data_end, LocalFields& f) {
+  std::vector<uint8_t> dd;
+  size_t field = local_zip64 ? 8 : 4;
+  if (!r.read(data_end, dd, 4 + 4 + 2 * field)) {
+    r.fail(e.name, "truncated data descriptor");
+    return false;
+  }
+  ByteView d(dd);
+  size_t p = d.u32(0) == kDescriptorSig ? 4 : 0;
+  f.crc = d.u32(p);
+  f.compressed = field == 8 ? d.u64(p + 4) : d.u32(p + 4);
+  f.uncompressed = field == 8 ? d.u64(p + 4 + field) : d.u32(p + 4 + field);
+  data_end += p + 4 + 2 * field;
+  return true;
+}
+
+// An entry's local header against its central record: present where the directory says, a
+// version needed no higher than 4.5, a well-formed extra field, and the same name, flags,
+// method, CRC-32 and sizes (from the data descriptor where there is one), with the data inside
+// the file; readers that walk local headers must find what the directory lists. Sets the
+// entry's data offset; returns the bytes the entry covers, or nothing where it cannot be read.
+std::optional<Span> check_local_header(Reader& r, ZipEntry& e) {
+  std::vector<uint8_t> lh;
+  if (!r.read(e.local_header_offset, lh, kLocalSize) || ByteView(lh).u32(0) != kLocalSig) {
+    r.fail(e.name, "entry has no local header", "a local header at offset " +
+           std::to_string(e.local_header_offset), "other bytes");
+    return std::nullopt;
+  }
+  ByteView l(lh);
+  size_t lname_len = l.u16(26), lextra_len = l.u16(28);
+  std::vector<uint8_t> var;
+  if (!r.read(e.local_header_offset + kLocalSize, var, lname_len + lextra_len)) {
+    r.fail(e.name, "truncated local header");
+    return std::nullopt;
+  }
+  ByteView lv(var);
+  std::string lname = lv.sub(0, lname_len).str();
+  uint16_t lflags = l.u16(6), lmethod = l.u16(8);
+  if ((l.u16(4) & 0xFF) > kMaxVersionNeeded)
+    r.fail(e.name, "local header: version needed to extract is beyond what wheel consumers support",
+           fmt::format("at most {}.{}", kMaxVersionNeeded / 10, kMaxVersionNeeded % 10),
+           fmt::format("{}.{}", (l.u16(4) & 0xFF) / 10, (l.u16(4) & 0xFF) % 10));
+  LocalFields f{l.u32(14), l.u32(18), l.u32(22)};
+  bool local_zip64 = false;
+  std::string err = apply_extra(lv.sub(lname_len, lextra_len),
+                                Zip64Needs{f.uncompressed == 0xFFFFFFFF, f.compressed == 0xFFFFFFFF},
+                                f.uncompressed, f.compressed, nullptr, local_zip64);
+  if (!err.empty()) r.fail(e.name, "local header: " + err);
+  if (lname != e.name) local_mismatch(r, e, "name", e.name, lname);
+  if (lflags != e.flags) local_mismatch(r, e, "flags", hex32(e.flags), hex32(lflags));
+  if (lmethod != e.method) local_mismatch(r, e, "compression method", std::to_string(e.method), std::to_string(lmethod));
+  e.data_offset = e.local_header_offset + kLocalSize + lname_len + lextra_len;
+  uint64_t data_end = e.data_offset + e.compressed_size;
+  if (data_end < e.data_offset || data_end > r.zip.size) {
+    r.fail(e.name, "entry data runs past the end of the file",
+           fmt::format("{} bytes at offset {}", e.compressed_size, e.data_offset),
+           fmt::format("a file of {} bytes", r.zip.size));
+    return std::nullopt;
+  }
+  // A data descriptor follows the data; the local header's own fields may be zero.
+  if ((e.flags & kFlagDescriptor) && !read_data_descriptor(r, e, local_zip64, data_end, f)) return std::nullopt;
+  if (f.crc != e.crc32) local_mismatch(r, e, "CRC-32", hex32(e.crc32), hex32(f.crc));
+  if (f.compressed != e.compressed_size)
+    local_mismatch(r, e, "compressed size", std::to_string(e.compressed_size), std::to_string(f.compressed));
+  if (f.uncompressed != e.uncompressed_size)
+    local_mismatch(r, e, "uncompressed size", std::to_string(e.uncompressed_size), std::to_string(f.uncompressed));
+  return Span{e.local_header_offset, data_end};
+}
+
+// Each entry in directory order: its central fields, its type, then its local header. Returns
+// the span of each entry whose local header could be read.
+std::vector<Span> check_entries(Reader& r) {
+  std::vector<Span> spans;  // [local header, end of data) per entry
+  for (ZipEntry& e : r.zip.entries) {
+    if (!check_entry_fields(r, e)) continue;
+    check_entry_type(r, e);
+    if (std::optional<Span> span = check_local_header(r, e)) spans.push_back(*span);
+  }
+  return spans;
+}
+
+// Entries must tile the file from offset 0 to the central directory with nothing between:
+// bytes no entry covers can hide a local header (or another archive) that a reader walking
+// local headers would take for a member.
+bool check_tiling(Reader& r, std::vector<Span> spans, uint64_t cd_offset) {
+  std::sort(spans.begin(), spans.end());
+  uint64_t expected = 0;
+  for (auto [start, stop] : spans) {
+    if (start != expected) {
+      std::vector<uint8_t> probe;
+      bool hidden = start > expected && r.read(expected, probe, 4) && ByteView(probe).u32(0) == kLocalSig;
+      r.fail({}, start < expected ? "overlapping entries"
+                 : hidden       ? "local header not listed in the central directory"
+                 : expected == 0 ? "bytes before the first local header"
+                                 : "bytes between entries",
+             fmt::format("an entry at offset {}", expected), fmt::format("next entry at {}", start));
+      return false;
+    }
+    expected = stop;
+  }
+  if (expected != cd_offset) {
+    r.fail({}, expected < cd_offset ? "bytes between the last entry and the central directory"
+                                    : "entries overlap the central directory",
+           fmt::format("the central directory at offset {}", expected),
+           fmt::format("it starts at {}", cd_offset));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name,
                                    Problems& problems) {
   ZipArchive zip;
@@ -318,339 +812,20 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
   Reader r{zip, problems, display_name};
   const size_t before = problems.size();
 
-  // The end record: the last 22 + comment bytes, its comment reaching exactly to the end.
-  std::vector<uint8_t> tail;
-  size_t tail_len = static_cast<size_t>(std::min<uint64_t>(zip.size, kEndSize + 0xFFFF));
-  if (zip.size < kEndSize || !r.read(zip.size - tail_len, tail, tail_len)) {
-    r.fail({}, "not a zip archive", "an end of central directory record",
-           fmt::format("a file of {} bytes", zip.size));
+  // The end records, which say where the central directory is.
+  std::optional<EndRecord> end = find_end_record(r);
+  if (!end || !check_end_record(r, end->bytes())) return std::nullopt;
+  Directory dir = classic_directory(end->bytes(), end->offset);
+  if (!apply_zip64_end(r, end->offset, dir) || !check_single_disk(r, dir) || !check_directory_position(r, dir))
     return std::nullopt;
-  }
-  std::optional<size_t> end_pos;
-  for (size_t i = tail_len - kEndSize + 1; i-- > 0;) {
-    ByteView v(tail.data() + i, tail_len - i);
-    if (v.u32(0) == kEndSig && kEndSize + v.u16(20) == tail_len - i) {
-      end_pos = i;
-      break;
-    }
-  }
-  if (!end_pos) {
-    std::vector<uint8_t> head;
-    bool looks_zip = r.read(0, head, 4) && ByteView(head).u32(0) == kLocalSig;
-    r.fail({}, looks_zip ? "truncated zip archive" : "not a zip archive",
-           "an end of central directory record at the end of the file",
-           looks_zip ? "none (the file is cut short or has bytes after its end record)"
-                     : "no zip structure");
-    return std::nullopt;
-  }
-  const uint64_t end_offset = zip.size - tail_len + *end_pos;
-  ByteView end(tail.data() + *end_pos, tail_len - *end_pos);
-  // Python's zipfile takes the last end-record signature in the file; it must be this record's.
-  // (Without a comment it takes the last 22 bytes as they are, searching nothing.)
-  if (end.u16(20) != 0 && end.sub(1, end.size() - 1).find_u32(kEndSig)) {
-    r.fail({}, "more than one end of central directory record",
-           "one end record, the last signature " + hex32(kEndSig) + " of the file", "another signature after it");
-    return std::nullopt;
-  }
-  ByteView comment = end.sub(kEndSize, end.u16(20));
-  for (uint32_t sig : {kLocalSig, kCentralSig, kEndSig, kZip64EndSig}) {
-    if (comment.find_u32(sig)) {
-      r.fail({}, "archive comment contains zip records (another archive or end record)",
-             "a comment without zip signatures", fmt::format("signature {}", hex32(sig)));
-      return std::nullopt;
-    }
-  }
-  uint64_t disk = end.u16(4), cd_disk = end.u16(6);
-  uint64_t count_disk = end.u16(8), count = end.u16(10);
-  uint64_t cd_size = end.u32(12), cd_offset = end.u32(16);
-  uint64_t cd_end_limit = end_offset;  // where the central directory must end
-
-  const bool needs_zip64 = disk == 0xFFFF || cd_disk == 0xFFFF || count_disk == 0xFFFF ||
-                           count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF;
-  std::vector<uint8_t> buf;
-  if (end_offset >= 20 && r.read(end_offset - 20, buf, 20) && ByteView(buf).u32(0) == kZip64LocatorSig) {
-    ByteView loc(buf);
-    uint64_t z64_offset = loc.u64(8);
-    if (loc.u32(4) != 0 || loc.u32(16) != 1) {
-      r.fail({}, "multi-disk archive", "one disk",
-             fmt::format("ZIP64 locator naming disk {} of {}", loc.u32(4), loc.u32(16)));
-      return std::nullopt;
-    }
-    std::vector<uint8_t> rec;
-    if (!r.read(z64_offset, rec, kZip64EndSize) || ByteView(rec).u32(0) != kZip64EndSig) {
-      r.fail({}, "malformed ZIP64 end of central directory", "a ZIP64 end record at " + hex32(z64_offset),
-             "no such record");
-      return std::nullopt;
-    }
-    ByteView z(rec);
-    // Python's zipfile reads the ZIP64 end record just before the locator, whatever the
-    // locator says, so extensible data would make it read other bytes than we do.
-    if (z.u64(4) != kZip64EndSize - 12) {
-      r.fail({}, "ZIP64 end of central directory record carries extensible data",
-             fmt::format("a record of {} bytes", kZip64EndSize - 12), fmt::format("{} bytes", z.u64(4)));
-      return std::nullopt;
-    }
-    if (z.u64(4) + 12 + z64_offset != end_offset - 20) {
-      r.fail({}, "bytes between the ZIP64 end record and its locator",
-             fmt::format("the record to end at {}", end_offset - 20),
-             fmt::format("it ends at {}", z.u64(4) + 12 + z64_offset));
-      return std::nullopt;
-    }
-    // Readers that ignore the ZIP64 record must find the same directory: every classic field
-    // that is not the 0xffff/0xffffffff placeholder equals its ZIP64 counterpart.
-    const struct { const char* field; uint64_t classic, placeholder, zip64; } fields[] = {
-        {"disk number", disk, 0xFFFF, z.u32(16)},
-        {"directory disk", cd_disk, 0xFFFF, z.u32(20)},
-        {"entries on this disk", count_disk, 0xFFFF, z.u64(24)},
-        {"entry count", count, 0xFFFF, z.u64(32)},
-        {"directory size", cd_size, 0xFFFFFFFF, z.u64(40)},
-        {"directory offset", cd_offset, 0xFFFFFFFF, z.u64(48)},
-    };
-    for (const auto& f : fields) {
-      if (f.classic != f.placeholder && f.classic != f.zip64) {
-        r.fail({}, fmt::format("end record and ZIP64 end record disagree on the {}", f.field),
-               fmt::format("{} (ZIP64 end record)", f.zip64), fmt::format("{} (end record)", f.classic));
-        return std::nullopt;
-      }
-    }
-    disk = z.u32(16);
-    cd_disk = z.u32(20);
-    count_disk = z.u64(24);
-    count = z.u64(32);
-    cd_size = z.u64(40);
-    cd_offset = z.u64(48);
-    cd_end_limit = z64_offset;
-  } else if (needs_zip64) {
-    r.fail({}, "missing ZIP64 end of central directory locator",
-           "a locator before the end record, as its fields are 0xffff/0xffffffff", "none");
-    return std::nullopt;
-  }
-  if (disk != 0 || cd_disk != 0 || count_disk != count) {
-    r.fail({}, "multi-disk archive", "disk 0 holding every entry",
-           fmt::format("disk {}, directory on disk {}, {} of {} entries here", disk, cd_disk,
-                       count_disk, count));
-    return std::nullopt;
-  }
-  if (cd_offset > cd_end_limit || cd_size != cd_end_limit - cd_offset) {
-    // A directory found whole just before the end record, only later than recorded: bytes
-    // were put in front of the archive (a self-extractor stub, a concatenation).
-    std::vector<uint8_t> moved;
-    if (cd_size <= cd_end_limit && cd_end_limit - cd_size > cd_offset &&
-        r.read(cd_end_limit - cd_size, moved, 4) && ByteView(moved).u32(0) == kCentralSig) {
-      r.fail({}, "bytes before the first local header", "the archive to start at offset 0",
-             fmt::format("{} bytes in front of it", cd_end_limit - cd_size - cd_offset));
-      return std::nullopt;
-    }
-    std::vector<uint8_t> between;
-    bool extra_end = cd_offset + cd_size < cd_end_limit &&
-                     r.read(cd_offset + cd_size, between, cd_end_limit - cd_offset - cd_size) &&
-                     ByteView(between).find_u32(kEndSig);
-    r.fail({}, extra_end ? "more than one end of central directory record"
-                         : "central directory does not reach the end record",
-           fmt::format("directory of {} bytes ending at {}", cd_size, cd_end_limit),
-           fmt::format("{} bytes at offset {}", cd_size, cd_offset));
-    return std::nullopt;
-  }
-
-  // The central directory, read whole: its size is bounded by the file's.
-  std::vector<uint8_t> cd;
-  if (!r.read(cd_offset, cd, cd_size)) {
-    r.fail({}, "truncated central directory");
-    return std::nullopt;
-  }
-  ByteView dir(cd);
-  size_t pos = 0;
-  while (pos < dir.size()) {
-    if (dir.size() - pos < kCentralSize || dir.u32(pos) != kCentralSig) {
-      r.fail({}, "malformed central directory", "a central directory header at offset " +
-             std::to_string(cd_offset + pos), "other bytes");
-      return std::nullopt;
-    }
-    ByteView h = dir.sub(pos, kCentralSize);
-    size_t name_len = h.u16(28), extra_len = h.u16(30), comment_len = h.u16(32);
-    if (dir.size() - pos - kCentralSize < name_len + extra_len + comment_len) {
-      r.fail({}, "truncated central directory entry");
-      return std::nullopt;
-    }
-    ZipEntry e;
-    e.made_by_host = static_cast<uint8_t>(h.u16(4) >> 8);
-    e.version_needed = h.u16(6);
-    e.flags = h.u16(8);
-    e.method = h.u16(10);
-    e.crc32 = h.u32(16);
-    e.compressed_size = h.u32(20);
-    e.uncompressed_size = h.u32(24);
-    e.external_attributes = h.u32(38);
-    e.local_header_offset = h.u32(42);
-    e.name = dir.sub(pos + kCentralSize, name_len).str();
-    Zip64Needs needs{e.uncompressed_size == 0xFFFFFFFF, e.compressed_size == 0xFFFFFFFF,
-                     e.local_header_offset == 0xFFFFFFFF, h.u16(34) == 0xFFFF};
-    bool had_zip64 = false;
-    std::string err = apply_extra(dir.sub(pos + kCentralSize + name_len, extra_len), needs,
-                                  e.uncompressed_size, e.compressed_size,
-                                        &e.local_header_offset, had_zip64);
-    if (!err.empty()) r.fail(e.name, "central directory: " + err);
-    if (h.u16(34) != 0 && h.u16(34) != 0xFFFF)
-      r.fail(e.name, "multi-disk archive", "disk 0", fmt::format("disk {}", h.u16(34)));
-    zip.entries.push_back(std::move(e));
-    pos += kCentralSize + name_len + extra_len + comment_len;
-  }
-  if (zip.entries.size() != count) {
-    r.fail({}, "entry count mismatch", fmt::format("{} entries (end record)", count),
-           fmt::format("{} in the central directory", zip.entries.size()));
-  }
-  if (problems.size() != before) return std::nullopt;
-
-  // Each entry: flags, method, name, type, then its local header against the central record.
-  std::vector<std::pair<uint64_t, uint64_t>> spans;  // [local header, end of data) per entry
-  for (ZipEntry& e : zip.entries) {
-    if (e.flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagMaskedHeaders)) {
-      r.fail(e.name, "encrypted entry", "no encryption", fmt::format("flags {:#06x}", e.flags));
-      continue;
-    }
-    if (e.flags & ~kFlagsAllowed) {
-      r.fail(e.name, "general-purpose flag bits that readers treat differently",
-             fmt::format("only bits 1, 2, 3 and 11 ({:#06x})", kFlagsAllowed), fmt::format("flags {:#06x}", e.flags));
-      continue;
-    }
-    if ((e.version_needed & 0xFF) > kMaxVersionNeeded) {
-      r.fail(e.name, "version needed to extract is beyond what wheel consumers support",
-             fmt::format("at most {}.{}", kMaxVersionNeeded / 10, kMaxVersionNeeded % 10),
-             fmt::format("{}.{}", (e.version_needed & 0xFF) / 10, (e.version_needed & 0xFF) % 10));
-      continue;
-    }
-    if (e.method != kMethodStored && e.method != kMethodDeflate) {
-      r.fail(e.name, "unsupported compression method", "0 (stored) or 8 (deflate)",
-             std::to_string(e.method));
-      continue;
-    }
-    if (e.method == kMethodStored && e.compressed_size != e.uncompressed_size) {
-      r.fail(e.name, "stored entry with differing sizes",
-             fmt::format("compressed size = uncompressed size {}", e.uncompressed_size),
-             std::to_string(e.compressed_size));
-    }
-    if (std::string why = unsafe_name_reason(e.name); !why.empty()) {
-      r.fail(e.name, "unsafe member name", "a relative path of safe UTF-8 segments",
-             why);
-      continue;
-    }
-    if (!(e.flags & kFlagUtf8) && !is_ascii(e.name)) {
-      r.fail(e.name, "non-ASCII name without the UTF-8 flag (bit 11)",
-             "the UTF-8 flag, as readers otherwise decode the name as code page 437", "no flag");
-      continue;
-    }
-    // The Unix mode, where a writer put one (every host's writers may): pip and installer read
-    // it whatever the "made by" host says, and unzip restores links and devices from it.
-    uint32_t type = (e.external_attributes >> 16) & S_IFMT;
-    if (!(type == 0 || type == S_IFREG || (type == S_IFDIR && e.is_directory()))) {
-      r.fail(e.name, "not a regular file", e.is_directory() ? "a directory" : "a regular file",
-             type == S_IFLNK ? "a symbolic link"
-             : type == S_IFDIR ? "a directory"
-                               : fmt::format("file type {:#o}", type));
-    }
-    // Exec bits on a mode with no file type: unzip restores them, pip and installer do not.
-    uint32_t mode = e.external_attributes >> 16;
-    if (type == 0 && (mode & 0111) && !e.is_directory())
-      r.fail(e.name, "executable bits without a file type", "S_IFREG with the exec bits, or no exec bits",
-             fmt::format("mode {:#o} (unzip would make it executable, pip and installer would not)", mode));
-    constexpr uint32_t kDosDirectory = 0x10;
-    if ((e.external_attributes & kDosDirectory) && !e.is_directory())
-      r.fail(e.name, "not a regular file", "a regular file", "the MS-DOS directory attribute");
-    if (e.is_directory() && e.uncompressed_size != 0) {
-      r.fail(e.name, "directory entry with data", "0 bytes",
-             fmt::format("{} bytes", e.uncompressed_size));
-    }
-
-    std::vector<uint8_t> lh;
-    if (!r.read(e.local_header_offset, lh, kLocalSize) || ByteView(lh).u32(0) != kLocalSig) {
-      r.fail(e.name, "entry has no local header", "a local header at offset " +
-             std::to_string(e.local_header_offset), "other bytes");
-      continue;
-    }
-    ByteView l(lh);
-    size_t lname_len = l.u16(26), lextra_len = l.u16(28);
-    std::vector<uint8_t> var;
-    if (!r.read(e.local_header_offset + kLocalSize, var, lname_len + lextra_len)) {
-      r.fail(e.name, "truncated local header");
-      continue;
-    }
-    ByteView lv(var);
-    std::string lname = lv.sub(0, lname_len).str();
-    uint16_t lflags = l.u16(6), lmethod = l.u16(8);
-    if ((l.u16(4) & 0xFF) > kMaxVersionNeeded)
-      r.fail(e.name, "local header: version needed to extract is beyond what wheel consumers support",
-             fmt::format("at most {}.{}", kMaxVersionNeeded / 10, kMaxVersionNeeded % 10),
-             fmt::format("{}.{}", (l.u16(4) & 0xFF) / 10, (l.u16(4) & 0xFF) % 10));
-    uint32_t lcrc = l.u32(14);
-    uint64_t lcsize = l.u32(18), lusize = l.u32(22);
-    bool local_zip64 = false;
-    std::string err = apply_extra(lv.sub(lname_len, lextra_len), Zip64Needs{lusize == 0xFFFFFFFF, lcsize == 0xFFFFFFFF},
-                                        lusize, lcsize, nullptr, local_zip64);
-    if (!err.empty()) r.fail(e.name, "local header: " + err);
-    auto mismatch = [&](const char* field, const std::string& central, const std::string& local) {
-      r.fail(e.name, fmt::format("local header and central directory disagree on the {}", field),
-             central + " (central directory)", local + " (local header)");
-    };
-    if (lname != e.name) mismatch("name", e.name, lname);
-    if (lflags != e.flags) mismatch("flags", hex32(e.flags), hex32(lflags));
-    if (lmethod != e.method) mismatch("compression method", std::to_string(e.method), std::to_string(lmethod));
-    e.data_offset = e.local_header_offset + kLocalSize + lname_len + lextra_len;
-    uint64_t data_end = e.data_offset + e.compressed_size;
-    if (data_end < e.data_offset || data_end > zip.size) {
-      r.fail(e.name, "entry data runs past the end of the file",
-             fmt::format("{} bytes at offset {}", e.compressed_size, e.data_offset),
-             fmt::format("a file of {} bytes", zip.size));
-      continue;
-    }
-    if (e.flags & kFlagDescriptor) {
-      // A data descriptor follows the data; the local header's own fields may be zero.
-      std::vector<uint8_t> dd;
-      size_t field = local_zip64 ? 8 : 4;
-      if (!r.read(data_end, dd, 4 + 4 + 2 * field)) {
-        r.fail(e.name, "truncated data descriptor");
-        continue;
-      }
-      ByteView d(dd);
-      size_t p = d.u32(0) == kDescriptorSig ? 4 : 0;
-      lcrc = d.u32(p);
-      lcsize = field == 8 ? d.u64(p + 4) : d.u32(p + 4);
-      lusize = field == 8 ? d.u64(p + 4 + field) : d.u32(p + 4 + field);
-      data_end += p + 4 + 2 * field;
-    }
-    if (lcrc != e.crc32) mismatch("CRC-32", hex32(e.crc32), hex32(lcrc));
-    if (lcsize != e.compressed_size)
-      mismatch("compressed size", std::to_string(e.compressed_size), std::to_string(lcsize));
-    if (lusize != e.uncompressed_size)
-      mismatch("uncompressed size", std::to_string(e.uncompressed_size), std::to_string(lusize));
-    spans.emplace_back(e.local_header_offset, data_end);
-  }
+  // The central directory, then each entry and its local header, then the names together.
+  if (!read_central_directory(r, dir) || problems.size() != before) return std::nullopt;
+  std::vector<Span> spans = check_entries(r);
   if (problems.size() != before) return std::nullopt;
   check_names(zip, r);
   if (problems.size() != before) return std::nullopt;
-
-  // Entries must tile the file from offset 0 to the central directory with nothing between.
-  std::sort(spans.begin(), spans.end());
-  uint64_t expected = 0;
-  for (auto [start, stop] : spans) {
-    if (start != expected) {
-      std::vector<uint8_t> probe;
-      bool hidden = start > expected && r.read(expected, probe, 4) && ByteView(probe).u32(0) == kLocalSig;
-      r.fail({}, start < expected ? "overlapping entries"
-                 : hidden       ? "local header not listed in the central directory"
-                 : expected == 0 ? "bytes before the first local header"
-                                 : "bytes between entries",
-             fmt::format("an entry at offset {}", expected), fmt::format("next entry at {}", start));
-      return std::nullopt;
-    }
-    expected = stop;
-  }
-  if (expected != cd_offset) {
-    r.fail({}, expected < cd_offset ? "bytes between the last entry and the central directory"
-                                    : "entries overlap the central directory",
-           fmt::format("the central directory at offset {}", expected),
-           fmt::format("it starts at {}", cd_offset));
-    return std::nullopt;
-  }
+  // The members and headers cover the file.
+  if (!check_tiling(r, std::move(spans), dir.offset)) return std::nullopt;
   return zip;
 }
 

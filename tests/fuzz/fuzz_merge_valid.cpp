@@ -19,6 +19,7 @@
 #include "merger/file.hpp"
 #include "fuzz_common.hpp"
 #include "merger/merge.hpp"
+#include "merger/report.hpp"
 #include "merger/record.hpp"
 #include "merger/zip_writer.hpp"
 

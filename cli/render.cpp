@@ -1,0 +1,57 @@
+#include "cli/render.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace wm::cli {
+
+nlohmann::json to_json(const VerifyReport& r) {
+  return {{"file", r.file}, {"valid", true}, {"files", r.files}, {"merged", r.merged()},
+          {"warnings", r.warnings}, {"loaders", r.loaders}};
+}
+
+nlohmann::json to_json(const InspectReport& r) {
+  nlohmann::json loaders = nlohmann::json::array();
+  for (const InspectReport::Loader& l : r.loaders) {
+    nlohmann::json modules = nlohmann::json::object(), preload = nlohmann::json::object(),
+                   build_info = nlohmann::json::object();
+    for (const auto& [label, build] : l.manifest.builds) {
+      modules[label] = build.modules;
+      preload[label] = build.preload;
+      build_info[label] = build.build_info;
+    }
+    loaders.push_back({{"package", l.manifest.package}, {"loader", l.path}, {"variants", l.manifest.variants},
+                       {"driver_fallback", l.manifest.driver_fallback}, {"modules", modules},
+                       {"preload", preload}, {"build_info", build_info}});
+  }
+  nlohmann::json files = nlohmann::json::array();
+  for (const InspectReport::File& f : r.files)
+    files.push_back({{"path", f.path}, {"size", f.size}, {"compressed_size", f.compressed_size},
+                     {"variant", f.variant ? nlohmann::json(*f.variant) : nlohmann::json(nullptr)}});
+  return {{"file", r.file}, {"valid", true}, {"name", r.name}, {"version", r.version}, {"tags", r.tags},
+          {"root_is_purelib", r.root_is_purelib}, {"generator", r.generator}, {"warnings", r.warnings},
+          {"merged", r.merged()}, {"variants", r.variants}, {"loaders", loaders}, {"files", files},
+          {"shared_bytes", r.shared_bytes}, {"variant_bytes", r.variant_bytes}};
+}
+
+void print_text(const InspectReport& r) {
+  fmt::print("{} {}: valid wheel\n", r.name, r.version);
+  fmt::print("tags: {}\n", fmt::join(r.tags, ", "));
+  if (!r.merged()) {
+    fmt::print("not a merged wheel: no wheelmerge loader\n");
+    return;
+  }
+  fmt::print("variants: {}\n", fmt::join(r.variants, ", "));
+  for (const InspectReport::Loader& l : r.loaders)
+    fmt::print("loader: {} (package {}, driver fallback {})\n", l.path, l.manifest.package,
+               l.manifest.driver_fallback ? "on" : "off");
+  for (const InspectReport::Loader& l : r.loaders)
+    for (const auto& [label, build] : l.manifest.builds)
+      if (!build.build_info.empty()) fmt::print("{} built with: {}\n", label, nlohmann::json(build.build_info).dump());
+  fmt::print("shared: {} bytes\n", r.shared_bytes);
+  for (const auto& [label, bytes] : r.variant_bytes) fmt::print("{}: {} bytes\n", label, bytes);
+  for (const InspectReport::File& f : r.files)
+    fmt::print("  {:>6} {:>12} {}\n", f.variant.value_or("shared"), f.size, f.path);
+}
+
+}  // namespace wm::cli

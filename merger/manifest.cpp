@@ -1,0 +1,116 @@
+#include "merger/manifest.hpp"
+
+#include "merger/label.hpp"
+#include "merger/zip_archive.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace wm {
+
+std::string LoaderManifest::to_json() const {
+  nlohmann::json j;
+  j["format"] = kFormat;
+  j["package"] = package;
+  j["distribution"] = distribution;
+  j["variants"] = variants;
+  j["driver_fallback"] = driver_fallback ? 1 : 0;
+  j["extras"] = extras;
+  for (const auto& [label, build] : builds) {
+    j["modules"][label] = nlohmann::json(build.modules);
+    j["files"][label] = nlohmann::json(build.files);
+    j["preload"][label] = nlohmann::json(build.preload);
+    j["build_info"][label] = nlohmann::json(build.build_info);
+  }
+  return j.dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
+namespace {
+
+bool all_strings(const nlohmann::json& array) {
+  return array.is_array() && std::all_of(array.begin(), array.end(), [](const nlohmann::json& v) { return v.is_string(); });
+}
+
+// An object whose values are all strings, as a map; nullopt for anything else.
+std::optional<std::map<std::string, std::string>> string_map(const nlohmann::json& node) {
+  if (!node.is_object()) return std::nullopt;
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : node.items()) {
+    if (!value.is_string()) return std::nullopt;
+    out.emplace(key, value.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::string& why) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto fail = [&](std::string reason) -> std::optional<LoaderManifest> {
+    why = std::move(reason);
+    return std::nullopt;
+  };
+  if (j.is_discarded() || !j.is_object()) return fail("not a JSON object");
+  if (!j.contains("format") || !j["format"].is_number_integer() || j["format"] != kFormat)
+    return fail(fmt::format("format is not {}", kFormat));
+  LoaderManifest m;
+  if (!j.contains("package") || !j["package"].is_string()) return fail("package is not a string");
+  if (!j.contains("distribution") || !j["distribution"].is_string()) return fail("distribution is not a string");
+  m.package = j["package"].get<std::string>();
+  m.distribution = j["distribution"].get<std::string>();
+  if (!j.contains("variants") || !all_strings(j["variants"])) return fail("variants is not a list of labels");
+  std::set<std::string> labels;
+  for (const auto& v : j["variants"]) {
+    std::string label = v.get<std::string>();
+    if (!VariantLabel::parse(label)) return fail(fmt::format("variant {} is not a variant label", nlohmann::json(label).dump()));
+    if (!labels.insert(label).second) return fail(fmt::format("variant {} is listed twice", label));
+    m.variants.push_back(label);
+  }
+  if (!j.contains("driver_fallback") || !j["driver_fallback"].is_number_integer() ||
+      (j["driver_fallback"] != 0 && j["driver_fallback"] != 1))
+    return fail("driver_fallback is not 0 or 1");
+  m.driver_fallback = j["driver_fallback"] == 1;
+  if (j.contains("extras")) {
+    if (!all_strings(j["extras"])) return fail("extras is not a list of labels");
+    m.extras = j["extras"].get<std::vector<std::string>>();
+  }
+  for (const char* section : {"modules", "files", "preload", "build_info"}) {
+    bool optional = std::string_view(section) == "build_info";
+    if (!j.contains(section)) {
+      if (optional) continue;
+      return fail(fmt::format("{} is missing", section));
+    }
+    if (!j[section].is_object()) return fail(fmt::format("{} is not an object", section));
+    for (const auto& [label, value] : j[section].items()) {
+      if (!labels.count(label)) return fail(fmt::format("{} has a build the manifest does not list: {}", section, label));
+      BuildFiles& build = m.builds[label];
+      if (std::string_view(section) == "preload") {
+        if (!all_strings(value)) return fail(fmt::format("preload of {} is not a list of paths", label));
+        build.preload = value.get<std::vector<std::string>>();
+        continue;
+      }
+      auto map = string_map(value);
+      if (!map) return fail(fmt::format("{} of {} is not an object of strings", section, label));
+      std::string_view s = section;
+      (s == "modules" ? build.modules : s == "files" ? build.files : build.build_info) = std::move(*map);
+    }
+  }
+  for (const std::string& label : m.variants) m.builds[label];  // a build without files has an entry too
+  return m;
+}
+
+std::string manifest_archive_path(const std::string& package_dir, std::string relative) {
+  std::string dir = package_dir;
+  size_t at = 0;
+  for (; relative.compare(at, 3, "../") == 0; at += 3) {
+    if (dir.empty()) return {};  // above the wheel's root
+    dir.resize(dir.find('/') == std::string::npos ? 0 : dir.rfind('/'));
+  }
+  relative.erase(0, at);
+  if (!unsafe_name_reason(relative).empty() || relative.ends_with('/')) return {};
+  return dir.empty() ? relative : dir + "/" + relative;
+}
+
+}  // namespace wm

@@ -1,0 +1,59 @@
+#include "merger/report.hpp"
+
+#include "merger/loader.hpp"
+#include "merger/verify.hpp"
+#include "merger/wheel.hpp"
+
+namespace wm {
+
+std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& problems) {
+  const size_t before = problems.size();
+  auto wheel = read_wheel(WheelInput{path, {}}, problems);
+  if (!wheel) return std::nullopt;
+  std::vector<FoundLoader> loaders = find_loaders(*wheel, problems);
+  if (problems.size() != before) return std::nullopt;
+  VerifyReport report{path, wheel->files.size(), {}, wheel->warnings};
+  for (const FoundLoader& l : loaders) report.loaders.push_back(l.loader_path);
+  return report;
+}
+
+std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& problems) {
+  auto wheel = read_wheel(WheelInput{path, {}}, problems);
+  if (!wheel) return std::nullopt;
+  // The manifests are checked as `verify` checks them before anything is read from them.
+  const size_t before = problems.size();
+  std::vector<FoundLoader> loaders = find_loaders(*wheel, problems);
+  if (problems.size() != before) return std::nullopt;
+  InspectReport r;
+  r.file = path;
+  r.name = wheel->metadata.one("Name").value_or(wheel->name.name);
+  r.version = wheel->name.version;
+  r.tags = wheel->name.expanded_tags();
+  r.root_is_purelib = wheel->wheel_fields.one("Root-Is-Purelib").value_or("");
+  r.generator = wheel->wheel_fields.one("Generator").value_or("");
+  r.warnings = wheel->warnings;
+  // Which stored files belong to which build.
+  std::map<std::string, std::string> variant_of;  // stored path -> label
+  for (FoundLoader& l : loaders) {
+    const std::string package_dir = l.loader_path.substr(0, l.loader_path.size() - kLoaderModule.size() - 1);
+    for (const auto& [label, build] : l.manifest.builds) {
+      for (const auto& [original, stored] : build.files) variant_of[manifest_archive_path(package_dir, stored)] = label;
+      for (const std::string& lib : build.preload) variant_of[manifest_archive_path(package_dir, lib)] = label;
+    }
+    r.variants = l.manifest.variants;
+    r.loaders.push_back({std::move(l.loader_path), std::move(l.manifest)});
+  }
+  for (const WheelFile& f : wheel->files) {
+    InspectReport::File file{f.path, f.size, wheel->zip.entries[f.entry].compressed_size, std::nullopt};
+    if (auto it = variant_of.find(f.path); it != variant_of.end()) {
+      file.variant = it->second;
+      r.variant_bytes[it->second] += f.size;
+    } else {
+      r.shared_bytes += f.size;
+    }
+    r.files.push_back(std::move(file));
+  }
+  return r;
+}
+
+}  // namespace wm

@@ -1,0 +1,54 @@
+// What `inspect` and `verify` find in one wheel, as values; cli/ renders them as text or JSON.
+#pragma once
+
+#include "merger/manifest.hpp"
+#include "merger/problem.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wm {
+
+// `verify`: the strict reader's checks and, for a merged wheel, its loaders against its files.
+struct VerifyReport {
+  std::string file;
+  size_t files = 0;
+  std::vector<std::string> loaders;  // "pkg/_wheelmerge.py", one per package with a loader
+  std::vector<std::string> warnings;
+  bool merged() const { return !loaders.empty(); }
+};
+std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& problems);
+
+// `inspect`: validation, tags, and for a merged wheel its variants, its shared and per-variant
+// files and its loaders' settings.
+struct InspectReport {
+  struct Loader {
+    std::string path;  // "pkg/_wheelmerge.py"
+    LoaderManifest manifest;
+  };
+  struct File {
+    std::string path;
+    uint64_t size = 0;
+    uint64_t compressed_size = 0;
+    std::optional<std::string> variant;  // the label of the build it belongs to; none when shared
+  };
+  std::string file;
+  std::string name;
+  std::string version;
+  std::vector<std::string> tags;
+  std::string root_is_purelib;
+  std::string generator;
+  std::vector<std::string> warnings;
+  std::vector<std::string> variants;
+  std::vector<Loader> loaders;
+  std::vector<File> files;  // in archive order
+  uint64_t shared_bytes = 0;
+  std::map<std::string, uint64_t> variant_bytes;  // by label
+  bool merged() const { return !loaders.empty(); }
+};
+std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& problems);
+
+}  // namespace wm
