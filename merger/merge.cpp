@@ -1,5 +1,6 @@
 #include "merger/merge.hpp"
 
+#include "merger/label.hpp"
 #include "merger/loader.hpp"
 #include "merger/member_stream.hpp"
 #include "merger/parallel.hpp"
@@ -22,12 +23,11 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   }
   std::map<std::string, std::string> labels;  // label -> input
   for (const WheelInput& in : inputs) {
-    std::string label = detect_label(in);
+    std::string label = detect_label(in), why;
     if (label.empty()) {
-      problems.push_back({ProblemKind::usage, in.path, {}, "no variant label",
-                          "PATH=cuNN, a .cuNN suffix before .whl, or a +cuNN local version", "none"});
-    } else if (!label_major(label)) {
-      problems.push_back({ProblemKind::usage, in.path, {}, "invalid variant label", "cu followed by the CUDA major", label});
+      problems.push_back({ProblemKind::usage, in.path, {}, "no variant label", std::string(kLabelForms), "none"});
+    } else if (!VariantLabel::parse(label, why)) {
+      problems.push_back({ProblemKind::usage, in.path, {}, "invalid variant label", why, label});
     } else if (auto [it, fresh] = labels.emplace(label, in.path); !fresh) {
       problems.push_back({ProblemKind::usage, in.path, {}, "two inputs with the same variant label",
                           "one input per label", fmt::format("{} also for {}", label, it->second)});

@@ -437,11 +437,12 @@ void Planner::add_loaders() {
     LoaderManifest manifest = manifest_for(package, files);
     plan.loader_packages.push_back(package);
     const std::string init_path = package + "/__init__.py";
-    auto init = first().init_sources.find(init_path);
+    // The path in the input: under .data, named with the input's version.
+    const WheelFile& init_file = *payload.at(init_path).front();
+    auto init = first().init_sources.find(init_file.path);
     if (init == first().init_sources.end()) {
-      problems.push_back({ProblemKind::invalid_input, first().display, init_path, "member too large",
-                          fmt::format("at most {} bytes", kMaxInitFile),
-                          fmt::format("{} bytes", first().find(init_path)->size)});
+      problems.push_back({ProblemKind::invalid_input, first().display, init_file.path, "member too large",
+                          fmt::format("at most {} bytes", kMaxInitFile), fmt::format("{} bytes", init_file.size)});
       continue;
     }
     std::string init_why;

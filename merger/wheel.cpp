@@ -3,6 +3,7 @@
 #include "merger/bytes.hpp"
 #include "merger/digest.hpp"
 #include "merger/interrupt.hpp"
+#include "merger/label.hpp"
 #include "merger/member_stream.hpp"
 #include "merger/parallel.hpp"
 #include "merger/record.hpp"
@@ -170,7 +171,7 @@ std::string detect_label(const WheelInput& input) {
   std::string file = std::filesystem::path(input.path).filename().string();
   if (file.size() <= 4 || file.substr(file.size() - 4) != ".whl") return {};
   std::string stem = file.substr(0, file.size() - 4);
-  if (size_t dot = stem.rfind('.'); dot != std::string::npos && label_major(stem.substr(dot + 1)))
+  if (size_t dot = stem.rfind('.'); dot != std::string::npos && VariantLabel::parse(stem.substr(dot + 1)))
     return stem.substr(dot + 1);
   size_t first = stem.find('-'), second = stem.find('-', first + 1);
   if (first == std::string::npos) return {};

@@ -1,5 +1,7 @@
 #include "merger/wheel_name.hpp"
 
+#include "merger/label.hpp"
+
 #include "merger/text.hpp"
 
 #include <fmt/format.h>
@@ -53,18 +55,11 @@ std::string normalize_name(std::string_view name) {
   return out;
 }
 
-std::optional<int> label_major(std::string_view label) {
-  if (label.size() < 3 || label.substr(0, 2) != "cu" || !all_digits(label.substr(2)) ||
-      label.size() > 5 || label[2] == '0')
-    return std::nullopt;
-  return std::stoi(std::string(label.substr(2)));
-}
-
 std::string local_version_label(std::string_view version) {
   size_t plus = version.find('+');
   if (plus == std::string_view::npos) return {};
   std::string_view local = version.substr(plus + 1);
-  return label_major(local) ? std::string(local) : std::string();
+  return VariantLabel::parse(local) ? std::string(local) : std::string();
 }
 
 std::string strip_local_label(std::string_view version) {
@@ -81,7 +76,7 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   std::string_view stem = filename.substr(0, filename.size() - kExt.size());
   WheelName w;
   // The cuda-python CI convention: a ".cuNN" label after the platform tags.
-  if (size_t dot = stem.rfind('.'); dot != std::string_view::npos && label_major(stem.substr(dot + 1))) {
+  if (size_t dot = stem.rfind('.'); dot != std::string_view::npos && VariantLabel::parse(stem.substr(dot + 1))) {
     w.suffix_label = std::string(stem.substr(dot + 1));
     stem = stem.substr(0, dot);
   }
@@ -120,7 +115,7 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
     }
   }
   for (const std::string& tag : w.platform) {
-    if (label_major(tag)) {  // "any.cu12.whl" would read as a variant label
+    if (VariantLabel::parse(tag)) {  // "any.cu12.whl" would read as a variant label
       why = "platform tag \"" + tag + "\" reads as a variant label";
       return std::nullopt;
     }

@@ -29,9 +29,6 @@ std::string normalize_name(std::string_view name);
 
 bool is_pep440_version(std::string_view version);
 
-// "cu12" -> 12; nullopt for anything that is not "cu" followed by a CUDA major.
-std::optional<int> label_major(std::string_view label);
-
 // The variant label of a "+cuNN" local version ("1.0+cu12" -> "cu12"), or empty.
 std::string local_version_label(std::string_view version);
 // The version without a "+cuNN" local label ("1.0+cu12" -> "1.0"); others unchanged.

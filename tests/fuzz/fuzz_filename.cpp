@@ -5,6 +5,7 @@
 // and a merged set must merge with itself to itself.
 #include "fuzz_common.hpp"
 #include "merger/text.hpp"
+#include "merger/label.hpp"
 #include "merger/wheel_name.hpp"
 
 #include <fmt/format.h>
@@ -29,7 +30,7 @@ void check_filename(std::string_view filename) {
   }
   FUZZ_CHECK(why.empty());
   FUZZ_CHECK(!name->name.empty() && !name->version.empty() && wm::is_pep440_version(name->version));
-  FUZZ_CHECK(name->suffix_label.empty() || wm::label_major(name->suffix_label));
+  FUZZ_CHECK(name->suffix_label.empty() || wm::VariantLabel::parse(name->suffix_label));
   auto tags = name->expanded_tags();
   FUZZ_CHECK(!tags.empty() && std::is_sorted(tags.begin(), tags.end()));
 
@@ -45,7 +46,7 @@ void check_filename(std::string_view filename) {
 
   // Labels and local versions.
   std::string label = wm::local_version_label(name->version);
-  FUZZ_CHECK(label.empty() || wm::label_major(label));
+  FUZZ_CHECK(label.empty() || wm::VariantLabel::parse(label));
   std::string stripped = wm::strip_local_label(name->version);
   FUZZ_CHECK(wm::strip_local_label(stripped) == stripped);
   FUZZ_CHECK(label.empty() ? stripped == name->version : stripped + "+" + label == name->version);
@@ -107,7 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view rest = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
   if (first.size() <= 255) check_filename(first);  // NAME_MAX: longer names cannot reach the engine
   for (std::string_view label : {first, first.substr(0, std::min<size_t>(first.size(), 8))}) {
-    if (auto major = wm::label_major(label)) FUZZ_CHECK(*major > 0 && "cu" + std::to_string(*major) == label);
+    if (auto major = wm::VariantLabel::parse(label)) FUZZ_CHECK(*major > 0 && "cu" + std::to_string(*major) == label);
   }
   check_platforms(rest);
   return 0;
