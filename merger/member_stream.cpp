@@ -48,7 +48,7 @@ std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entr
   };
 
   while (consumed < entry.compressed_size) {
-    if (int signal = interrupted()) return fail("interrupted", {}, fmt::format("signal {}", signal));
+    if (int signal = interrupted()) return interruption(display_name, entry.name, signal);
     size_t n = static_cast<size_t>(std::min<uint64_t>(in.size(), entry.compressed_size - consumed));
     if (!zip.file->read_at(entry.data_offset + consumed, std::span(in.data(), n)))
       return fail("cannot read member data", fmt::format("{} bytes", entry.compressed_size), "a short read");

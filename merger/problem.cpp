@@ -1,5 +1,6 @@
 #include "merger/problem.hpp"
 
+#include "merger/interrupt.hpp"
 #include "merger/text.hpp"
 
 #include <fmt/format.h>
@@ -88,6 +89,7 @@ const char* kind_name(ProblemKind kind) {
     case ProblemKind::usage: return "usage";
     case ProblemKind::invalid_input: return "invalid-input";
     case ProblemKind::conflict: return "conflict";
+    case ProblemKind::interrupted: return "interrupted";
     case ProblemKind::other: break;
   }
   return "error";
@@ -99,9 +101,14 @@ int exit_code(const Problems& problems) {
     case ProblemKind::usage: return 2;
     case ProblemKind::invalid_input: return 3;
     case ProblemKind::conflict: return 4;
+    case ProblemKind::interrupted: return 128 + (interrupted() ? interrupted() : 2);
     case ProblemKind::other: break;
   }
   return 1;
+}
+
+Problem interruption(std::string file, std::string member, int signal) {
+  return {ProblemKind::interrupted, std::move(file), std::move(member), "interrupted", {}, fmt::format("signal {}", signal)};
 }
 
 }  // namespace wm

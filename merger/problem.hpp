@@ -12,6 +12,7 @@ enum class ProblemKind {
   usage,          // the command line asked for something impossible (exit 2)
   invalid_input,  // an input is not a valid wheel (exit 3)
   conflict,       // inputs are valid but cannot be merged (exit 4)
+  interrupted,    // SIGINT or SIGTERM arrived; nothing was left behind (exit 128 + signal)
   other,          // I/O and everything else (exit 1)
 };
 
@@ -25,6 +26,9 @@ struct Problem {
 };
 
 using Problems = std::vector<Problem>;
+
+// The problem a run stopped by `signal` reports, at `file` (and `member`) where it stopped.
+Problem interruption(std::string file, std::string member, int signal);
 
 // `text` safe to print: valid UTF-8 kept, control characters and invalid bytes as \xNN, C1 and
 // bidirectional controls as \u{XXXX}; line breaks kept where `keep_lines` (multi-line values

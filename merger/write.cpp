@@ -135,7 +135,8 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
   for (const PlannedMember& m : plan.members) {
     if (int signal = interrupted()) {
       discard();
-      return fail("interrupted", fmt::format("signal {}", signal));
+      problems.push_back(interruption(target, {}, signal));
+      return std::nullopt;
     }
     bool ok = m.input ? writer.add_copy(m.path, inputs[*m.input].zip, inputs[*m.input].zip.entries[m.entry], m.executable)
                        : writer.add_generated(m.path, as_bytes(m.content), m.executable);
@@ -159,7 +160,8 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
 
   if (int signal = interrupted()) {
     discard();
-    return fail("interrupted", fmt::format("signal {}", signal));
+    problems.push_back(interruption(target, {}, signal));
+    return std::nullopt;
   }
   // Into place under its name, with no other name on the way: an older output of that name is
   // removed first, so whenever the run is killed the path holds nothing or a whole wheel, and

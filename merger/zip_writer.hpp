@@ -1,4 +1,4 @@
-// Writes a zip archive in exactly the form WHEEL_RULES.md asks of a merged wheel: stored or
+// Writes a zip archive in exactly the form docs/WHEEL_RULES.md asks of a merged wheel: stored or
 // deflate members, no data descriptors, comments or extra fields beyond a required ZIP64
 // field, one timestamp, Unix regular-file attributes, ZIP64 only where a value overflows.
 #pragma once

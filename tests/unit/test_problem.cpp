@@ -19,3 +19,12 @@ TEST_CASE("exit codes follow the first problem's kind") {
   CHECK(exit_code({{ProblemKind::conflict, {}, {}, "x", {}, {}}}) == 4);
   CHECK(exit_code({{ProblemKind::other, {}, {}, "x", {}, {}}}) == 1);
 }
+
+TEST_CASE("an interruption is its own kind, named for the signal") {
+  Problem p = interruption("a.whl", "pkg/big.so", 15);
+  CHECK(p.kind == ProblemKind::interrupted);
+  CHECK(std::string(kind_name(p.kind)) == "interrupted");
+  CHECK(describe(p) == "a.whl: pkg/big.so: interrupted: found signal 15");
+  // No signal caught in this process: the exit status of SIGINT's default.
+  CHECK(exit_code({p}) == 130);
+}
