@@ -252,6 +252,8 @@ class PrologueLexer {
   size_t line_start() const { return line_start_; }
   int depth() const { return depth_; }
 
+  // One dispatch over the next character, as CPython's tokenizer has it: longer than the
+  // usual function because splitting the cases would scatter one state machine.
   bool next(Token& t, std::string& why) {
     for (;;) {
       if (pos_ >= s_.size()) {

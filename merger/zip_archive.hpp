@@ -1,5 +1,5 @@
 // The structure of a zip archive as read from its central directory and checked against every
-// local header. Reading refuses anything a strict consumer would (see WHEEL_RULES.md, Archive);
+// local header. Reading refuses anything a strict consumer would (see docs/WHEEL_RULES.md, "Reading");
 // member contents are streamed separately (member_stream.hpp).
 #pragma once
 

@@ -48,3 +48,83 @@ TEST_CASE("a formatted row parses back to itself") {
   REQUIRE(rows);
   CHECK((*rows)[0].path == row.path);
 }
+
+namespace {
+
+struct HashParse {
+  std::optional<RecordHash> hash;
+  std::string what, expected, found;
+};
+
+HashParse parse_hash(std::string_view field) {
+  HashParse p;
+  p.hash = RecordHash::parse(field, p.what, p.expected, p.found);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a RECORD hash parses into algorithm, digest and raw bytes") {
+  // python: base64.urlsafe_b64encode(hashlib.sha256(b"").digest()).rstrip(b"=")
+  auto p = parse_hash("sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  REQUIRE(p.hash);
+  CHECK(p.hash->algorithm == "sha256");
+  CHECK(p.hash->digest == "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  REQUIRE(p.hash->raw.size() == 32);
+  CHECK(p.hash->raw[0] == 0xe3);
+  CHECK(p.hash->raw[31] == 0x55);
+  CHECK(p.hash->text() == "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  CHECK(p.what.empty());
+
+  // sha384 and sha512 are accepted, each with its own length.
+  std::string sha384 = "sha384=" + std::string(64, 'A');
+  std::string sha512 = "sha512=" + std::string(86, 'A');
+  CHECK(parse_hash(sha384).hash->raw.size() == 48);
+  CHECK(parse_hash(sha512).hash->raw.size() == 64);
+}
+
+TEST_CASE("a RECORD hash without '=' is no hash") {
+  auto empty = parse_hash("");
+  CHECK_FALSE(empty.hash);
+  CHECK(empty.what == "RECORD row without a hash");
+  CHECK(empty.expected == "algorithm=digest");
+  CHECK(empty.found == "an empty field");
+
+  auto bare = parse_hash("47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  CHECK_FALSE(bare.hash);
+  CHECK(bare.what == "RECORD row without a hash");
+  CHECK(bare.found == "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+}
+
+TEST_CASE("weak and unknown RECORD hash algorithms are refused") {
+  for (std::string_view field : {"md5=1B2M2Y8AsgTpgAmY7PhCfg", "sha1=2jmj7l5rSw0yVb_vlWAYkK_YBwk", "SHA256=x",
+                                 "blake2b=x", "=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"}) {
+    CAPTURE(field);
+    auto p = parse_hash(field);
+    CHECK_FALSE(p.hash);
+    CHECK(p.what == "weak or unknown hash algorithm in RECORD");
+    CHECK(p.expected == "sha256, sha384 or sha512");
+    CHECK(p.found == field.substr(0, field.find('=')));
+  }
+}
+
+TEST_CASE("malformed RECORD digests are refused, with the expected length") {
+  const std::string good = "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU";
+  for (const std::string& digest : std::vector<std::string>{"", good + "=",                 // padding
+                             good.substr(0, 42),                           // too short
+                             good + "AAAA",                                // too long
+                             "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",  // not the urlsafe alphabet
+                             good.substr(0, 42) + "V",                     // non-zero leftover bits
+                             "sha256=" + good}) {                          // a second '='
+    CAPTURE(digest);
+    auto p = parse_hash("sha256=" + digest);
+    CHECK_FALSE(p.hash);
+    CHECK(p.what == "malformed digest in RECORD");
+    CHECK(p.expected == "32 bytes of urlsafe base64 without padding");
+    CHECK(p.found == digest);
+  }
+  // The length is the algorithm's: a sha256 digest under sha512.
+  auto p = parse_hash("sha512=" + good);
+  CHECK_FALSE(p.hash);
+  CHECK(p.expected == "64 bytes of urlsafe base64 without padding");
+}

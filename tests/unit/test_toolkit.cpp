@@ -146,3 +146,35 @@ TEST_CASE("source copies leave build outputs behind") {
   CHECK_FALSE(fs::exists(t.root / "copy/pkg.egg-info"));
   CHECK_FALSE(fs::exists(t.root / "copy/.git"));
 }
+
+TEST_CASE("toolkit hints: the command line as given, the configuration's against the project") {
+  BuildConfig config;
+  config.variants[12].toolkit = "../toolkits/cuda-12";
+  config.variants[13].toolkit = "/opt/cuda-13/./";
+  config.variants[11].env["X"] = "y";  // no toolkit: no hint
+  ToolkitHints hints = toolkit_hints({{12, "rel/cuda"}}, config, "/work/proj", {{"CUDA_HOME", "/c"}});
+  CHECK(hints.command_line == std::map<int, std::string>{{12, "rel/cuda"}});
+  CHECK(hints.config == std::map<int, std::string>{{12, "/work/toolkits/cuda-12"}, {13, "/opt/cuda-13/"}});
+  CHECK(hints.env == std::map<std::string, std::string>{{"CUDA_HOME", "/c"}});
+  CHECK(hints.search_root == "/usr/local");
+  // A relative project directory gives relative hints, as `wheelmerge toolkit` has always shown them.
+  CHECK(toolkit_hints({}, config, "proj", {}).config.at(12) == "toolkits/cuda-12");
+}
+
+TEST_CASE("a configuration's toolkit is found by its table's name") {
+  TempTree t;
+  t.write("proj/pyproject.toml", "");
+  t.write("tk/cuda-12.4/include/cuda.h", "#define CUDA_VERSION 12040\n");
+  BuildConfig config;
+  config.variants[12].toolkit = "../tk/cuda-12.4";
+  ToolkitHints hints = toolkit_hints({}, config, (t.root / "proj").string(), {});
+  hints.search_root = t.root.string();
+  Problems problems;
+  auto k = find_toolkit(12, hints, problems);
+  REQUIRE(k);
+  CHECK(k->found_by == "[tool.wheelmerge.cu12] toolkit");
+  CHECK(k->version == "12.4");
+  CHECK_FALSE(find_toolkit(13, hints, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].expected == "--cuda 13=PATH, WHEELMERGE_CUDA_13, [tool.wheelmerge.cu13] toolkit, or a discoverable toolkit");
+}

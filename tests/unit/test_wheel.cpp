@@ -1,0 +1,323 @@
+#include "merger/wheel.hpp"
+
+#include "wheel_builder.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace wm;
+using namespace wm::test;
+
+namespace {
+
+const std::string kName = "pkg-1.0-cp311-cp311-linux_x86_64.whl";
+
+WheelBuilder valid_wheel() {
+  WheelBuilder b(kName, {
+                            {"pkg/__init__.py", "\"\"\"The package.\"\"\"\nfrom .util import X\n"},
+                            {"pkg/util.py", "X = 1\n"},
+                            {"pkg/sub/__init__.py", ""},
+                            {"pkg/sub/mod.py", "Y = 2\n"},
+                            {"pkg/_core.cpython-311-x86_64-linux-gnu.so", "not really a module"},
+                        });
+  b.metadata_extra = {"Summary: a test package", "Requires-Dist: numpy>=1.24", "Requires-Dist: scipy; python_version >= \"3.10\""};
+  return b;
+}
+
+// Reads `b` written into `dir`; the problems it found in `problems`.
+std::optional<Wheel> read(const WheelBuilder& b, const TempDir& dir, Problems& problems, std::string label = {}) {
+  return read_wheel(WheelInput{b.write(dir.path), std::move(label)}, problems);
+}
+
+// The wheel is refused, with one or more invalid_input problems, one of them saying `what`
+// about `member`.
+void check_refused(const WheelBuilder& b, const std::string& member, const std::string& what) {
+  TempDir dir;
+  Problems problems;
+  auto wheel = read(b, dir, problems);
+  CHECK_FALSE(wheel);
+  REQUIRE_FALSE(problems.empty());
+  for (const Problem& p : problems) {
+    CHECK(p.kind == ProblemKind::invalid_input);
+    CHECK(p.file == b.filename);
+  }
+  bool found = std::any_of(problems.begin(), problems.end(),
+                           [&](const Problem& p) { return p.member == member && p.what == what; });
+  INFO("expected: ", member, ": ", what, "; first problem: ", describe(problems.front()));
+  CHECK(found);
+}
+
+}  // namespace
+
+TEST_CASE("wheel: the test builder's digests are RECORD's sha256 in urlsafe base64 without padding") {
+  CHECK(sha256_b64("") == "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  CHECK(sha256_b64("abc") == "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0");
+}
+
+TEST_CASE("wheel: a valid wheel reads with its files, index, dist-info, metadata and hashes") {
+  TempDir dir;
+  WheelBuilder b = valid_wheel();
+  Problems problems;
+  auto w = read(b, dir, problems);
+  REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));
+  CHECK(problems.empty());
+  CHECK(w->warnings.empty());
+  CHECK(w->display == kName);
+  CHECK(w->label.empty());
+  CHECK(w->name.name == "pkg");
+  CHECK(w->name.version == "1.0");
+  CHECK(w->dist_info == "pkg-1.0.dist-info");
+  CHECK(w->data_dir.empty());
+  CHECK(w->base_version() == "1.0");
+
+  // Every member, in archive order, RECORD included; each findable by its path.
+  std::vector<std::pair<std::string, std::string>> members = b.members();
+  REQUIRE(w->files.size() == members.size());
+  CHECK(w->index.size() == members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    const auto& [path, bytes] = members[i];
+    CAPTURE(path);
+    CHECK(w->files[i].path == path);
+    CHECK(w->files[i].size == bytes.size());
+    CHECK(w->files[i].entry == i);
+    CHECK_FALSE(w->files[i].executable);
+    CHECK_FALSE(w->files[i].elf);
+    REQUIRE(w->find(path) == &w->files[i]);
+    if (path != w->dist_info + "/RECORD") CHECK(w->files[i].sha256 == sha256_b64(bytes));
+  }
+  CHECK(w->find("pkg/absent.py") == nullptr);
+
+  CHECK(w->wheel_fields.one("Wheel-Version") == "1.0");
+  CHECK(w->wheel_fields.one("Root-Is-Purelib") == "false");
+  CHECK(w->metadata.one("Name") == "pkg");
+  CHECK(w->metadata.one("Version") == "1.0");
+  CHECK(w->metadata.one("Summary") == "a test package");
+  REQUIRE(w->requires_dist.size() == 2);
+  CHECK(w->requires_dist[0].name == "numpy");
+  CHECK(w->requires_dist[0].specifier == ">=1.24");
+  CHECK_FALSE(w->requires_dist[0].marker);
+  CHECK(w->requires_dist[1].name == "scipy");
+  CHECK(w->requires_dist[1].marker);
+
+  // Every __init__.py, the empty one too, and nothing else.
+  CHECK(w->init_sources.size() == 2);
+  CHECK(w->init_sources.at("pkg/__init__.py") == b.files.at("pkg/__init__.py"));
+  CHECK(w->init_sources.at("pkg/sub/__init__.py") == "");
+}
+
+TEST_CASE("wheel: executable bits, ELF files and .data members are read into the model") {
+  TempDir dir;
+  const std::string libz = read_file_bytes("/usr/lib/x86_64-linux-gnu/libz.so.1");
+  WheelBuilder b(kName, {{"pkg/__init__.py", ""},
+                         {"pkg.libs/libz.so.1", libz},
+                         {"pkg-1.0.data/scripts/tool", "#!/bin/sh\necho hi\n"},
+                         {"pkg-1.0.data/purelib/extra/__init__.py", "Z = 3\n"}});
+  b.executable = {"pkg-1.0.data/scripts/tool"};
+  Problems problems;
+  auto w = read(b, dir, problems);
+  REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));
+  CHECK(w->data_dir == "pkg-1.0.data");
+  REQUIRE(w->find("pkg-1.0.data/scripts/tool"));
+  CHECK(w->find("pkg-1.0.data/scripts/tool")->executable);
+  const WheelFile* lib = w->find("pkg.libs/libz.so.1");
+  REQUIRE(lib);
+  CHECK(lib->elf);
+  REQUIRE(lib->elf_info);
+  CHECK(lib->elf_info->shared_object);
+  CHECK(lib->elf_info->soname == "libz.so.1");
+  CHECK(lib->sha256 == sha256_b64(libz));
+  // An __init__.py under .data is kept by its path in the wheel.
+  CHECK(w->init_sources.count("pkg-1.0.data/purelib/extra/__init__.py") == 1);
+}
+
+TEST_CASE("wheel: a hash that does not match RECORD is refused, naming the member") {
+  WheelBuilder b = valid_wheel();
+  b.record_hash["pkg/util.py"] = "sha256=" + sha256_b64("X = 2\n");
+  check_refused(b, "pkg/util.py", "hash does not match RECORD");
+}
+
+TEST_CASE("wheel: a file RECORD does not list is refused, naming the member") {
+  WheelBuilder b = valid_wheel();
+  b.unrecorded = {"pkg/sub/mod.py"};
+  check_refused(b, "pkg/sub/mod.py", "file not listed in RECORD");
+}
+
+TEST_CASE("wheel: a RECORD row for a file the archive lacks is refused, naming RECORD and the file") {
+  TempDir dir;
+  WheelBuilder b = valid_wheel();
+  b.extra_record_rows = {"pkg/gone.py,sha256=" + sha256_b64("gone\n") + ",5"};
+  Problems problems;
+  CHECK_FALSE(read(b, dir, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::invalid_input);
+  CHECK(problems[0].member == "pkg-1.0.dist-info/RECORD");
+  CHECK(problems[0].what == "RECORD lists a file the archive lacks");
+  CHECK(problems[0].expected == "pkg/gone.py");
+}
+
+TEST_CASE("wheel: a size that does not match RECORD is refused") {
+  WheelBuilder b = valid_wheel();
+  b.extra_record_rows = {};
+  // The right hash with a wrong size: rewrite RECORD by hand.
+  std::string record;
+  for (const auto& [path, bytes] : b.members()) {
+    if (path.ends_with("/RECORD")) continue;
+    record += path + ",sha256=" + sha256_b64(bytes) + "," + std::to_string(bytes.size() + (path == "pkg/util.py")) + "\n";
+  }
+  record += b.dist_info() + "/RECORD,,\n";
+  for (const auto& [path, bytes] : b.members()) b.unrecorded.insert(path);
+  b.extra_record_rows = {record.substr(0, record.size() - 1)};
+  check_refused(b, "pkg/util.py", "size does not match RECORD");
+}
+
+TEST_CASE("wheel: METADATA's Name must match the file name") {
+  WheelBuilder b = valid_wheel();
+  b.metadata = "Metadata-Version: 2.1\nName: other\nVersion: 1.0\n";
+  check_refused(b, "pkg-1.0.dist-info/METADATA", "Name does not match the file name");
+}
+
+TEST_CASE("wheel: METADATA's Name may differ from the file name in case and separators") {
+  TempDir dir;
+  WheelBuilder b("my_pkg-1.0-cp311-cp311-linux_x86_64.whl", {{"my_pkg/__init__.py", ""}});
+  b.metadata = "Metadata-Version: 2.1\nName: My.Pkg\nVersion: 1.0\n";
+  Problems problems;
+  auto w = read(b, dir, problems);
+  REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));
+  CHECK(w->metadata.one("Name") == "My.Pkg");
+}
+
+TEST_CASE("wheel: METADATA's Version must match the file name") {
+  WheelBuilder b = valid_wheel();
+  b.metadata = "Metadata-Version: 2.1\nName: pkg\nVersion: 1.1\n";
+  check_refused(b, "pkg-1.0.dist-info/METADATA", "Version does not match the file name");
+}
+
+TEST_CASE("wheel: two .dist-info directories are refused") {
+  TempDir dir;
+  WheelBuilder b = valid_wheel();
+  b.files["other-2.0.dist-info/METADATA"] = "Metadata-Version: 2.1\nName: other\nVersion: 2.0\n";
+  Problems problems;
+  CHECK_FALSE(read(b, dir, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::invalid_input);
+  CHECK(problems[0].what == "wrong number of .dist-info directories");
+  CHECK(problems[0].found.find("other-2.0.dist-info") != std::string::npos);
+  CHECK(problems[0].found.find("pkg-1.0.dist-info") != std::string::npos);
+}
+
+TEST_CASE("wheel: a byte order mark in METADATA is refused") {
+  WheelBuilder b = valid_wheel();
+  b.metadata = "\xEF\xBB\xBFMetadata-Version: 2.1\nName: pkg\nVersion: 1.0\n";
+  check_refused(b, "pkg-1.0.dist-info/METADATA", "METADATA starts with a byte order mark");
+}
+
+TEST_CASE("wheel: an unknown .data key is refused, naming the member") {
+  WheelBuilder b = valid_wheel();
+  b.files["pkg-1.0.data/stuff/x.txt"] = "x";
+  check_refused(b, "pkg-1.0.data/stuff/x.txt", "unknown .data directory key");
+}
+
+TEST_CASE("wheel: a file an installer writes is refused inside a wheel") {
+  for (const char* name : {"INSTALLER", "REQUESTED", "direct_url.json"}) {
+    CAPTURE(name);
+    WheelBuilder b = valid_wheel();
+    b.files[std::string("pkg-1.0.dist-info/") + name] = "pip\n";
+    check_refused(b, std::string("pkg-1.0.dist-info/") + name, "installer-written file inside the wheel");
+  }
+}
+
+TEST_CASE("wheel: a WHEEL without Wheel-Version 1.x is refused") {
+  WheelBuilder no_wheel = valid_wheel();
+  no_wheel.wheel = "";  // present but empty: no Wheel-Version
+  check_refused(no_wheel, "pkg-1.0.dist-info/WHEEL", "unsupported Wheel-Version");
+
+  WheelBuilder v2 = valid_wheel();
+  v2.wheel = "Wheel-Version: 2.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n";
+  check_refused(v2, "pkg-1.0.dist-info/WHEEL", "unsupported Wheel-Version");
+}
+
+TEST_CASE("wheel: Tag lines other than the file name's are a warning, not a refusal") {
+  TempDir dir;
+  WheelBuilder b = valid_wheel();
+  b.wheel = "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_aarch64\n";
+  Problems problems;
+  auto w = read(b, dir, problems);
+  REQUIRE(w);
+  CHECK(problems.empty());
+  REQUIRE(w->warnings.size() == 1);
+  CHECK(w->warnings[0].find("Tag lines") != std::string::npos);
+}
+
+TEST_CASE("wheel: a name that is no wheel file name is refused before the archive is read") {
+  TempDir dir;
+  Problems problems;
+  CHECK_FALSE(read_wheel(WheelInput{(dir.path / "pkg.whl").string(), {}}, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::invalid_input);
+  CHECK(problems[0].what == "not a wheel file name");
+}
+
+TEST_CASE("wheel: the label comes from PATH=LABEL, a .cuNN suffix, a +cuNN local version, or nowhere") {
+  CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.whl", "cu12"}) == "cu12");
+  // The explicit label wins over what the name says.
+  CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", "cu13"}) == "cu13");
+  CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", ""}) == "cu12");
+  CHECK(detect_label({"/a/b.c/pkg-1.0+cu13-cp311-cp311-linux_x86_64.whl", ""}) == "cu13");
+  CHECK(detect_label({"pkg-1.0+cu13-1-cp311-cp311-linux_x86_64.whl", ""}) == "cu13");  // with a build tag
+  CHECK(detect_label({"pkg-1.0-cp311-cp311-linux_x86_64.whl", ""}).empty());
+  CHECK(detect_label({"pkg-1.0+cpu-cp311-cp311-linux_x86_64.whl", ""}).empty());
+  CHECK(detect_label({"pkg-1.0-cp311-cp311-linux_x86_64.cuda.whl", ""}).empty());
+  CHECK(detect_label({"pkg-1.0-cp311-cp311-linux_x86_64.cu012.whl", ""}).empty());
+  CHECK(detect_label({"pkg-1.0.tar.gz", ""}).empty());
+}
+
+TEST_CASE("wheel: read_wheel keeps the label it detects") {
+  TempDir dir;
+  WheelBuilder suffix("pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", {{"pkg/__init__.py", ""}});
+  WheelBuilder local("pkg-1.0+cu13-cp311-cp311-linux_x86_64.whl", {{"pkg/__init__.py", ""}});
+  Problems problems;
+  auto a = read(suffix, dir, problems);
+  auto b = read(local, dir, problems);
+  auto c = read(suffix, dir, problems, "cu11");
+  REQUIRE_MESSAGE(problems.empty(), describe(problems.front()));
+  REQUIRE((a && b && c));
+  CHECK(a->label == "cu12");
+  CHECK(b->label == "cu13");
+  CHECK(b->dist_info == "pkg-1.0+cu13.dist-info");
+  CHECK(b->base_version() == "1.0");
+  CHECK(c->label == "cu11");
+}
+
+TEST_CASE("wheel: signature files are dropped with a warning") {
+  TempDir dir;
+  WheelBuilder b = valid_wheel();
+  b.files["pkg-1.0.dist-info/RECORD.jws"] = "{}";
+  b.unrecorded = {"pkg-1.0.dist-info/RECORD.jws"};
+  Problems problems;
+  auto w = read(b, dir, problems);
+  REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));
+  CHECK_FALSE(w->find("pkg-1.0.dist-info/RECORD.jws"));
+  CHECK(w->files.size() == b.members().size() - 1);
+  for (size_t i = 0; i < w->files.size(); ++i) CHECK(w->index.at(w->files[i].path) == i);
+  REQUIRE(w->warnings.size() == 1);
+  CHECK(w->warnings[0].find("RECORD.jws: dropped") != std::string::npos);
+}
+
+TEST_CASE("wheel: RECORD may use sha512, and the model still holds each file's sha256") {
+  TempDir dir;
+  WheelBuilder b = valid_wheel();
+  const std::string& bytes = b.files.at("pkg/util.py");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  REQUIRE(EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha512(), nullptr) == 1);
+  b.record_hash["pkg/util.py"] = "sha512=" + b64url_nopad(digest, length);
+  Problems problems;
+  auto w = read(b, dir, problems);
+  REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));
+  CHECK(w->find("pkg/util.py")->sha256 == sha256_b64(bytes));
+
+  // A weak algorithm is refused.
+  b.record_hash["pkg/util.py"] = "md5=1B2M2Y8AsgTpgAmY7PhCfg";
+  check_refused(b, "pkg/util.py", "weak or unknown hash algorithm in RECORD");
+}
