@@ -18,7 +18,10 @@ std::string LoaderManifest::to_json() const {
   j["variants"] = variants;
   j["driver_fallback"] = driver_fallback ? 1 : 0;
   j["extras"] = extras;
-  for (const auto& [label, build] : builds) {
+  static const BuildFiles kNone;
+  for (const std::string& label : variants) {  // every build has its sections, files or not
+    auto it = builds.find(label);
+    const BuildFiles& build = it == builds.end() ? kNone : it->second;
     j["modules"][label] = nlohmann::json(build.modules);
     j["files"][label] = nlohmann::json(build.files);
     j["preload"][label] = nlohmann::json(build.preload);
@@ -59,8 +62,10 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
   if (!j.contains("package") || !j["package"].is_string()) return fail("package is not a string");
   if (!j.contains("distribution") || !j["distribution"].is_string()) return fail("distribution is not a string");
   m.package = j["package"].get<std::string>();
+  if (m.package.empty()) return fail("package is empty");
   m.distribution = j["distribution"].get<std::string>();
-  if (!j.contains("variants") || !all_strings(j["variants"])) return fail("variants is not a list of labels");
+  if (!j.contains("variants") || !all_strings(j["variants"]) || j["variants"].empty())
+    return fail("variants is not a list of labels");
   std::set<std::string> labels;
   for (const auto& v : j["variants"]) {
     std::string label = v.get<std::string>();
@@ -75,6 +80,8 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
   if (j.contains("extras")) {
     if (!all_strings(j["extras"])) return fail("extras is not a list of labels");
     m.extras = j["extras"].get<std::vector<std::string>>();
+    for (const std::string& extra : m.extras)
+      if (!labels.count(extra)) return fail(fmt::format("extras names a build the manifest does not list: {}", extra));
   }
   for (const char* section : {"modules", "files", "preload", "build_info"}) {
     bool optional = std::string_view(section) == "build_info";

@@ -476,13 +476,34 @@ void Planner::add_loaders() {
   std::erase_if(members, [&](const PlannedMember& m) { return m.input && patched_inits.count(m.path); });
 }
 
-// The merged names must stay distinct and of one kind wherever the wheel is unpacked: a
-// labelled name may meet a directory, or a name that differs only in case.
+// The merged names must stay distinct and of one kind wherever the wheel is unpacked (a
+// labelled name may meet a directory, a name that differs only in case, or a labelled SBOM
+// another SBOM's name), and wherever it is installed: the root, .data/purelib and
+// .data/platlib all install into site-packages, so a labelled module or a loader under one
+// may land on a file of the other.
 void Planner::check_collisions() {
+  const size_t before = problems.size();
   std::vector<std::string> names;
-  for (const PlannedMember& m : members) names.push_back(m.path);
+  for (const auto* group : {&members, &dist_members})
+    for (const PlannedMember& m : *group) names.push_back(m.path);
   for (const NameClash& clash : find_name_clashes(names))
     problems.push_back(clash_problem(clash, names, ProblemKind::conflict, all_inputs, "merged wheel"));
+  if (problems.size() != before) return;
+  std::vector<std::string> installed, archived;
+  for (const PlannedMember& m : members) {
+    auto root = import_root(m.path);
+    if (!root) continue;  // scripts, headers, data: installed elsewhere
+    installed.push_back(m.path.substr(*root));
+    archived.push_back(m.path);
+  }
+  for (const NameClash& clash : find_name_clashes(installed)) {
+    bool directory = clash.kind == NameClash::Kind::file_and_directory;
+    problems.push_back({ProblemKind::conflict, all_inputs, archived[clash.name],
+                        directory ? "merged wheel: installs where another member needs a directory"
+                                  : "merged wheel: installs onto the same path as another member",
+                        directory ? "one kind of entry per installed path" : "one member per installed path",
+                        "also " + archived[clash.other]});
+  }
 }
 
 // WHEEL, METADATA and RECORD; the payload sorted by bytes, then the dist-info, RECORD last.

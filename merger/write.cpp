@@ -54,9 +54,16 @@ void check_written(const std::string& path, const std::string& display, const Me
       fail(m.path, "member", fmt::format("{} ({} bytes)", m.path, m.size), fmt::format("{} ({} bytes)", e.name, e.uncompressed_size));
       continue;
     }
-    if (!m.input) {
-      if (auto p = stream_member(*zip, e, [](std::span<const uint8_t>) { return true; }, display))
-        fail(m.path, p->what, p->expected, p->found);
+    if (!m.input) {  // generated: its bytes read back and compared with the plan's
+      size_t at = 0;
+      bool same = true;
+      auto p = stream_member(*zip, e, [&](std::span<const uint8_t> chunk) {
+        same = same && at + chunk.size() <= m.content.size() && m.content.compare(at, chunk.size(), reinterpret_cast<const char*>(chunk.data()), chunk.size()) == 0;
+        at += chunk.size();
+        return true;
+      }, display);
+      if (p) fail(m.path, p->what, p->expected, p->found);
+      else if (!same || at != m.content.size()) fail(m.path, "content", "the planned bytes", "other bytes");
     }
   }
   // The loaders against the files written, as `wheelmerge verify` checks them.

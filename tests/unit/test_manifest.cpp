@@ -169,6 +169,20 @@ TEST_CASE("manifest: parse refuses variants that are no labels, or listed twice"
   CHECK(refusal(with("variants", R"(["cu12","cu012"])")) == R"(variant "cu012" is not a variant label)");
   CHECK(refusal(with("variants", R"(["cu12","cu13","cu12"])")) == "variant cu12 is listed twice");
   CHECK(refusal(with("extras", "[1]")) == "extras is not a list of labels");
+  CHECK(refusal(with("variants", "[]")) == "variants is not a list of labels");
+  CHECK(refusal(with("extras", R"(["nope"])")) == "extras names a build the manifest does not list: nope");
+  CHECK(refusal(with("package", R"("")")) == "package is empty");
+}
+
+TEST_CASE("manifest: to_json writes every build's sections, files or not") {
+  LoaderManifest m;
+  m.package = "pkg";
+  m.distribution = "demo";
+  m.variants = {"cu12", "cu13"};
+  std::string why;
+  auto back = LoaderManifest::parse(m.to_json(), why);
+  REQUIRE_MESSAGE(back, why);
+  CHECK(back->builds.size() == 2);
 }
 
 TEST_CASE("manifest: parse refuses sections naming unlisted builds or holding no strings") {

@@ -700,3 +700,36 @@ TEST_CASE("plan: METADATA fields other than Version and Requires-Dist must agree
   CHECK(problems[0].what == "METADATA field Summary differs between builds");
 }
 
+
+TEST_CASE("plan: a labelled SBOM that meets another SBOM's name is refused") {
+  const std::vector<Wheel> inputs{
+      demo_package("cu12").dist_file("sboms/a.json", "{12}").dist_file("sboms/a.cu12.json", "{}").done(),
+      demo_package("cu13").dist_file("sboms/a.json", "{13}").dist_file("sboms/a.cu12.json", "{}").done()};
+  Problems problems = plan_refused(inputs);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::conflict);
+  CHECK(problems[0].member == "demo-1.0.dist-info/sboms/a.cu12.json");
+  CHECK(problems[0].what == "merged wheel: duplicate member name");
+}
+
+TEST_CASE("plan: members that install onto one path from the root and from .data/platlib are refused") {
+  auto make = [](const std::string& label, const std::string& root_file) {
+    WheelBuilder b("demo-1.0-cp312-cp312-linux_x86_64." + label + ".whl", label);
+    const std::string data = b.data_dir();
+    return b.file(data + "/platlib/pkg/__init__.py", kInit)
+        .elf(data + "/platlib/pkg/" + so_name("_core"), "core " + label)
+        .file(root_file, "shared")
+        .done();
+  };
+  // A labelled variant under .data/platlib lands on a root file of that name...
+  const std::string labelled = "pkg/_core.cu12.cpython-312-x86_64-linux-gnu.so";
+  Problems problems = plan_refused({make("cu12", labelled), make("cu13", labelled)});
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "merged wheel: installs onto the same path as another member");
+  CHECK(problems[0].member == labelled);
+  CHECK(problems[0].found == "also demo-1.0.data/platlib/" + labelled);
+  // ...and the loader generated there, on a root module of the loader's name.
+  problems = plan_refused({make("cu12", "pkg/_wheelmerge.py"), make("cu13", "pkg/_wheelmerge.py")});
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "merged wheel: installs onto the same path as another member");
+}

@@ -128,6 +128,17 @@ TEST_CASE("write: the plan is what was written, as check_written sees it") {
     CHECK(problems[0].member == "pkg2/_wheelmerge.py");
     CHECK(problems[0].what == "output check failed: loader manifest malformed");
   }
+  SUBCASE("a generated member whose bytes differ from the plan's") {
+    MergePlan other = p.plan;
+    auto wheel = std::find_if(other.members.begin(), other.members.end(),
+                              [&](const PlannedMember& m) { return m.path == other.dist_info + "/WHEEL"; });
+    REQUIRE(wheel != other.members.end());
+    wheel->content.back() = wheel->content.back() == 'x' ? 'y' : 'x';  // same size
+    check_written(*written, "out.whl", other, problems);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].member == other.dist_info + "/WHEEL");
+    CHECK(problems[0].what == "output check failed: content");
+  }
   SUBCASE("a file that is no zip archive") {
     const fs::path junk = dir.path / "junk.whl";
     write_file_bytes(junk, "not a zip archive");
