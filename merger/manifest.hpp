@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace wm {
@@ -39,7 +40,32 @@ struct LoaderManifest {
 };
 
 // A manifest path resolved against the package directory: "pkg" + "../pkg.libs/libx.so" ->
-// "pkg.libs/libx.so"; empty when it leaves the wheel or is no safe member name.
+// "pkg.libs/libx.so"; empty when it leaves the top or is no safe member name.
 std::string manifest_archive_path(const std::string& package_dir, std::string relative);
+
+// Where a member of a wheel installs, relative to site-packages: the root and the purelib and
+// platlib directories of "{name}-{version}.data" all install there
+// ("demo-1.0.data/platlib/pkg/x.so" -> "pkg/x.so"); nullopt for the other .data keys
+// (scripts, headers, data), which install elsewhere.
+std::optional<std::string> site_packages_path(std::string_view member);
+
+// Resolves a loader's manifest paths to members as the installed loader does: relative to its
+// package's directory in site-packages, where the root and .data's purelib and platlib meet.
+class ManifestResolver {
+ public:
+  template <typename Members>
+  explicit ManifestResolver(const Members& members) {
+    for (const std::string& m : members)
+      if (auto installed = site_packages_path(m)) by_installed_.emplace(std::move(*installed), m);
+  }
+  // The path `relative` names from the package of the loader at member `loader_path`, relative
+  // to site-packages; empty when it leaves site-packages or is no safe name.
+  static std::string installed(const std::string& loader_path, const std::string& relative);
+  // The member installed at `installed`, or nullptr when the wheel has none.
+  const std::string* member(const std::string& installed) const;
+
+ private:
+  std::unordered_map<std::string, std::string> by_installed_;
+};
 
 }  // namespace wm

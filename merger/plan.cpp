@@ -370,7 +370,7 @@ void Planner::group_by_package() {
     std::string package = package_of(v.original);
     if (!package.empty()) {
       by_package[package].push_back(&v);
-    } else if (is_private_library(v.original, *file_of(v))) {
+    } else if (is_private_library(v.original, *file_of(v)) && site_packages_path(v.original)) {
       outside.push_back(&v);
     } else {
       problems.push_back({ProblemKind::conflict, all_inputs, v.original,
@@ -388,9 +388,13 @@ void Planner::group_by_package() {
 // What the loader of `package` (a directory) needs: per build, its modules, files and
 // libraries to preload, with paths relative to the package.
 LoaderManifest Planner::manifest_for(const std::string& package, const std::vector<const VariantFile*>& files) const {
-  const std::string up = [&] { std::string u; for (char c : package + "/") if (c == '/') u += "../"; return u; }();
+  // Paths as the installed loader sees them: from its package's directory in site-packages,
+  // where the root and .data's purelib and platlib meet.
+  const std::string home = *site_packages_path(package + "/");  // "pkg/"
+  const std::string up = [&] { std::string u; for (char c : home) if (c == '/') u += "../"; return u; }();
   auto relative = [&](const std::string& path) {
-    return path.rfind(package + "/", 0) == 0 ? path.substr(package.size() + 1) : up + path;
+    std::string installed = *site_packages_path(path);
+    return installed.starts_with(home) ? installed.substr(home.size()) : up + installed;
   };
   std::string dotted = package.substr(*import_root(package + "/"));
   std::replace(dotted.begin(), dotted.end(), '/', '.');

@@ -1,8 +1,40 @@
 #include "merger/record.hpp"
 
+#include "merger/digest.hpp"
+
 #include <fmt/format.h>
 
 namespace wm {
+
+std::optional<RecordHash> RecordHash::parse(std::string_view field, std::string& what, std::string& expected,
+                                            std::string& found) {
+  size_t eq = field.find('=');
+  if (eq == std::string_view::npos) {
+    what = "RECORD row without a hash";
+    expected = "algorithm=digest";
+    found = field.empty() ? "an empty field" : std::string(field);
+    return std::nullopt;
+  }
+  RecordHash hash;
+  hash.algorithm = field.substr(0, eq);
+  hash.digest = field.substr(eq + 1);
+  auto algorithm = Digest::for_record_algorithm(hash.algorithm);
+  if (!algorithm) {
+    what = "weak or unknown hash algorithm in RECORD";
+    expected = "sha256, sha384 or sha512";
+    found = hash.algorithm;
+    return std::nullopt;
+  }
+  auto raw = decode_base64url_nopad(hash.digest);
+  if (!raw || raw->size() != algorithm->size()) {
+    what = "malformed digest in RECORD";
+    expected = fmt::format("{} bytes of urlsafe base64 without padding", algorithm->size());
+    found = hash.digest;
+    return std::nullopt;
+  }
+  hash.raw = std::move(*raw);
+  return hash;
+}
 
 std::optional<std::vector<RecordRow>> parse_record(std::string_view text,
                                                    const std::string& display_name,

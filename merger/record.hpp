@@ -3,6 +3,7 @@
 
 #include "merger/problem.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,24 @@ struct RecordRow {
   std::string path;
   std::string hash;  // "algorithm=urlsafe-b64-digest", empty for RECORD's own row
   std::string size;  // decimal, empty for RECORD's own row
+};
+
+// A RECORD row's hash field, "algorithm=digest", parsed and checked (pypa/installer's
+// records.Hash is the model): the algorithm one that RECORD may use (sha256, sha384, sha512), the
+// digest canonical urlsafe base64 without padding of exactly that algorithm's length.
+struct RecordHash {
+  std::string algorithm;      // "sha256"
+  std::string digest;         // urlsafe base64 without padding, as written
+  std::vector<uint8_t> raw;   // the digest decoded
+
+  // nullopt when the field is not such a hash; then `what`, `expected` and `found` say why:
+  //   "RECORD row without a hash"                  (an empty field, or one without '=')
+  //   "weak or unknown hash algorithm in RECORD"   (md5, sha1, anything but sha256/384/512)
+  //   "malformed digest in RECORD"                 (not base64url, or the wrong length)
+  static std::optional<RecordHash> parse(std::string_view field, std::string& what, std::string& expected,
+                                         std::string& found);
+
+  std::string text() const { return algorithm + "=" + digest; }  // the field as written
 };
 
 // Parses RFC 4180 CSV rows of exactly three fields, at most `max_rows` of them (a RECORD has

@@ -34,11 +34,17 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
   r.warnings = wheel->warnings;
   // Which stored files belong to which build.
   std::map<std::string, std::string> variant_of;  // stored path -> label
+  std::vector<std::string> members;
+  for (const WheelFile& f : wheel->files) members.push_back(f.path);
+  const ManifestResolver resolver(members);
   for (FoundLoader& l : loaders) {
-    const std::string package_dir = l.loader_path.substr(0, l.loader_path.size() - kLoaderModule.size() - 1);
+    auto mark = [&](const std::string& relative, const std::string& label) {
+      if (const std::string* member = resolver.member(ManifestResolver::installed(l.loader_path, relative)))
+        variant_of[*member] = label;
+    };
     for (const auto& [label, build] : l.manifest.builds) {
-      for (const auto& [original, stored] : build.files) variant_of[manifest_archive_path(package_dir, stored)] = label;
-      for (const std::string& lib : build.preload) variant_of[manifest_archive_path(package_dir, lib)] = label;
+      for (const auto& [original, stored] : build.files) mark(stored, label);
+      for (const std::string& lib : build.preload) mark(lib, label);
     }
     r.variants = l.manifest.variants;
     r.loaders.push_back({std::move(l.loader_path), std::move(l.manifest)});

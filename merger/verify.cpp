@@ -33,6 +33,7 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
   };
   std::vector<FoundLoader> found;
   std::set<std::string> listed;  // every file some manifest names
+  const ManifestResolver resolver(paths);
   for (const LoaderFiles& l : loaders) {
     const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
     auto text = manifest_of_loader(l.loader_source);
@@ -50,15 +51,14 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
     for (const std::string& label : manifest->variants) {
       const BuildFiles& build = manifest->builds.at(label);
       auto check = [&](const char* section, const std::string& rel) {
-        std::string path = manifest_archive_path(package_dir, rel);
-        if (path.empty()) {
+        std::string installed = ManifestResolver::installed(l.loader_path, rel);
+        if (installed.empty()) {
           fail(l.loader_path, fmt::format("manifest {} of {} names a path outside the wheel", section, label),
                "a path relative to the package, inside the wheel", rel);
           return;
         }
-        listed.insert(path);
-        if (!paths.count(path))
-          fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), path, "no such member");
+        if (const std::string* member = resolver.member(installed)) listed.insert(*member);
+        else fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), installed, "no such member");
       };
       for (const auto& [module, rel] : build.modules) check("modules", rel);
       for (const auto& [original, rel] : build.files) check("files", rel);

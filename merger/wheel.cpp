@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -112,14 +114,115 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
   return result;
 }
 
-// Where an installer puts each member: the root, purelib and platlib into site-packages;
-// scripts into the scripts directory, which is the data scheme's "bin/" on POSIX; data into the
-// prefix; headers into their own directory. Two members bound for one path (or a file where
-// another needs a directory), after case folding, make installers overwrite or fail depending
-// on their order: `.data/platlib/pkg/mod.py` beside `pkg/mod.py`, `.data/data/bin/tool` beside
-// `.data/scripts/tool`.
-template <typename Fail>
-void check_installed_paths(const Wheel& w, Fail& fail) {
+// The wheel being read, and the caller's problems, which every check below adds to.
+struct Reader {
+  Wheel w;
+  Problems& problems;
+  size_t before;  // problems.size() when reading began
+
+  Reader(const WheelInput& input, Problems& problems_) : problems(problems_) {
+    w.path = input.path;
+    w.display = std::filesystem::path(input.path).filename().string();
+    w.label = detect_label(input);
+    before = problems.size();
+  }
+  void fail(std::string member, std::string what, std::string expected = {}, std::string found = {}) {
+    problems.push_back({ProblemKind::invalid_input, w.display, std::move(member), std::move(what),
+                        std::move(expected), std::move(found)});
+  }
+  bool failed() const { return problems.size() != before; }
+  std::string record_path() const { return w.dist_info + "/RECORD"; }
+};
+
+// Name and archive: the file name parses as a wheel's and the file reads as a zip archive.
+bool read_name_and_archive(Reader& r) {
+  std::string why;
+  auto name = parse_wheel_filename(r.w.display, why);
+  if (!name) {
+    r.fail({}, "not a wheel file name", "{name}-{version}[-{build}]-{python}-{abi}-{platform}.whl", why);
+    return false;
+  }
+  r.w.name = *name;
+  auto zip = read_zip(r.w.path, r.w.display, r.problems);
+  if (!zip) return false;
+  r.w.zip = std::move(*zip);
+  return true;
+}
+
+// Layout: exactly one .dist-info directory and at most one .data directory, both named for the
+// wheel, and no top-level file named like either. False only when there is not exactly one
+// dist-info directory to go on with; the other findings are problems and reading goes on.
+bool check_layout(Reader& r) {
+  Wheel& w = r.w;
+  std::set<std::string> dist_infos, datas;
+  for (const ZipEntry& e : w.zip.entries) {
+    std::string top = top_dir(e.name);
+    if (ends_with(top, ".dist-info")) dist_infos.insert(top);
+    if (ends_with(top, ".data")) datas.insert(top);
+    if (top.empty() && (ends_with(e.name, ".dist-info") || ends_with(e.name, ".data")))
+      r.fail(e.name, "top-level file named like a .dist-info or .data directory",
+             "such names only for the wheel's own directories", "a file");
+  }
+  if (dist_infos.size() != 1) {
+    r.fail({}, "wrong number of .dist-info directories", "exactly one",
+           dist_infos.empty() ? "none" : fmt::format("{}", fmt::join(dist_infos, ", ")));
+    return false;
+  }
+  w.dist_info = *dist_infos.begin();
+  const std::string expected_stem = normalize_name(w.name.name) + "-" + w.name.version;
+  auto stem_matches = [&](const std::string& dir, std::string_view ext) {
+    std::string stem = dir.substr(0, dir.size() - ext.size());
+    size_t dash = stem.find('-');
+    return dash != std::string::npos && normalize_name(stem.substr(0, dash)) + stem.substr(dash) == expected_stem;
+  };
+  if (!stem_matches(w.dist_info, ".dist-info"))
+    r.fail(w.dist_info + "/", "dist-info directory not named for the wheel", expected_stem + ".dist-info", w.dist_info);
+  if (datas.size() > 1) r.fail({}, "several .data directories", "at most one", fmt::format("{}", fmt::join(datas, ", ")));
+  if (datas.size() == 1) {
+    w.data_dir = *datas.begin();
+    if (!stem_matches(w.data_dir, ".data"))
+      r.fail(w.data_dir + "/", "data directory not named for the wheel", expected_stem + ".data", w.data_dir);
+  }
+  return true;
+}
+
+// Files: every regular member into w.files (directories carry nothing a wheel needs), each
+// .data member under a known key, no installer-written file in the dist-info directory.
+void list_files(Reader& r) {
+  Wheel& w = r.w;
+  for (size_t i = 0; i < w.zip.entries.size(); ++i) {
+    const ZipEntry& e = w.zip.entries[i];
+    if (e.is_directory()) continue;
+    WheelFile f;
+    f.entry = i;
+    f.path = e.name;
+    f.size = e.uncompressed_size;
+    f.executable = e.executable();
+    if (!w.data_dir.empty() && top_dir(f.path) == w.data_dir) {
+      std::string rest = f.path.substr(w.data_dir.size() + 1);
+      std::string key = rest.substr(0, rest.find('/'));
+      static const std::set<std::string> kKeys = {"purelib", "platlib", "headers", "scripts", "data"};
+      if (rest.find('/') == std::string::npos || !kKeys.count(key))
+        r.fail(f.path, "unknown .data directory key", "purelib, platlib, headers, scripts or data", key);
+    }
+    if (top_dir(f.path) == w.dist_info) {
+      std::string rel = f.path.substr(w.dist_info.size() + 1);
+      if (is_installer_file(rel))
+        r.fail(f.path, "installer-written file inside the wheel", "no INSTALLER, REQUESTED or direct_url.json", rel);
+    }
+    w.index.emplace(f.path, w.files.size());
+    w.files.push_back(std::move(f));
+  }
+}
+
+// Installed paths: no two members bound for one path. Where an installer puts each member: the
+// root, purelib and platlib into site-packages; scripts into the scripts directory, which is the
+// data scheme's "bin/" on POSIX; data into the prefix; headers into their own directory. Two
+// members bound for one path (or a file where another needs a directory), after case folding,
+// make installers overwrite or fail depending on their order: `.data/platlib/pkg/mod.py` beside
+// `pkg/mod.py`, `.data/data/bin/tool` beside `.data/scripts/tool`.
+void check_installed_paths(Reader& r) {
+  const Wheel& w = r.w;
   if (w.data_dir.empty()) return;
   std::vector<std::string> installed;
   std::vector<const std::string*> members;
@@ -146,10 +249,250 @@ void check_installed_paths(const Wheel& w, Fail& fail) {
     const std::string& member = *members[clash.name];
     const std::string& other = *members[clash.other];
     if (clash.kind == NameClash::Kind::file_and_directory)
-      fail(member, "installs where another member needs a directory", "one kind of entry per installed path", "also " + other);
+      r.fail(member, "installs where another member needs a directory", "one kind of entry per installed path", "also " + other);
     else
-      fail(member, "installs onto the same path as another member", "one member per installed path", "also " + other);
+      r.fail(member, "installs onto the same path as another member", "one member per installed path", "also " + other);
   }
+}
+
+// One dist-info file as text: present, within `limit` bytes, UTF-8 without a BOM and without
+// NUL, as Python's readers of these files (email parser, csv) would otherwise see another first
+// field name or row than we do.
+std::optional<std::string> read_dist_info_text(Reader& r, const std::string& rel, size_t limit) {
+  const Wheel& w = r.w;
+  std::string path = w.dist_info + "/" + rel;
+  const WheelFile* f = w.find(path);
+  if (!f) {
+    r.fail(path, "missing", "a " + rel + " file in " + w.dist_info, "none");
+    return std::nullopt;
+  }
+  auto bytes = read_member(w.zip, w.zip.entries[f->entry], limit, w.display, r.problems);
+  if (!bytes) return std::nullopt;
+  std::string text(bytes->begin(), bytes->end());
+  if (text.starts_with("\xef\xbb\xbf")) {
+    r.fail(path, rel + " starts with a byte order mark", "UTF-8 without a BOM", "EF BB BF");
+    return std::nullopt;
+  }
+  if (!is_valid_utf8(text) || text.find('\0') != std::string::npos) {
+    r.fail(path, rel + " is not UTF-8 text", "UTF-8", "other bytes");
+    return std::nullopt;
+  }
+  return text;
+}
+
+struct DistInfoTexts {
+  std::string record, wheel, metadata;
+};
+
+// Dist-info texts: RECORD, WHEEL and METADATA, all three read (each within its limit) so that
+// every one that cannot be is reported; nullopt when any cannot.
+std::optional<DistInfoTexts> read_dist_info_texts(Reader& r) {
+  auto record = read_dist_info_text(r, "RECORD", kMaxRecordFile);
+  auto wheel = read_dist_info_text(r, "WHEEL", kMaxWheelFile);
+  auto metadata = read_dist_info_text(r, "METADATA", kMaxMetadataFile);
+  if (!record || !wheel || !metadata) return std::nullopt;
+  return DistInfoTexts{std::move(*record), std::move(*wheel), std::move(*metadata)};
+}
+
+// WHEEL: Wheel-Version 1.x, Root-Is-Purelib true or false, Build as in the file name. Tag lines
+// that differ from the file name's only warn: installers go by the file name's tags (CuPy's
+// wheels say linux_x86_64 in WHEEL under a manylinux2014 file name), and every output's WHEEL
+// is written from file names.
+void check_wheel_file(Reader& r, const std::string& text) {
+  Wheel& w = r.w;
+  const std::string wheel_member = w.dist_info + "/WHEEL";
+  auto fields = parse_headers(text, w.display, wheel_member, r.problems);
+  if (!fields) return;
+  w.wheel_fields = *fields;
+  auto version = w.wheel_fields.one("Wheel-Version");
+  if (!version || version->substr(0, version->find('.')) != "1")
+    r.fail(wheel_member, "unsupported Wheel-Version", "1.x", version.value_or("none"));
+  auto purelib = w.wheel_fields.one("Root-Is-Purelib");
+  if (!purelib || (*purelib != "true" && *purelib != "false"))
+    r.fail(wheel_member, "Root-Is-Purelib missing or invalid", "true or false", purelib.value_or("none"));
+  std::vector<std::string> tags = w.wheel_fields.all("Tag");
+  std::sort(tags.begin(), tags.end());
+  tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+  if (tags != w.name.expanded_tags())
+    w.warnings.push_back(fmt::format("{}: {}: Tag lines ({}) differ from the file name's tags ({}); the file name's are used",
+                                     w.display, wheel_member, tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")),
+                                     fmt::format("{}", fmt::join(w.name.expanded_tags(), ", "))));
+  auto build = w.wheel_fields.one("Build");
+  if (build.value_or("") != w.name.build)
+    r.fail(wheel_member, "Build does not match the file name's build tag",
+           w.name.build.empty() ? "no Build line" : w.name.build, build.value_or("no Build line"));
+}
+
+// METADATA's single-use fields: each at most once, reported once, at its second use.
+void check_single_use_fields(Reader& r, const std::string& metadata_member) {
+  const Wheel& w = r.w;
+  std::map<std::string, size_t> seen;  // single-use field (lower case) -> times seen
+  for (const Header& h : w.metadata.fields) {
+    std::string key = h.key;
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (single_use_field(h.key) && ++seen[key] == 2)
+      r.fail(metadata_member, fmt::format("METADATA field {} appears more than once", h.key), "once",
+             fmt::format("{} values", w.metadata.all(h.key).size()));
+  }
+}
+
+// METADATA's Requires-Dist: each parses as pip parses it, as the merge rebuilds requirements
+// from the parse; a signal stops the loop with an "interrupted" problem.
+void parse_requires_dist(Reader& r, const std::string& metadata_member) {
+  Wheel& w = r.w;
+  size_t line = 0;
+  for (const std::string& text : w.metadata.all("Requires-Dist")) {
+    ++line;
+    if (int signal = interrupted()) {
+      r.problems.push_back(interruption(r.w.display, metadata_member, signal));
+      break;
+    }
+    std::string error;
+    auto requirement = parse_requirement(text, error);
+    if (!requirement) {
+      r.fail(metadata_member, fmt::format("Requires-Dist {} is not a valid requirement: {}", line, error),
+             "a PEP 508 requirement", text);
+      continue;
+    }
+    w.requires_dist.push_back(std::move(*requirement));
+  }
+}
+
+// METADATA: single-use fields once, every Requires-Dist a valid requirement, Name and Version
+// those of the file name.
+void check_metadata(Reader& r, const std::string& text) {
+  Wheel& w = r.w;
+  const std::string metadata_member = w.dist_info + "/METADATA";
+  auto fields = parse_headers(text, w.display, metadata_member, r.problems);
+  if (!fields) return;
+  w.metadata = *fields;
+  check_single_use_fields(r, metadata_member);
+  parse_requires_dist(r, metadata_member);
+  auto meta_name = w.metadata.one("Name");
+  auto meta_version = w.metadata.one("Version");
+  if (!meta_name || normalize_name(*meta_name) != normalize_name(w.name.name))
+    r.fail(metadata_member, "Name does not match the file name", w.name.name, meta_name.value_or("none"));
+  if (!meta_version || *meta_version != w.name.version)
+    r.fail(metadata_member, "Version does not match the file name", w.name.version, meta_version.value_or("none"));
+}
+
+// RECORD rows: the CSV parses (at most kRecordSlack rows beyond one per member), every path is
+// a safe relative file path, no path has two rows. The rows by path.
+std::map<std::string, RecordRow> read_record_rows(Reader& r, const std::string& text) {
+  const std::string record_path = r.record_path();
+  std::map<std::string, RecordRow> rows;
+  auto parsed = parse_record(text, r.w.display, record_path, r.w.zip.entries.size() + kRecordSlack, r.problems);
+  if (!parsed) return rows;
+  for (RecordRow& row : *parsed) {
+    if (std::string bad = unsafe_name_reason(row.path); !bad.empty() || row.path.back() == '/') {
+      r.fail(record_path, "unsafe path in RECORD", "a relative file path",
+             row.path + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
+      continue;
+    }
+    std::string path = row.path;
+    if (!rows.emplace(path, std::move(row)).second) r.fail(record_path, "duplicate RECORD row", "one row per file", path);
+  }
+  return rows;
+}
+
+// Hashes and sizes against RECORD: every member listed but signature files (dropped, with a
+// warning); RECORD's own row without hash or size; every other row with a hash RECORD may use
+// (RecordHash::parse: algorithm, digest length) and the member's size; no row for a file the
+// archive lacks. Each member's recorded hash, by position in w.files; none for RECORD and
+// signature files. Consumes the rows of RECORD and of signature files.
+std::vector<std::optional<RecordHash>> check_record_entries(Reader& r, std::map<std::string, RecordRow>& rows) {
+  Wheel& w = r.w;
+  const std::string record_path = r.record_path();
+  std::vector<std::optional<RecordHash>> hashes(w.files.size());
+  for (size_t i = 0; i < w.files.size(); ++i) {
+    const WheelFile& f = w.files[i];
+    std::string rel = top_dir(f.path) == w.dist_info ? f.path.substr(w.dist_info.size() + 1) : std::string();
+    auto it = rows.find(f.path);
+    if (is_record_signature(rel)) {
+      w.warnings.push_back(fmt::format("{}: {}: dropped (signature files are deprecated and not covered by RECORD)",
+                                       w.display, f.path));
+      if (it != rows.end()) rows.erase(it);
+      continue;
+    }
+    if (it == rows.end()) {
+      r.fail(f.path, "file not listed in RECORD", "a RECORD row", "none");
+      continue;
+    }
+    const RecordRow& row = it->second;
+    if (f.path == record_path) {
+      if (!row.hash.empty() || !row.size.empty())
+        r.fail(record_path, "RECORD's own row carries a hash or size", "RECORD,,",
+               fmt::format("{},{},{}", row.path, row.hash, row.size));
+      rows.erase(it);
+      continue;
+    }
+    std::string what, expected, found;
+    hashes[i] = RecordHash::parse(row.hash, what, expected, found);
+    if (!hashes[i]) {
+      r.fail(f.path, what, expected, found);
+    } else if (row.size.empty() || row.size.find_first_not_of("0123456789") != std::string::npos) {
+      r.fail(f.path, "RECORD row without a valid size", "a decimal size", row.size.empty() ? "an empty field" : row.size);
+    } else if (row.size != std::to_string(f.size)) {
+      r.fail(f.path, "size does not match RECORD", row.size + " bytes (RECORD)", std::to_string(f.size) + " bytes");
+    }
+  }
+  for (const auto& [path, row] : rows) {
+    if (path != record_path && !w.find(path)) r.fail(record_path, "RECORD lists a file the archive lacks", path, "no such member");
+  }
+  return hashes;
+}
+
+// Streaming: every member with a RECORD hash read once, in parallel, largest first: its CRC and
+// size checked, its sha256 (and RECORD's algorithm's digest) computed, ELF files scanned, the
+// text of each __init__.py kept. Results by position in w.files.
+std::vector<MemberResult> stream_members(const Wheel& w, const std::vector<std::optional<RecordHash>>& hashes) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < w.files.size(); ++i)
+    if (hashes[i]) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return w.zip.entries[w.files[a].entry].compressed_size > w.zip.entries[w.files[b].entry].compressed_size;
+  });
+  std::vector<MemberResult> results(w.files.size());
+  parallel_for(order.size(), [&](size_t k) {
+    size_t i = order[k];
+    results[i] = verify_member_safely(w, w.zip.entries[w.files[i].entry], hashes[i]->algorithm);
+  });
+  return results;
+}
+
+// Final comparison: each streamed member's digest is the one RECORD gives; the member's sha256,
+// ELF information and __init__.py text go into the wheel. Streaming problems are reported here,
+// in archive order.
+void compare_with_record(Reader& r, const std::vector<std::optional<RecordHash>>& hashes,
+                         std::vector<MemberResult>& results) {
+  Wheel& w = r.w;
+  for (size_t i = 0; i < w.files.size(); ++i) {
+    if (!hashes[i]) continue;
+    WheelFile& f = w.files[i];
+    MemberResult& result = results[i];
+    if (result.problem) {
+      r.problems.push_back(*result.problem);
+      continue;
+    }
+    const RecordHash& recorded = *hashes[i];
+    std::string actual = recorded.algorithm == "sha256" ? result.sha256 : base64url_nopad(result.record_digest);
+    if (recorded.digest != actual)
+      r.fail(f.path, "hash does not match RECORD", recorded.text(), recorded.algorithm + "=" + actual);
+    f.sha256 = std::move(result.sha256);
+    f.elf = result.elf;
+    f.elf_info = std::move(result.elf_info);
+    if (result.text) w.init_sources.emplace(f.path, std::move(*result.text));
+  }
+}
+
+// Signature files are dropped, so they leave the model here: every file but RECORD that was not
+// streamed.
+void drop_unstreamed_files(Reader& r) {
+  Wheel& w = r.w;
+  const std::string record_path = r.record_path();
+  std::erase_if(w.files, [&](const WheelFile& f) { return f.sha256.empty() && f.path != record_path; });
+  w.index.clear();
+  for (size_t i = 0; i < w.files.size(); ++i) w.index.emplace(w.files[i].path, i);
 }
 
 }  // namespace
@@ -178,276 +521,28 @@ std::string detect_label(const WheelInput& input) {
   return local_version_label(stem.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
 }
 
+// Each step adds its findings to `problems`; reading stops after a step that found any, where
+// later steps would only repeat them (WHEEL, METADATA and RECORD's rows are all checked first).
 std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
-  Wheel w;
-  w.path = input.path;
-  w.display = std::filesystem::path(input.path).filename().string();
-  w.label = detect_label(input);
-  const size_t before = problems.size();
-  auto fail = [&](std::string member, std::string what, std::string expected = {}, std::string found = {}) {
-    problems.push_back({ProblemKind::invalid_input, w.display, std::move(member), std::move(what),
-                        std::move(expected), std::move(found)});
-  };
-
-  std::string why;
-  auto name = parse_wheel_filename(w.display, why);
-  if (!name) {
-    fail({}, "not a wheel file name",
-         "{name}-{version}[-{build}]-{python}-{abi}-{platform}.whl", why);
-    return std::nullopt;
-  }
-  w.name = *name;
-  auto zip = read_zip(input.path, w.display, problems);
-  if (!zip) return std::nullopt;
-  w.zip = std::move(*zip);
-
-  // Layout: one dist-info directory, at most one data directory, both named for the wheel.
-  std::set<std::string> dist_infos, datas;
-  for (const ZipEntry& e : w.zip.entries) {
-    std::string top = top_dir(e.name);
-    if (ends_with(top, ".dist-info")) dist_infos.insert(top);
-    if (ends_with(top, ".data")) datas.insert(top);
-    if (top.empty() && (ends_with(e.name, ".dist-info") || ends_with(e.name, ".data")))
-      fail(e.name, "top-level file named like a .dist-info or .data directory",
-           "such names only for the wheel's own directories", "a file");
-  }
-  if (dist_infos.size() != 1) {
-    fail({}, "wrong number of .dist-info directories", "exactly one",
-         dist_infos.empty() ? "none" : fmt::format("{}", fmt::join(dist_infos, ", ")));
-    return std::nullopt;
-  }
-  w.dist_info = *dist_infos.begin();
-  const std::string expected_stem = normalize_name(w.name.name) + "-" + w.name.version;
-  auto stem_matches = [&](const std::string& dir, std::string_view ext) {
-    std::string stem = dir.substr(0, dir.size() - ext.size());
-    size_t dash = stem.find('-');
-    return dash != std::string::npos && normalize_name(stem.substr(0, dash)) + stem.substr(dash) == expected_stem;
-  };
-  if (!stem_matches(w.dist_info, ".dist-info"))
-    fail(w.dist_info + "/", "dist-info directory not named for the wheel", expected_stem + ".dist-info", w.dist_info);
-  if (datas.size() > 1) fail({}, "several .data directories", "at most one", fmt::format("{}", fmt::join(datas, ", ")));
-  if (datas.size() == 1) {
-    w.data_dir = *datas.begin();
-    if (!stem_matches(w.data_dir, ".data"))
-      fail(w.data_dir + "/", "data directory not named for the wheel", expected_stem + ".data", w.data_dir);
-  }
-
-  // Regular members; directories carry nothing a wheel needs.
-  for (size_t i = 0; i < w.zip.entries.size(); ++i) {
-    const ZipEntry& e = w.zip.entries[i];
-    if (e.is_directory()) continue;
-    WheelFile f;
-    f.entry = i;
-    f.path = e.name;
-    f.size = e.uncompressed_size;
-    f.executable = e.executable();
-    if (!w.data_dir.empty() && top_dir(f.path) == w.data_dir) {
-      std::string rest = f.path.substr(w.data_dir.size() + 1);
-      std::string key = rest.substr(0, rest.find('/'));
-      static const std::set<std::string> kKeys = {"purelib", "platlib", "headers", "scripts", "data"};
-      if (rest.find('/') == std::string::npos || !kKeys.count(key))
-        fail(f.path, "unknown .data directory key", "purelib, platlib, headers, scripts or data", key);
-    }
-    if (top_dir(f.path) == w.dist_info) {
-      std::string rel = f.path.substr(w.dist_info.size() + 1);
-      if (is_installer_file(rel))
-        fail(f.path, "installer-written file inside the wheel", "no INSTALLER, REQUESTED or direct_url.json", rel);
-    }
-    w.index.emplace(f.path, w.files.size());
-    w.files.push_back(std::move(f));
-  }
-  if (problems.size() != before) return std::nullopt;
-  check_installed_paths(w, fail);
-  if (problems.size() != before) return std::nullopt;
-
-  // The dist-info files everything else is checked against.
-  // UTF-8 without a BOM: Python's readers of these files (email parser, csv) would otherwise
-  // see another first field name or row than we do.
-  auto read_text = [&](const std::string& rel, size_t limit) -> std::optional<std::string> {
-    std::string path = w.dist_info + "/" + rel;
-    const WheelFile* f = w.find(path);
-    if (!f) {
-      fail(path, "missing", "a " + rel + " file in " + w.dist_info, "none");
-      return std::nullopt;
-    }
-    auto bytes = read_member(w.zip, w.zip.entries[f->entry], limit, w.display, problems);
-    if (!bytes) return std::nullopt;
-    std::string text(bytes->begin(), bytes->end());
-    if (text.starts_with("\xef\xbb\xbf")) {
-      fail(path, rel + " starts with a byte order mark", "UTF-8 without a BOM", "EF BB BF");
-      return std::nullopt;
-    }
-    if (!is_valid_utf8(text) || text.find('\0') != std::string::npos) {
-      fail(path, rel + " is not UTF-8 text", "UTF-8", "other bytes");
-      return std::nullopt;
-    }
-    return text;
-  };
-  const std::string record_path = w.dist_info + "/RECORD";
-  auto record_text = read_text("RECORD", kMaxRecordFile);
-  auto wheel_text = read_text("WHEEL", kMaxWheelFile);
-  auto metadata_text = read_text("METADATA", kMaxMetadataFile);
-  if (!record_text || !wheel_text || !metadata_text) return std::nullopt;
-
-  // WHEEL
-  if (auto fields = parse_headers(*wheel_text, w.display, w.dist_info + "/WHEEL", problems)) {
-    w.wheel_fields = *fields;
-    const std::string wheel_member = w.dist_info + "/WHEEL";
-    auto version = w.wheel_fields.one("Wheel-Version");
-    if (!version || version->substr(0, version->find('.')) != "1")
-      fail(wheel_member, "unsupported Wheel-Version", "1.x", version.value_or("none"));
-    auto purelib = w.wheel_fields.one("Root-Is-Purelib");
-    if (!purelib || (*purelib != "true" && *purelib != "false"))
-      fail(wheel_member, "Root-Is-Purelib missing or invalid", "true or false", purelib.value_or("none"));
-    // Installers go by the file name's tags, so WHEEL's may disagree (CuPy's wheels say
-    // linux_x86_64 in WHEEL under a manylinux2014 file name): a warning, and every output's
-    // WHEEL is written from file names.
-    std::vector<std::string> tags = w.wheel_fields.all("Tag");
-    std::sort(tags.begin(), tags.end());
-    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
-    if (tags != w.name.expanded_tags())
-      w.warnings.push_back(fmt::format("{}: {}: Tag lines ({}) differ from the file name's tags ({}); the file name's are used",
-                                       w.display, wheel_member, tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")),
-                                       fmt::format("{}", fmt::join(w.name.expanded_tags(), ", "))));
-    auto build = w.wheel_fields.one("Build");
-    if (build.value_or("") != w.name.build)
-      fail(wheel_member, "Build does not match the file name's build tag",
-           w.name.build.empty() ? "no Build line" : w.name.build, build.value_or("no Build line"));
-  }
-
-  // METADATA
-  const std::string metadata_member = w.dist_info + "/METADATA";
-  if (auto fields = parse_headers(*metadata_text, w.display, metadata_member, problems)) {
-    w.metadata = *fields;
-    std::map<std::string, size_t> seen;  // single-use field (lower case) -> times seen
-    for (const Header& h : w.metadata.fields) {
-      std::string key = h.key;
-      std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (single_use_field(h.key) && ++seen[key] == 2)  // reported once, at its second use
-        fail(metadata_member, fmt::format("METADATA field {} appears more than once", h.key), "once",
-             fmt::format("{} values", w.metadata.all(h.key).size()));
-    }
-    // Requirements must parse as pip parses them: the merge rebuilds them from the parse.
-    size_t line = 0;
-    for (const std::string& text : w.metadata.all("Requires-Dist")) {
-      ++line;
-      if (int signal = interrupted()) {
-        fail(metadata_member, "interrupted", {}, fmt::format("signal {}", signal));
-        break;
-      }
-      std::string error;
-      auto requirement = parse_requirement(text, error);
-      if (!requirement) {
-        fail(metadata_member, fmt::format("Requires-Dist {} is not a valid requirement: {}", line, error),
-             "a PEP 508 requirement", text);
-        continue;
-      }
-      w.requires_dist.push_back(std::move(*requirement));
-    }
-    auto meta_name = w.metadata.one("Name");
-    auto meta_version = w.metadata.one("Version");
-    if (!meta_name || normalize_name(*meta_name) != normalize_name(w.name.name))
-      fail(metadata_member, "Name does not match the file name", w.name.name, meta_name.value_or("none"));
-    if (!meta_version || *meta_version != w.name.version)
-      fail(metadata_member, "Version does not match the file name", w.name.version, meta_version.value_or("none"));
-  }
-
-  // RECORD: one row per file, a strong hash and a size for each, nothing else.
-  std::map<std::string, RecordRow> rows;
-  if (auto parsed = parse_record(*record_text, w.display, record_path, w.zip.entries.size() + kRecordSlack, problems)) {
-    for (RecordRow& row : *parsed) {
-      if (std::string bad = unsafe_name_reason(row.path); !bad.empty() || row.path.back() == '/') {
-        fail(record_path, "unsafe path in RECORD", "a relative file path",
-             row.path + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
-        continue;
-      }
-      std::string path = row.path;
-      if (!rows.emplace(path, std::move(row)).second) fail(record_path, "duplicate RECORD row", "one row per file", path);
-    }
-  }
-  if (problems.size() != before) return std::nullopt;
-
-  std::vector<std::string> algorithms(w.files.size());
-  for (size_t i = 0; i < w.files.size(); ++i) {
-    const WheelFile& f = w.files[i];
-    std::string rel = top_dir(f.path) == w.dist_info ? f.path.substr(w.dist_info.size() + 1) : std::string();
-    auto it = rows.find(f.path);
-    if (is_record_signature(rel)) {
-      w.warnings.push_back(fmt::format("{}: {}: dropped (signature files are deprecated and not covered by RECORD)",
-                                       w.display, f.path));
-      if (it != rows.end()) rows.erase(it);
-      continue;
-    }
-    if (it == rows.end()) {
-      fail(f.path, "file not listed in RECORD", "a RECORD row", "none");
-      continue;
-    }
-    const RecordRow& row = it->second;
-    if (f.path == record_path) {
-      if (!row.hash.empty() || !row.size.empty())
-        fail(record_path, "RECORD's own row carries a hash or size", "RECORD,,",
-             fmt::format("{},{},{}", row.path, row.hash, row.size));
-      rows.erase(it);
-      continue;
-    }
-    size_t eq = row.hash.find('=');
-    std::string algorithm = eq == std::string::npos ? row.hash : row.hash.substr(0, eq);
-    auto digest = Digest::for_record_algorithm(algorithm);
-    if (row.hash.empty() || eq == std::string::npos) {
-      fail(f.path, "RECORD row without a hash", "algorithm=digest", row.hash.empty() ? "an empty field" : row.hash);
-    } else if (!digest) {
-      fail(f.path, "weak or unknown hash algorithm in RECORD", "sha256, sha384 or sha512", algorithm);
-    } else if (auto raw = decode_base64url_nopad(row.hash.substr(eq + 1)); !raw || raw->size() != digest->size()) {
-      fail(f.path, "malformed digest in RECORD",
-           fmt::format("{} bytes of urlsafe base64 without padding", digest->size()), row.hash.substr(eq + 1));
-    } else if (row.size.empty() || row.size.find_first_not_of("0123456789") != std::string::npos) {
-      fail(f.path, "RECORD row without a valid size", "a decimal size", row.size.empty() ? "an empty field" : row.size);
-    } else if (row.size != std::to_string(f.size)) {
-      fail(f.path, "size does not match RECORD", row.size + " bytes (RECORD)", std::to_string(f.size) + " bytes");
-    }
-    algorithms[i] = algorithm;
-  }
-  for (const auto& [path, row] : rows) {
-    if (path != record_path && !w.find(path)) fail(record_path, "RECORD lists a file the archive lacks", path, "no such member");
-  }
-  if (problems.size() != before) return std::nullopt;
-
-  // Stream every member once, in parallel, largest first: CRC, size, and RECORD hash.
-  std::vector<size_t> order;
-  for (size_t i = 0; i < w.files.size(); ++i)
-    if (!algorithms[i].empty()) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return w.zip.entries[w.files[a].entry].compressed_size > w.zip.entries[w.files[b].entry].compressed_size;
-  });
-  std::vector<MemberResult> results(w.files.size());
-  parallel_for(order.size(), [&](size_t k) {
-    size_t i = order[k];
-    results[i] = verify_member_safely(w, w.zip.entries[w.files[i].entry], algorithms[i]);
-  });
-  for (size_t i = 0; i < w.files.size(); ++i) {
-    if (algorithms[i].empty()) continue;
-    WheelFile& f = w.files[i];
-    MemberResult& r = results[i];
-    if (r.problem) {
-      problems.push_back(*r.problem);
-      continue;
-    }
-    const RecordRow& row = rows.at(f.path);
-    std::string recorded = row.hash.substr(row.hash.find('=') + 1);
-    std::string actual = algorithms[i] == "sha256" ? r.sha256 : base64url_nopad(r.record_digest);
-    if (recorded != actual)
-      fail(f.path, "hash does not match RECORD", algorithms[i] + "=" + recorded, algorithms[i] + "=" + actual);
-    f.sha256 = std::move(r.sha256);
-    f.elf = r.elf;
-    f.elf_info = std::move(r.elf_info);
-    if (r.text) w.init_sources.emplace(f.path, std::move(*r.text));
-  }
-  // Signature files are dropped, so they leave the model here.
-  std::erase_if(w.files, [&](const WheelFile& f) { return f.sha256.empty() && f.path != record_path; });
-  w.index.clear();
-  for (size_t i = 0; i < w.files.size(); ++i) w.index.emplace(w.files[i].path, i);
-  if (problems.size() != before) return std::nullopt;
-  return w;
+  Reader r(input, problems);
+  if (!read_name_and_archive(r) || !check_layout(r)) return std::nullopt;
+  list_files(r);
+  if (r.failed()) return std::nullopt;
+  check_installed_paths(r);
+  if (r.failed()) return std::nullopt;
+  auto texts = read_dist_info_texts(r);
+  if (!texts) return std::nullopt;
+  check_wheel_file(r, texts->wheel);
+  check_metadata(r, texts->metadata);
+  auto rows = read_record_rows(r, texts->record);
+  if (r.failed()) return std::nullopt;
+  auto hashes = check_record_entries(r, rows);
+  if (r.failed()) return std::nullopt;
+  auto results = stream_members(r.w, hashes);
+  compare_with_record(r, hashes, results);
+  drop_unstreamed_files(r);
+  if (r.failed()) return std::nullopt;
+  return std::move(r.w);
 }
 
 }  // namespace wm

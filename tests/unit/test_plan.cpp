@@ -3,12 +3,14 @@
 #include "merger/loader.hpp"
 #include "merger/manifest.hpp"
 #include "merger/problem.hpp"
+#include "merger/verify.hpp"
 #include "merger/version.hpp"
 #include "plan_fixtures.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 
 using namespace wm;
 using wm::plantest::hash_of;
@@ -732,4 +734,29 @@ TEST_CASE("plan: members that install onto one path from the root and from .data
   problems = plan_refused({make("cu12", "pkg/_wheelmerge.py"), make("cu13", "pkg/_wheelmerge.py")});
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].what == "merged wheel: installs onto the same path as another member");
+}
+
+TEST_CASE("plan: preload paths of a .data/platlib package are relative to where it installs") {
+  auto make = [](const std::string& label) {
+    WheelBuilder b("demo-1.0-cp312-cp312-linux_x86_64." + label + ".whl", label);
+    const std::string data = b.data_dir();
+    return b.file(data + "/platlib/pkg/__init__.py", kInit)
+        .elf(data + "/platlib/pkg/" + so_name("_core"), "core " + label, {}, {"liby.so.1"})
+        .elf("pkg.libs/libx.so.1", "x " + label, "libx.so.1")
+        .elf(data + "/platlib/pkg.libs/liby.so.1", "y " + label, "liby.so.1", {"libx.so.1"})
+        .done();
+  };
+  MergePlan plan = plan_ok({make("cu12"), make("cu13")});
+  const std::string loader = "demo-1.0.data/platlib/pkg/_wheelmerge.py";
+  LoaderManifest manifest = manifest_in(plan, loader);
+  // Both libraries install into site-packages/pkg.libs, beside site-packages/pkg.
+  CHECK(manifest.builds.at("cu12").preload ==
+        std::vector<std::string>{"../pkg.libs/libx.cu12.so.1", "../pkg.libs/liby.cu12.so.1"});
+  // verify resolves them the same way, to the members that hold them.
+  std::set<std::string> members;
+  for (const PlannedMember& m : plan.members) members.insert(m.path);
+  std::vector<LoaderFiles> loaders{{loader, member(plan, loader).content, member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content}};
+  Problems problems;
+  check_loaders("demo.whl", loaders, members, problems);
+  CHECK_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front().what));
 }
