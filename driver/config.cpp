@@ -17,20 +17,16 @@ namespace wm {
 namespace {
 
 // The schema is walked once, with a small adapter per file format: a Node says what it is and
-// where it was written.
-struct ConfigError {
-  std::string where;
-  std::string what;
-  std::string expected;
-  std::string found;
-};
-
+// where it was written. Every mistake is a usage problem naming its place (file:line:column).
 template <typename Node>
 struct Walker {
-  std::vector<ConfigError> errors;
+  explicit Walker(Problems& problems) : problems(problems) {}
+  Problems& problems;
+  size_t failures = 0;
 
   void fail(const Node& n, std::string what, std::string expected, std::string found) {
-    errors.push_back({n.where(), std::move(what), std::move(expected), std::move(found)});
+    problems.push_back({ProblemKind::usage, n.where(), {}, std::move(what), std::move(expected), std::move(found)});
+    ++failures;
   }
   std::optional<std::string> string(const Node& n, const std::string& key) {
     if (auto s = n.as_string()) return s;
@@ -188,13 +184,11 @@ struct YamlNode {
 
 template <typename Node>
 std::optional<BuildConfig> walk_config(const Node& root, const std::string& source, Problems& problems) {
-  Walker<Node> walker;
+  Walker<Node> walker(problems);
   BuildConfig config;
   config.source = source;
   walker.walk(root, config);
-  for (const ConfigError& e : walker.errors)
-    problems.push_back({ProblemKind::usage, e.where, {}, e.what, e.expected, e.found});
-  if (!walker.errors.empty()) return std::nullopt;
+  if (walker.failures != 0) return std::nullopt;
   return config;
 }
 
