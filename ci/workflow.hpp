@@ -27,7 +27,8 @@ std::string caller_workflow(const WorkflowOptions& options);
 
 // Writes caller_workflow(options) to PROJECT/.github/workflows/wheels.yml, creating the
 // directories; an existing file is replaced only with `force`. The path written, or nullopt with
-// a problem naming the file.
+// a problem naming the file. A directory that cannot be created throws std::filesystem_error, as
+// it always has (`ci init` reports it as an internal error).
 std::optional<std::string> write_workflow(const std::string& project_dir, const WorkflowOptions& options, bool force,
                                           Problems& problems);
 

@@ -359,7 +359,7 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   place_jobs(jobs, tmp, result.log_dir, progress);
   build_jobs(jobs, options.jobs, *project, options, backend, progress);
   if (int signal = interrupted())
-    problems.push_back({ProblemKind::other, options.project_dir, {}, "interrupted", {}, fmt::format("signal {}", signal)});
+    problems.push_back(interruption(options.project_dir, {}, signal));
   else
     for (VariantJob& job : jobs) problems.insert(problems.end(), job.problems.begin(), job.problems.end());
   auto cleanup = [&] {
