@@ -62,47 +62,103 @@ bool is_private_library(const std::string& path, const WheelFile& f) {
   return !is_module_file(path, f) && f.elf_info && f.elf_info->shared_object && !f.elf_info->soname.empty();
 }
 
-// Libraries in dependency order: each one after every library whose SONAME it needs (Kahn's
-// algorithm, O(n log n + edges)); among libraries ready at once, and to break a cycle, the
-// given order decides.
+// Strongly connected components of the graph `deps` (i -> its dependencies): comp[i] for each
+// node; Tarjan's algorithm, iterative, O(nodes + edges).
+std::vector<size_t> strongly_connected(const std::vector<std::vector<size_t>>& deps) {
+  const size_t n = deps.size(), unset = SIZE_MAX;
+  std::vector<size_t> index(n, unset), low(n, 0), comp(n, unset), stack;
+  std::vector<bool> on_stack(n, false);
+  std::vector<std::pair<size_t, size_t>> frames;  // (node, next edge to follow)
+  size_t counter = 0, comps = 0;
+  for (size_t root = 0; root < n; ++root) {
+    if (index[root] != unset) continue;
+    frames.emplace_back(root, 0);
+    while (!frames.empty()) {
+      auto& [v, edge] = frames.back();
+      if (edge == 0 && index[v] == unset) {
+        index[v] = low[v] = counter++;
+        stack.push_back(v);
+        on_stack[v] = true;
+      }
+      if (edge < deps[v].size()) {
+        size_t w = deps[v][edge++];
+        if (index[w] == unset) frames.emplace_back(w, 0);
+        else if (on_stack[w]) low[v] = std::min(low[v], index[w]);
+        continue;
+      }
+      if (low[v] == index[v]) {
+        size_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          comp[w] = comps;
+        } while (w != v);
+        ++comps;
+      }
+      size_t done = v;
+      frames.pop_back();
+      if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[done]);
+    }
+  }
+  return comp;
+}
+
 }  // namespace
 
+// Libraries in dependency order: each one after every library whose SONAME it needs (Kahn's
+// algorithm, O(n log n + edges)); among libraries ready at once the given order decides. A
+// cycle (which no order satisfies) is broken at its first library in the given order, and a
+// library depending on a cycle waits for the whole cycle.
 std::vector<size_t> preload_order(const std::vector<const ElfInfo*>& libs) {
+  const size_t n = libs.size();
   std::unordered_map<std::string_view, std::vector<size_t>> by_soname;
-  for (size_t i = 0; i < libs.size(); ++i) by_soname[libs[i]->soname].push_back(i);
-  std::vector<std::vector<size_t>> dependents(libs.size());
-  std::vector<size_t> pending(libs.size(), 0);  // dependencies not yet placed
-  for (size_t i = 0; i < libs.size(); ++i) {
-    std::set<size_t> deps;
+  for (size_t i = 0; i < n; ++i) by_soname[libs[i]->soname].push_back(i);
+  std::vector<std::vector<size_t>> deps(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::set<size_t> found;
     for (const std::string& needed : libs[i]->needed) {
       auto it = by_soname.find(needed);
       if (it == by_soname.end()) continue;
       for (size_t d : it->second)
-        if (d != i) deps.insert(d);
+        if (d != i) found.insert(d);
     }
-    for (size_t d : deps) dependents[d].push_back(i);
-    pending[i] = deps.size();
+    deps[i].assign(found.begin(), found.end());
   }
-  std::set<size_t> ready;
-  for (size_t i = 0; i < libs.size(); ++i)
-    if (pending[i] == 0) ready.insert(i);
-  std::vector<bool> placed(libs.size(), false);
-  std::vector<size_t> ordered;
-  size_t next_unplaced = 0;
-  while (ordered.size() < libs.size()) {
-    size_t i;
-    if (!ready.empty()) {
-      i = *ready.begin();
-      ready.erase(ready.begin());
-    } else {  // a cycle: the first library not yet placed goes next
-      while (placed[next_unplaced]) ++next_unplaced;
-      i = next_unplaced;
+  const std::vector<size_t> comp = strongly_connected(deps);
+  const size_t comps = n == 0 ? 0 : *std::max_element(comp.begin(), comp.end()) + 1;
+  std::vector<std::vector<size_t>> members(comps), dependents(n);
+  std::vector<size_t> internal(n, 0), external(comps, 0), remaining(comps, 0);
+  for (size_t i = 0; i < n; ++i) {
+    members[comp[i]].push_back(i);
+    ++remaining[comp[i]];
+    for (size_t d : deps[i]) {
+      dependents[d].push_back(i);
+      ++(comp[d] == comp[i] ? internal[i] : external[comp[i]]);
     }
-    if (placed[i]) continue;
-    placed[i] = true;
+  }
+  std::set<size_t> open, ready;  // libraries of components whose outside needs are placed; of those, the ready
+  auto open_component = [&](size_t c) {
+    for (size_t m : members[c]) {
+      open.insert(m);
+      if (internal[m] == 0) ready.insert(m);
+    }
+  };
+  for (size_t c = 0; c < comps; ++c)
+    if (external[c] == 0) open_component(c);
+  std::vector<size_t> ordered;
+  while (ordered.size() < n) {
+    size_t i = ready.empty() ? *open.begin() : *ready.begin();  // else: a cycle, broken here
+    ready.erase(i);
+    open.erase(i);
     ordered.push_back(i);
     for (size_t dep : dependents[i])
-      if (!placed[dep] && --pending[dep] == 0) ready.insert(dep);
+      if (comp[dep] == comp[i] && open.count(dep) && --internal[dep] == 0) ready.insert(dep);
+    if (--remaining[comp[i]] > 0) continue;
+    // The component is complete: what depends on it from outside may go.
+    for (size_t m : members[comp[i]])
+      for (size_t dep : dependents[m])
+        if (comp[dep] != comp[i] && --external[comp[dep]] == 0) open_component(comp[dep]);
   }
   return ordered;
 }

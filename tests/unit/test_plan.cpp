@@ -451,6 +451,11 @@ TEST_CASE("plan: preload_order breaks a cycle at the first library in the given 
   CHECK(preload_order({&b, &c, &a}) == std::vector<size_t>{0, 2, 1});
   // d, outside the cycle, waits for a.
   CHECK(preload_order({&a, &b, &c, &d}) == std::vector<size_t>{0, 2, 1, 3});
+  // Given first, d still waits for the whole cycle it needs; the cycle breaks at its own first.
+  CHECK(preload_order({&d, &a, &b, &c}) == std::vector<size_t>{1, 3, 2, 0});
+  // Two cycles, the second needing the first, and a chain hanging off the second.
+  ElfInfo p{true, "libp.so", {"libq.so"}}, q{true, "libq.so", {"libp.so", "libb.so"}}, r{true, "libr.so", {"libq.so"}};
+  CHECK(preload_order({&r, &p, &q, &a, &b, &c}) == std::vector<size_t>{3, 5, 4, 1, 2, 0});
   // A library needing itself, or a SONAME nothing has, is ready at once.
   ElfInfo self{true, "libself.so", {"libself.so", "libmissing.so"}};
   CHECK(preload_order({&self}) == std::vector<size_t>{0});
