@@ -611,6 +611,9 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& inputs, const Merg
   p.check_collisions();
   if (problems.size() != before || !p.metadata) return std::nullopt;
   p.finish_dist_info();
+  if (p.plan.variant_files.empty())  // two builds of one file, or a build that ignored its toolkit
+    p.plan.warnings.push_back(fmt::format("{}: no file outside the dist-info differs between the builds, so the merged wheel has no loader",
+                                          p.all_inputs));
   return std::move(p.plan);
 }
 

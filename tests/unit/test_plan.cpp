@@ -765,3 +765,13 @@ TEST_CASE("plan: preload paths of a .data/platlib package are relative to where 
   check_loaders("demo.whl", loaders, members, problems);
   CHECK_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front().what));
 }
+
+TEST_CASE("plan: builds that differ in no file outside the dist-info merge with a warning") {
+  auto make = [](const std::string& label) {
+    return WheelBuilder::demo(label).file("pkg/__init__.py", kInit).file("pkg/util.py", "x").done();
+  };
+  MergePlan plan = plan_ok({make("cu12"), make("cu13")});
+  CHECK(plan.loader_packages.empty());
+  REQUIRE(plan.warnings.size() == 1);
+  CHECK(plan.warnings[0].ends_with("no file outside the dist-info differs between the builds, so the merged wheel has no loader"));
+}
