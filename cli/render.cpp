@@ -1,5 +1,7 @@
 #include "cli/render.hpp"
 
+#include "merger/problem.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -35,7 +37,8 @@ nlohmann::json to_json(const InspectReport& r) {
 }
 
 void print_text(const InspectReport& r) {
-  fmt::print("{} {}: valid wheel\n", r.name, r.version);
+  // Every value comes from the wheel: printed escaped.
+  fmt::print("{} {}: valid wheel\n", printable(r.name), printable(r.version));
   fmt::print("tags: {}\n", fmt::join(r.tags, ", "));
   if (!r.merged()) {
     fmt::print("not a merged wheel: no wheelmerge loader\n");
@@ -43,15 +46,16 @@ void print_text(const InspectReport& r) {
   }
   fmt::print("variants: {}\n", fmt::join(r.variants, ", "));
   for (const InspectReport::Loader& l : r.loaders)
-    fmt::print("loader: {} (package {}, driver fallback {})\n", l.path, l.manifest.package,
+    fmt::print("loader: {} (package {}, driver fallback {})\n", printable(l.path), printable(l.manifest.package),
                l.manifest.driver_fallback ? "on" : "off");
   for (const InspectReport::Loader& l : r.loaders)
     for (const auto& [label, build] : l.manifest.builds)
-      if (!build.build_info.empty()) fmt::print("{} built with: {}\n", label, nlohmann::json(build.build_info).dump());
+      if (!build.build_info.empty())
+        fmt::print("{} built with: {}\n", printable(label), printable(nlohmann::json(build.build_info).dump()));
   fmt::print("shared: {} bytes\n", r.shared_bytes);
   for (const auto& [label, bytes] : r.variant_bytes) fmt::print("{}: {} bytes\n", label, bytes);
   for (const InspectReport::File& f : r.files)
-    fmt::print("  {:>6} {:>12} {}\n", f.variant.value_or("shared"), f.size, f.path);
+    fmt::print("  {:>6} {:>12} {}\n", f.variant.value_or("shared"), f.size, printable(f.path));
 }
 
 }  // namespace wm::cli

@@ -245,18 +245,31 @@ struct Planner {
     return std::nullopt;
   }
   // The outermost regular package above `path` (a directory with an __init__.py every build
-  // shares), or empty.
+  // shares), or empty. Linear in the path's length: its directories are looked up one segment
+  // at a time in `packages`, a tree of the directories above every shared __init__.py.
   std::string package_of(const std::string& path) const {
     auto root = import_root(path);
     if (!root) return {};
-    std::string dir;
-    size_t at = *root;
-    while ((at = path.find('/', at)) != std::string::npos) {
-      dir = path.substr(0, at++);
-      if (shared(dir + "/__init__.py")) return dir;
+    size_t node = 0, start = 0, at;
+    while ((at = path.find('/', start)) != std::string::npos) {
+      auto it = packages.children.find(std::pair(node, std::string_view(path).substr(start, at - start)));
+      if (it == packages.children.end()) return {};
+      node = it->second;
+      if (at > *root && packages.is_package[node]) return path.substr(0, at);
+      start = at + 1;
     }
     return {};
   }
+  struct PackageTree {
+    struct Hash {
+      size_t operator()(const std::pair<size_t, std::string_view>& k) const {
+        return std::hash<std::string_view>()(k.second) * 31 + k.first;
+      }
+    };
+    std::unordered_map<std::pair<size_t, std::string_view>, size_t, Hash> children;  // (node, segment) -> node
+    std::vector<bool> is_package{false};  // node 0 is the wheel's root
+  } packages;
+  void build_package_tree();
 
   void order_by_label();
   bool check_one_build();
@@ -419,9 +432,27 @@ void Planner::carry_dist_info() {
   for (const Wheel* w : wheels) plan.warnings.insert(plan.warnings.end(), w->warnings.begin(), w->warnings.end());
 }
 
+// The directories of every __init__.py all builds share, as a tree of path segments (views
+// into the payload table's keys, which outlive the planner's passes).
+void Planner::build_package_tree() {
+  for (const auto& [path, row] : payload) {
+    if (!(path == "__init__.py" || path.ends_with("/__init__.py")) || !same_everywhere(row)) continue;
+    size_t node = 0, start = 0, at;
+    while ((at = path.find('/', start)) != std::string::npos) {
+      auto [it, fresh] = packages.children.try_emplace(std::pair(node, std::string_view(path).substr(start, at - start)),
+                                                       packages.is_package.size());
+      if (fresh) packages.is_package.push_back(false);
+      node = it->second;
+      start = at + 1;
+    }
+    packages.is_package[node] = true;
+  }
+}
+
 // Each variant file belongs to the outermost regular package above it, whose loader loads it;
 // private libraries outside every package are preloaded by every package's loader.
 void Planner::group_by_package() {
+  build_package_tree();
   for (const VariantFile& v : plan.variant_files) {
     std::string package = package_of(v.original);
     if (!package.empty()) {
@@ -502,7 +533,8 @@ void Planner::add_loaders() {
     auto init = first().init_sources.find(init_file.path);
     if (init == first().init_sources.end()) {
       problems.push_back({ProblemKind::invalid_input, first().display, init_file.path, "member too large",
-                          fmt::format("at most {} bytes", kMaxInitFile), fmt::format("{} bytes", init_file.size)});
+                          fmt::format("at most {} bytes of __init__.py files in all", kMaxInitSources),
+                          fmt::format("{} bytes", init_file.size)});
       continue;
     }
     std::string init_why;
@@ -556,6 +588,10 @@ void Planner::check_collisions() {
     installed.push_back(m.path.substr(*root));
     archived.push_back(m.path);
   }
+  // The dist-info installs into site-packages too, with the three files generated later.
+  for (const PlannedMember& m : dist_members) archived.push_back(m.path);
+  for (const char* generated : {"/WHEEL", "/METADATA", "/RECORD"}) archived.push_back(plan.dist_info + generated);
+  installed.insert(installed.end(), archived.begin() + installed.size(), archived.end());
   for (const NameClash& clash : find_name_clashes(installed)) {
     bool directory = clash.kind == NameClash::Kind::file_and_directory;
     problems.push_back({ProblemKind::conflict, all_inputs, archived[clash.name],

@@ -43,6 +43,18 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
       fail(l.loader_path, "loader manifest malformed", "a format 1 manifest with a list of variants", why);
       continue;
     }
+    // The package and its modules are the loader's own: a manifest claiming another package's
+    // name, or a module outside its package ("json"), would take over that import.
+    std::string dotted = site_packages_path(package_dir).value_or("");
+    std::replace(dotted.begin(), dotted.end(), '/', '.');
+    if (manifest->package != dotted)
+      fail(l.loader_path, "loader manifest names another package", dotted.empty() ? "a package in site-packages" : dotted,
+           manifest->package);
+    for (const auto& [label, build] : manifest->builds)
+      for (const auto& [module, file] : build.modules)
+        if (module != manifest->package && !module.starts_with(manifest->package + "."))
+          fail(l.loader_path, fmt::format("manifest modules of {} names a module outside the package", label),
+               "a module of " + manifest->package, module);
     if (!imports_loader(l.init_source))
       fail(package_dir + "/__init__.py", "package does not import its loader", std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
     if (!found.empty() && found.front().manifest.variants != manifest->variants)

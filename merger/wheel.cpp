@@ -51,18 +51,18 @@ struct MemberResult {
   std::vector<uint8_t> record_digest;  // when RECORD uses another algorithm than sha256
   bool elf = false;
   std::optional<ElfInfo> elf_info;
-  std::optional<std::string> text;  // the content, when asked for and within kMaxInitFile
+  std::optional<std::string> text;  // the content, when asked for and kept for the planner
 };
 
 bool is_init_file(std::string_view path) { return path == "__init__.py" || ends_with(path, "/__init__.py"); }
 
-MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm);
+MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm, bool keep_text);
 
 // verify_member, with anything it throws (memory exhausted, above all) turned into a problem
 // naming the input and member, as it runs on a worker thread.
-MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, const std::string& algorithm) {
+MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, const std::string& algorithm, bool keep_text) {
   try {
-    return verify_member(w, entry, algorithm);
+    return verify_member(w, entry, algorithm, keep_text);
   } catch (const std::exception& error) {
     MemberResult result;
     result.problem = Problem{ProblemKind::other, w.display, entry.name, "cannot read the member", {}, error.what()};
@@ -70,14 +70,14 @@ MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, const s
   }
 }
 
-MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm) {
+MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm, bool keep_text) {
   MemberResult result;
   Digest sha = Digest::sha256();
   std::optional<Digest> other;
   if (algorithm != "sha256") other = Digest::for_record_algorithm(algorithm);
   std::optional<ElfScanner> elf;
   bool first = true;
-  if (is_init_file(entry.name) && entry.uncompressed_size <= kMaxInitFile) result.text.emplace();
+  if (keep_text) result.text.emplace();  // bounded: streaming stops at the declared size
   result.problem = stream_member(w.zip, entry, [&](std::span<const uint8_t> chunk) {
     if (first && ElfScanner::has_magic(chunk)) elf.emplace();
     first = false;
@@ -228,8 +228,7 @@ void check_installed_paths(Reader& r) {
   std::vector<const std::string*> members;
   for (const WheelFile& f : w.files) {
     std::string_view path = f.path;
-    if (top_dir(f.path) == w.dist_info) continue;
-    std::string target;
+    std::string target;  // the dist-info installs into site-packages too
     if (top_dir(f.path) != w.data_dir) {
       target = "site-packages/" + f.path;
     } else {
@@ -444,18 +443,28 @@ std::vector<std::optional<RecordHash>> check_record_entries(Reader& r, std::map<
 
 // Streaming: every member with a RECORD hash read once, in parallel, largest first: its CRC and
 // size checked, its sha256 (and RECORD's algorithm's digest) computed, ELF files scanned, the
-// text of each __init__.py kept. Results by position in w.files.
+// text of __init__.py files kept: in archive order while they fit kMaxInitSources in all (a
+// package whose text was not kept is refused only if it needs a loader). Results by position in
+// w.files.
 std::vector<MemberResult> stream_members(const Wheel& w, const std::vector<std::optional<RecordHash>>& hashes) {
   std::vector<size_t> order;
-  for (size_t i = 0; i < w.files.size(); ++i)
-    if (hashes[i]) order.push_back(i);
+  std::vector<bool> keep_text(w.files.size(), false);
+  uint64_t kept = 0;
+  for (size_t i = 0; i < w.files.size(); ++i) {
+    if (!hashes[i]) continue;
+    order.push_back(i);
+    if (is_init_file(w.files[i].path) && w.files[i].size <= kMaxInitSources - kept) {
+      keep_text[i] = true;
+      kept += w.files[i].size;
+    }
+  }
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return w.zip.entries[w.files[a].entry].compressed_size > w.zip.entries[w.files[b].entry].compressed_size;
   });
   std::vector<MemberResult> results(w.files.size());
   parallel_for(order.size(), [&](size_t k) {
     size_t i = order[k];
-    results[i] = verify_member_safely(w, w.zip.entries[w.files[i].entry], hashes[i]->algorithm);
+    results[i] = verify_member_safely(w, w.zip.entries[w.files[i].entry], hashes[i]->algorithm, keep_text[i]);
   });
   return results;
 }

@@ -23,7 +23,8 @@ namespace wm {
 inline constexpr size_t kMaxWheelFile = 1 << 20;
 inline constexpr size_t kMaxMetadataFile = 16 << 20;
 inline constexpr size_t kMaxRecordFile = 64 << 20;
-inline constexpr size_t kMaxInitFile = 64 << 20;
+// The text of __init__.py files kept for the planner, in all per wheel.
+inline constexpr size_t kMaxInitSources = 64 << 20;
 
 struct WheelFile {
   size_t entry = 0;  // index into the archive's entries
@@ -53,8 +54,9 @@ struct Wheel {
   std::vector<Requirement> requires_dist;  // METADATA's Requires-Dist, parsed, in order
   std::vector<WheelFile> files;  // every regular member, in archive order
   std::unordered_map<std::string, size_t> index;  // path -> position in files
-  // The text of every "__init__.py" of at most kMaxInitFile bytes, by path: the planner puts
-  // the loader import into a package's __init__.py without reading the archive again.
+  // The text of "__init__.py" files, by path, in archive order while they fit kMaxInitSources
+  // bytes in all: the planner puts the loader import into a package's __init__.py without
+  // reading the archive again.
   std::unordered_map<std::string, std::string> init_sources;
   std::vector<std::string> warnings;
 

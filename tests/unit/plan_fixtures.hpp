@@ -76,7 +76,7 @@ class WheelBuilder {
   // An __init__.py too large to have been read: present, but without its text.
   WheelBuilder& large_init(const std::string& path) {
     file(path, "x");
-    w_.files.back().size = kMaxInitFile + 1;
+    w_.files.back().size = kMaxInitSources + 1;
     w_.init_sources.erase(path);
     return *this;
   }

@@ -628,7 +628,7 @@ TEST_CASE("plan: a package __init__.py too large to have been read is refused") 
   CHECK(problems[0].file == inputs[0].display);
   CHECK(problems[0].member == "pkg/__init__.py");
   CHECK(problems[0].what == "member too large");
-  CHECK(problems[0].found == std::to_string(kMaxInitFile + 1) + " bytes");
+  CHECK(problems[0].found == std::to_string(kMaxInitSources + 1) + " bytes");
 }
 
 TEST_CASE("plan: RECORD comes last with one row per member, and WHEEL is generated") {
@@ -739,6 +739,12 @@ TEST_CASE("plan: members that install onto one path from the root and from .data
   problems = plan_refused({make("cu12", "pkg/_wheelmerge.py"), make("cu13", "pkg/_wheelmerge.py")});
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].what == "merged wheel: installs onto the same path as another member");
+  // ...and a file under .data/purelib on the merged wheel's own METADATA.
+  problems = plan_refused({make("cu12", "demo-1.0.data/purelib/demo-1.0.dist-info/METADATA"),
+                           make("cu13", "demo-1.0.data/purelib/demo-1.0.dist-info/METADATA")});
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].member == "demo-1.0.dist-info/METADATA");
+  CHECK(problems[0].found == "also demo-1.0.data/purelib/demo-1.0.dist-info/METADATA");
 }
 
 TEST_CASE("plan: preload paths of a .data/platlib package are relative to where it installs") {

@@ -251,3 +251,30 @@ TEST_CASE("verify: find_loaders reads the loaders of a wheel, and skips modules 
   CHECK(problems[0].what == "manifest modules of cu13 names a file the wheel lacks");
   CHECK(problems[1].what == "manifest files of cu13 names a file the wheel lacks");
 }
+
+TEST_CASE("verify: a manifest naming another package, or a module outside its own, is refused") {
+  {
+    Problem p = only_problem({loader(manifest("json"), "pkg")}, paths());
+    CHECK(p.member == "pkg/_wheelmerge.py");
+    CHECK(p.what == "loader manifest names another package");
+    CHECK(p.expected == "pkg");
+    CHECK(p.found == "json");
+  }
+  {
+    LoaderManifest m = manifest();
+    m.builds["cu12"].modules = {{"json", kCu12}};  // would take over `import json`
+    Problem p = only_problem({loader(m)}, paths());
+    CHECK(p.what == "manifest modules of cu12 names a module outside the package");
+    CHECK(p.found == "json");
+  }
+  {  // "pkgx" starts like "pkg" but is another package
+    LoaderManifest m = manifest();
+    m.builds["cu13"].modules = {{"pkgx._core", kCu13}};
+    CHECK(only_problem({loader(m)}, paths()).found == "pkgx._core");
+  }
+  // A package under .data/platlib is named as it installs.
+  const std::string dir = "pkg-1.0.data/platlib/pkg";
+  Problems problems;
+  check_loaders("m.whl", {loader(manifest(), dir)}, paths(dir), problems);
+  CHECK(problems.empty());
+}

@@ -218,6 +218,12 @@ TEST_CASE("wheel: an unknown .data key is refused, naming the member") {
   check_refused(b, "pkg-1.0.data/stuff/x.txt", "unknown .data directory key");
 }
 
+TEST_CASE("wheel: a .data/purelib file installing onto the wheel's own dist-info is refused") {
+  WheelBuilder b = valid_wheel();
+  b.files["pkg-1.0.data/purelib/pkg-1.0.dist-info/METADATA"] = "Name: other\n";
+  check_refused(b, "pkg-1.0.dist-info/METADATA", "installs onto the same path as another member");
+}
+
 TEST_CASE("wheel: a file an installer writes is refused inside a wheel") {
   for (const char* name : {"INSTALLER", "REQUESTED", "direct_url.json"}) {
     CAPTURE(name);
