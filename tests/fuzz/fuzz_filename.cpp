@@ -108,7 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view rest = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
   if (first.size() <= 255) check_filename(first);  // NAME_MAX: longer names cannot reach the engine
   for (std::string_view label : {first, first.substr(0, std::min<size_t>(first.size(), 8))}) {
-    if (auto major = wm::VariantLabel::parse(label)) FUZZ_CHECK(*major > 0 && "cu" + std::to_string(*major) == label);
+    if (auto parsed = wm::VariantLabel::parse(label))
+      FUZZ_CHECK(parsed->cuda_major() > 0 && wm::VariantLabel::cuda(parsed->cuda_major()).str() == label);
   }
   check_platforms(rest);
   return 0;
