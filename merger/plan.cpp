@@ -217,10 +217,6 @@ struct Planner {
       return f && f->sha256 == row.front()->sha256 && f->size == row.front()->size;
     });
   }
-  bool shared(const std::string& path) const {
-    auto it = payload.find(path);
-    return it != payload.end() && same_everywhere(it->second);
-  }
   // A path that differs between builds where it must not, with what each build has.
   void conflict(const std::string& path, const Row& row, std::string what) {
     std::vector<std::string> found;
@@ -236,13 +232,12 @@ struct Planner {
       if (build(i).label == v.label) return row[i];
     return nullptr;
   }
-  // Where import names start in `path`: the wheel's root, or under .data/purelib/ or
-  // .data/platlib/, which install into the same directory; other .data keys hold no packages.
-  std::optional<size_t> import_root(const std::string& path) const {
-    if (path.compare(0, data_dir.size() + 1, data_dir + "/") != 0) return 0;
-    for (const char* key : {"/purelib/", "/platlib/"})
-      if (path.compare(data_dir.size(), std::strlen(key), key) == 0) return data_dir.size() + std::strlen(key);
-    return std::nullopt;
+  // Where import names start in `path`: where its site-packages path (site_packages_path)
+  // begins; nullopt for the .data keys that install elsewhere and hold no packages.
+  static std::optional<size_t> import_root(const std::string& path) {
+    auto installed = site_packages_path(path);
+    if (!installed) return std::nullopt;
+    return path.size() - installed->size();
   }
   // The outermost regular package above `path` (a directory with an __init__.py every build
   // shares), or empty. Linear in the path's length: its directories are looked up one segment
