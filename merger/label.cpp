@@ -2,29 +2,90 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace wm {
+
+namespace {
+
+// A decimal number of one to `max_digits` digits without a leading zero ("0" itself allowed
+// only when `zero` is); nullopt otherwise.
+std::optional<int> number(std::string_view digits, size_t max_digits, bool zero = false) {
+  if (digits.empty() || digits.size() > max_digits) return std::nullopt;
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  if (digits[0] == '0' && !(zero && digits.size() == 1)) return std::nullopt;
+  int value = 0;
+  for (char c : digits) value = value * 10 + (c - '0');
+  return value;
+}
+
+// "cu" and a CUDA major of one to three digits, no leading zero: the spelling of local versions
+// ("+cu12") and of CuPy's and torch's indexes.
+std::optional<int> cuda_part(std::string_view text) {
+  if (!text.starts_with("cu")) return std::nullopt;
+  return number(text.substr(2), 3);
+}
+
+}  // namespace
 
 std::string_view selector_name(Selector selector) {
   switch (selector) {
     case Selector::cuda: return "cuda";
+    case Selector::torch: return "torch";
+    case Selector::cpu: return "cpu";
   }
   return "cuda";
 }
 
+std::optional<Selector> parse_selector(std::string_view name) {
+  for (Selector s : {Selector::cuda, Selector::torch, Selector::cpu})
+    if (selector_name(s) == name) return s;
+  return std::nullopt;
+}
+
 std::optional<VariantLabel> VariantLabel::parse(std::string_view text, std::string& why) {
-  // "cu" and a CUDA major of one to three digits, no leading zero: the spelling of local
-  // versions ("+cu12") and of CuPy's and torch's indexes.
-  auto digits = text.size() > 2 ? text.substr(2) : std::string_view();
-  bool cuda = text.starts_with("cu") && !digits.empty() && digits.size() <= 3 && digits[0] != '0' &&
-              digits.find_first_not_of("0123456789") == std::string_view::npos;
-  if (!cuda) {
+  if (text.starts_with("cu")) {
+    if (auto major = cuda_part(text)) return cuda(*major);
     why = "cu followed by the CUDA major";
     return std::nullopt;
   }
-  return VariantLabel(Selector::cuda, std::stoi(std::string(digits)), std::string(text));
+  if (text.starts_with("torch")) {
+    // "torch" + the torch major (one digit) + its minor (one or two digits) + "_cu" + the CUDA
+    // major: "torch210_cu12" is torch 2.10 built with CUDA 12.
+    size_t underscore = text.find('_');
+    std::string_view version = text.substr(5, underscore == std::string_view::npos ? std::string_view::npos : underscore - 5);
+    auto major = version.empty() ? std::nullopt : number(version.substr(0, 1), 1);
+    auto minor = version.size() < 2 ? std::nullopt : number(version.substr(1), 2, true);
+    auto cuda_major = underscore == std::string_view::npos ? std::nullopt : cuda_part(text.substr(underscore + 1));
+    if (major && minor && cuda_major) return torch(*major, *minor, *cuda_major);
+    why = "torch, the torch major and minor, _cu and the CUDA major (torch210_cu12: torch 2.10, CUDA 12)";
+    return std::nullopt;
+  }
+  if (text.starts_with("x86_64_v")) {
+    auto level = number(text.substr(8), 1);
+    if (level && *level >= 1 && *level <= kMaxCpuLevel) return cpu(*level);
+    why = fmt::format("x86_64_v and a psABI level from 1 to {}", kMaxCpuLevel);
+    return std::nullopt;
+  }
+  why = "cuNN, torchMmm_cuNN or x86_64_vN";
+  return std::nullopt;
 }
 
-VariantLabel VariantLabel::cuda(int major) { return VariantLabel(Selector::cuda, major, fmt::format("cu{}", major)); }
+std::optional<VariantLabel> VariantLabel::from_local_version(std::string_view local) {
+  std::string text(local);
+  std::replace(text.begin(), text.end(), '.', '_');
+  return parse(text);
+}
+
+VariantLabel VariantLabel::cuda(int major) {
+  return VariantLabel(Selector::cuda, {0, 0, major}, fmt::format("cu{}", major));
+}
+
+VariantLabel VariantLabel::torch(int major, int minor, int cuda_major) {
+  return VariantLabel(Selector::torch, {major, minor, cuda_major}, fmt::format("torch{}{}_cu{}", major, minor, cuda_major));
+}
+
+VariantLabel VariantLabel::cpu(int level) { return VariantLabel(Selector::cpu, {level, 0, 0}, fmt::format("x86_64_v{}", level)); }
 
 std::strong_ordering VariantLabel::operator<=>(const VariantLabel& other) const {
   if (auto c = selector_ <=> other.selector_; c != 0) return c;

@@ -1,53 +1,76 @@
-// Variant labels: the name of one build in a merged wheel ("cu12"), the selector that picks
-// among builds at import time, and the order builds are kept in. Every place that reads,
-// writes or orders a label goes through this type; nothing else slices label strings.
+// Variant labels: the name of one build in a merged wheel ("cu12", "torch210_cu12",
+// "x86_64_v3"), the selector that picks among builds at import time, and the order builds are
+// kept in. Every place that reads, writes or orders a label goes through this type; nothing else
+// slices label strings. The forms are documented in docs/loader.md ("Selectors and labels").
 #pragma once
 
+#include <array>
 #include <compare>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace wm {
 
 // What the loader looks at to choose a build. Every build of one merged wheel has the same.
 enum class Selector {
-  cuda,  // the installed cuda-bindings major ("cu12", "cu13"); the default
+  cuda,   // "cu12": the CUDA major of the installed cuda-bindings (or runtime wheels, driver)
+  torch,  // "torch210_cu12": the installed torch's major.minor and its CUDA major
+  cpu,    // "x86_64_v3": the x86-64 psABI level of the running CPU; the highest supported wins
 };
 
 std::string_view selector_name(Selector selector);
+std::optional<Selector> parse_selector(std::string_view name);
 
 class VariantLabel {
  public:
-  // "cu12" -> {cuda, 12}; nullopt with `why` for anything no selector accepts.
+  // "cu12" -> {cuda, 12}; "torch210_cu12" -> {torch, 2.10, CUDA 12}; "x86_64_v3" -> {cpu, 3};
+  // nullopt with `why` for anything no selector accepts.
   static std::optional<VariantLabel> parse(std::string_view text, std::string& why);
   static std::optional<VariantLabel> parse(std::string_view text) {
     std::string why;
     return parse(text, why);
   }
+  // A label as a local version carries it after normalization, which turns "_" into ".":
+  // "torch210.cu12" -> "torch210_cu12", "x86.64.v3" -> "x86_64_v3", "cu12" -> "cu12".
+  static std::optional<VariantLabel> from_local_version(std::string_view local);
   static VariantLabel cuda(int major);
+  static VariantLabel torch(int major, int minor, int cuda_major);
+  static VariantLabel cpu(int level);
 
   Selector selector() const { return selector_; }
   const std::string& str() const { return text_; }
-  // The CUDA major a `cuda` label names.
-  int cuda_major() const { return key_; }
+  // The CUDA major a `cuda` or `torch` label names; 0 for a `cpu` label.
+  int cuda_major() const { return selector_ == Selector::cpu ? 0 : key_[2]; }
+  // The torch major and minor a `torch` label names.
+  std::pair<int, int> torch_version() const { return {key_[0], key_[1]}; }
+  // The psABI level (1 to 4) a `cpu` label names.
+  int cpu_level() const { return key_[0]; }
 
-  // Within a selector, by what the label names (cu9 before cu12), not by its spelling.
+  // Within a selector, by what the label names (cu9 before cu12, torch29 before torch210), not
+  // by its spelling; selection prefers the last that fits.
   std::strong_ordering operator<=>(const VariantLabel& other) const;
   bool operator==(const VariantLabel& other) const { return text_ == other.text_; }
 
  private:
-  VariantLabel(Selector selector, int key, std::string text) : selector_(selector), key_(key), text_(std::move(text)) {}
+  VariantLabel(Selector selector, std::array<int, 3> key, std::string text)
+      : selector_(selector), key_(key), text_(std::move(text)) {}
   Selector selector_;
-  int key_;
+  std::array<int, 3> key_;  // cuda: {0, 0, major}; torch: {major, minor, cuda}; cpu: {level, 0, 0}
   std::string text_;
 };
 
 // The CUDA majors built when neither the command line nor the configuration names any.
 std::vector<int> default_cuda_majors();
 
+// The highest x86-64 psABI level wheelmerge knows (x86_64_v4).
+inline constexpr int kMaxCpuLevel = 4;
+
 // How an input may carry its label, for messages.
-inline constexpr std::string_view kLabelForms = "PATH=cuNN, a .cuNN suffix before .whl, or a +cuNN local version";
+inline constexpr std::string_view kLabelForms =
+    "PATH=LABEL, a .LABEL suffix before .whl, or a +LABEL local version; LABEL is cuNN, torchMmm_cuNN "
+    "(torch M.mm built with CUDA NN) or x86_64_vN";
 
 }  // namespace wm

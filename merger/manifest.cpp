@@ -15,6 +15,7 @@ std::string LoaderManifest::to_json() const {
   j["format"] = kFormat;
   j["package"] = package;
   j["distribution"] = distribution;
+  j["selector"] = selector;
   j["variants"] = variants;
   j["driver_fallback"] = driver_fallback ? 1 : 0;
   j["extras"] = extras;
@@ -66,10 +67,17 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
   m.distribution = j["distribution"].get<std::string>();
   if (!j.contains("variants") || !all_strings(j["variants"]) || j["variants"].empty())
     return fail("variants is not a list of labels");
+  // Manifests written before selectors existed have none: they choose by CUDA major.
+  if (j.contains("selector") && !(j["selector"].is_string() && parse_selector(j["selector"].get<std::string>())))
+    return fail("selector is not one of cuda, torch, cpu");
+  m.selector = j.value("selector", std::string("cuda"));
   std::set<std::string> labels;
   for (const auto& v : j["variants"]) {
     std::string label = v.get<std::string>();
-    if (!VariantLabel::parse(label)) return fail(fmt::format("variant {} is not a variant label", nlohmann::json(label).dump()));
+    auto parsed = VariantLabel::parse(label);
+    if (!parsed) return fail(fmt::format("variant {} is not a variant label", nlohmann::json(label).dump()));
+    if (selector_name(parsed->selector()) != m.selector)
+      return fail(fmt::format("variant {} is no label of selector {}", label, m.selector));
     if (!labels.insert(label).second) return fail(fmt::format("variant {} is listed twice", label));
     m.variants.push_back(label);
   }

@@ -28,6 +28,7 @@ struct LoaderManifest {
   static constexpr int kFormat = 1;
   std::string package;                 // dotted import name: "pkg.sub"
   std::string distribution;            // METADATA's Name
+  std::string selector = "cuda";      // what the loader chooses by: cuda, torch or cpu
   std::vector<std::string> variants;   // the labels, in selection order
   bool driver_fallback = false;
   std::vector<std::string> extras;     // labels that are extras of the distribution

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
+#include <utility>
 
 namespace wm {
 
@@ -22,15 +24,25 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
     return std::nullopt;
   }
   std::map<std::string, std::string> labels;  // label -> input
+  std::optional<std::pair<VariantLabel, std::string>> first;  // the first valid label and its input
   for (const WheelInput& in : inputs) {
     std::string label = detect_label(in), why;
+    auto parsed = label.empty() ? std::nullopt : VariantLabel::parse(label, why);
     if (label.empty()) {
       problems.push_back({ProblemKind::usage, in.path, {}, "no variant label", std::string(kLabelForms), "none"});
-    } else if (!VariantLabel::parse(label, why)) {
+    } else if (!parsed) {
       problems.push_back({ProblemKind::usage, in.path, {}, "invalid variant label", why, label});
     } else if (auto [it, fresh] = labels.emplace(label, in.path); !fresh) {
       problems.push_back({ProblemKind::usage, in.path, {}, "two inputs with the same variant label",
                           "one input per label", fmt::format("{} also for {}", label, it->second)});
+    } else if (!first) {
+      first.emplace(*parsed, in.path);
+    } else if (parsed->selector() != first->first.selector()) {
+      // One loader chooses by one thing: CUDA builds and CPU-level builds cannot be mixed.
+      problems.push_back({ProblemKind::usage, in.path, {}, "variant labels of different selectors",
+                          fmt::format("a {} label, as {} has ({})", selector_name(first->first.selector()), first->second,
+                                      first->first.str()),
+                          fmt::format("{} (selector {})", label, selector_name(parsed->selector()))});
     }
   }
   if (problems.size() != before) return std::nullopt;

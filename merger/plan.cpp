@@ -484,6 +484,8 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
   manifest.package = dotted;
   manifest.distribution = first().metadata.one("Name").value_or(first().name.name);
   manifest.variants = plan.labels;
+  // Inputs of one merge share a selector (merge_wheels refuses a mix).
+  if (auto label = VariantLabel::parse(plan.labels.front())) manifest.selector = selector_name(label->selector());
   manifest.driver_fallback = options.driver_fallback;
   // The labels that are extras of the merged distribution, so the loader proposes only
   // `pip install "dist[label]"` commands that exist.

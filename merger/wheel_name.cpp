@@ -58,8 +58,8 @@ std::string normalize_name(std::string_view name) {
 std::string local_version_label(std::string_view version) {
   size_t plus = version.find('+');
   if (plus == std::string_view::npos) return {};
-  std::string_view local = version.substr(plus + 1);
-  return VariantLabel::parse(local) ? std::string(local) : std::string();
+  auto label = VariantLabel::from_local_version(version.substr(plus + 1));
+  return label ? label->str() : std::string();
 }
 
 std::string strip_local_label(std::string_view version) {

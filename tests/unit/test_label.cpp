@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -21,12 +23,71 @@ TEST_CASE("a label is cu and a CUDA major of one to three digits") {
 }
 
 TEST_CASE("what no selector accepts is refused, saying what a label is") {
-  for (const char* text : {"", "cu", "12", "CU12", "cu012", "cu0", "cu1234", "cu1a", "cu-1", "cu+1", " cu12", "cu12 ", "gpu12"}) {
-    CAPTURE(text);
+  struct Case {
+    const char* text;
+    const char* why;
+  };
+  const char* cuda = "cu followed by the CUDA major";
+  const char* torch = "torch, the torch major and minor, _cu and the CUDA major (torch210_cu12: torch 2.10, CUDA 12)";
+  const char* cpu = "x86_64_v and a psABI level from 1 to 4";
+  const char* any = "cuNN, torchMmm_cuNN or x86_64_vN";
+  for (Case c : std::initializer_list<Case>{
+           {"", any}, {"cu", cuda}, {"12", any}, {"CU12", any}, {"cu012", cuda}, {"cu0", cuda}, {"cu1234", cuda},
+           {"cu1a", cuda}, {"cu-1", cuda}, {"cu+1", cuda}, {" cu12", any}, {"cu12 ", cuda}, {"gpu12", any},
+           {"torch", torch}, {"torch2", torch}, {"torch2_cu12", torch}, {"torch210", torch}, {"torch210_", torch},
+           {"torch210_cu", torch}, {"torch210_cu012", torch}, {"torch2010_cu12", torch}, {"torch201_cu12", torch},
+           {"torch010_cu12", torch}, {"torch210-cu12", torch}, {"torch210_cu12_x", torch}, {"torch2.10_cu12", torch},
+           {"Torch210_cu12", any}, {"x86_64_v0", cpu}, {"x86_64_v5", cpu}, {"x86_64_v", cpu}, {"x86_64_v33", cpu},
+           {"x86_64_v01", cpu}, {"x86_64", any}, {"x86-64-v3", any}, {"aarch64_v8", any}}) {
+    CAPTURE(c.text);
     std::string why;
-    CHECK_FALSE(VariantLabel::parse(text, why));
-    CHECK(why == "cu followed by the CUDA major");
+    CHECK_FALSE(VariantLabel::parse(c.text, why));
+    CHECK(why == c.why);
   }
+}
+
+TEST_CASE("torch labels name the torch major.minor and the CUDA major") {
+  auto label = VariantLabel::parse("torch210_cu12");
+  REQUIRE(label);
+  CHECK(label->selector() == Selector::torch);
+  CHECK(label->torch_version() == std::pair{2, 10});
+  CHECK(label->cuda_major() == 12);
+  CHECK(VariantLabel::torch(2, 11, 13).str() == "torch211_cu13");
+  CHECK(VariantLabel::torch(2, 0, 11).str() == "torch20_cu11");
+  CHECK(VariantLabel::parse("torch20_cu11")->torch_version() == std::pair{2, 0});
+  // By version, then CUDA major: torch 2.9 before 2.10 though "torch29" > "torch210" as text.
+  CHECK(*VariantLabel::parse("torch29_cu12") < *VariantLabel::parse("torch210_cu12"));
+  CHECK(*VariantLabel::parse("torch210_cu12") < *VariantLabel::parse("torch210_cu13"));
+  CHECK(*VariantLabel::parse("torch210_cu13") < *VariantLabel::parse("torch211_cu12"));
+}
+
+TEST_CASE("cpu labels name an x86-64 psABI level from 1 to 4") {
+  for (int level = 1; level <= kMaxCpuLevel; ++level) {
+    CAPTURE(level);
+    auto label = VariantLabel::parse(VariantLabel::cpu(level).str());
+    REQUIRE(label);
+    CHECK(label->selector() == Selector::cpu);
+    CHECK(label->cpu_level() == level);
+    CHECK(label->cuda_major() == 0);
+  }
+  CHECK(VariantLabel::cpu(3).str() == "x86_64_v3");
+  CHECK(VariantLabel::cpu(1) < VariantLabel::cpu(4));
+}
+
+TEST_CASE("a local version carries a label with dots for underscores") {
+  CHECK(VariantLabel::from_local_version("cu12")->str() == "cu12");
+  CHECK(VariantLabel::from_local_version("torch210.cu12")->str() == "torch210_cu12");
+  CHECK(VariantLabel::from_local_version("x86.64.v3")->str() == "x86_64_v3");
+  CHECK(VariantLabel::from_local_version("torch210_cu12")->str() == "torch210_cu12");
+  CHECK_FALSE(VariantLabel::from_local_version("cu12.local"));
+  CHECK_FALSE(VariantLabel::from_local_version("CU12"));
+}
+
+TEST_CASE("selectors have names, and only these") {
+  for (Selector s : {Selector::cuda, Selector::torch, Selector::cpu}) CHECK(parse_selector(selector_name(s)) == s);
+  CHECK_FALSE(parse_selector("CUDA"));
+  CHECK_FALSE(parse_selector(""));
+  CHECK_FALSE(parse_selector("rocm"));
 }
 
 TEST_CASE("labels order by major, not by spelling") {

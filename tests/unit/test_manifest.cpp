@@ -28,7 +28,7 @@ const std::string kSampleJson =
     R"({"build_info":{"cu12":{"cuda":"12.8"},"cu13":{}},"distribution":"d\u00e9mo","driver_fallback":1,)"
     R"("extras":["cu13"],"files":{"cu12":{"_core.so":"_core.cu12.so"},"cu13":{}},"format":1,)"
     R"("modules":{"cu12":{"pkg._core":"_core.cu12.so"},"cu13":{}},"package":"pkg",)"
-    R"("preload":{"cu12":["../pkg.libs/libx.cu12.so"],"cu13":[]},"variants":["cu12","cu13"]})";
+    R"("preload":{"cu12":["../pkg.libs/libx.cu12.so"],"cu13":[]},"selector":"cuda","variants":["cu12","cu13"]})";
 
 void check_same(const LoaderManifest& a, const LoaderManifest& b) {
   CHECK(a.package == b.package);
