@@ -6,11 +6,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 # What building wheelmerge needs (ci/install.sh installs the same), then what the tests use:
-# strace injects faults, clang-19 builds the libFuzzer harnesses.
+# strace injects faults, clang-19 builds the libFuzzer harnesses, qemu-user runs the CPU-level
+# loader under emulated CPUs that lack AVX2 or AVX-512.
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
               libfmt-dev libunistring-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
               python3-venv)
-test_packages=(strace clang-19 libclang-rt-19-dev)
+test_packages=(strace clang-19 libclang-rt-19-dev qemu-user)
 missing=()
 for p in "${apt_packages[@]}" "${test_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
