@@ -75,9 +75,10 @@ struct Output {
 };
 
 wm::WheelInput parse_input(const std::string& arg) {
-  // PATH=LABEL, where LABEL looks like a label (a path may contain '=' too).
+  // PATH=LABEL, where LABEL looks like a label: short, no '/' (a path may contain '=' too).
+  // "torch210_cu12" is the longest form of today's labels.
   size_t eq = arg.rfind('=');
-  if (eq != std::string::npos && arg.find('/', eq) == std::string::npos && arg.size() - eq - 1 <= 5)
+  if (eq != std::string::npos && arg.find('/', eq) == std::string::npos && arg.size() - eq - 1 <= 16)
     return {arg.substr(0, eq), arg.substr(eq + 1)};
   return {arg, {}};
 }

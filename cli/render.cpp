@@ -22,8 +22,8 @@ nlohmann::json to_json(const InspectReport& r) {
       preload[label] = build.preload;
       build_info[label] = build.build_info;
     }
-    loaders.push_back({{"package", l.manifest.package}, {"loader", l.path}, {"variants", l.manifest.variants},
-                       {"driver_fallback", l.manifest.driver_fallback}, {"modules", modules},
+    loaders.push_back({{"package", l.manifest.package}, {"loader", l.path}, {"selector", l.manifest.selector},
+                       {"variants", l.manifest.variants}, {"driver_fallback", l.manifest.driver_fallback}, {"modules", modules},
                        {"preload", preload}, {"build_info", build_info}});
   }
   nlohmann::json files = nlohmann::json::array();
@@ -46,11 +46,11 @@ void print_text(const InspectReport& r) {
   }
   fmt::print("variants: {}\n", fmt::join(r.variants, ", "));
   for (const InspectReport::Loader& l : r.loaders)
-    fmt::print("loader: {} (package {}, driver fallback {})\n", printable(l.path), printable(l.manifest.package),
-               l.manifest.driver_fallback ? "on" : "off");
+    fmt::print("loader: {} (package {}, selector {}, driver fallback {})\n", printable(l.path),
+               printable(l.manifest.package), l.manifest.selector, l.manifest.driver_fallback ? "on" : "off");
   for (const InspectReport::Loader& l : r.loaders)
-    for (const auto& [label, build] : l.manifest.builds)
-      if (!build.build_info.empty())
+    for (const std::string& label : l.manifest.variants)  // in selection order, lowest first
+      if (const BuildFiles& build = l.manifest.builds.at(label); !build.build_info.empty())
         fmt::print("{} built with: {}\n", printable(label), printable(nlohmann::json(build.build_info).dump()));
   fmt::print("shared: {} bytes\n", r.shared_bytes);
   for (const auto& [label, bytes] : r.variant_bytes) fmt::print("{}: {} bytes\n", label, bytes);

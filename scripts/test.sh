@@ -26,8 +26,13 @@ WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration "$@"
 # The suites that run build/wheelmerge, against the sanitizer build. test_backend.py runs the
 # executable of the wheelmerge wheel it builds, test_fuzz.py its own sanitized harnesses, and
 # test_loader.py no executable at all, so they are not repeated; test_real_wheels.py reads
-# 1.5 GB of valid wheels, which the fuzzers' sanitized runs cover better per second.
+# 1.5 GB of valid wheels, which the fuzzers' sanitized runs cover better per second. The
+# selector suites (test_loader_selectors.py, test_cpulevels.py, test_torchdemo.py, test_cupy.py)
+# spend their time in compilers, pip, torch and emulated CPUs, with a few merges each that the
+# other suites' sanitized merges cover.
 echo "== integration suites, sanitizer build"
 WHEELMERGE="$root/build-asan/wheelmerge" "${pytest[@]}" tests/integration \
   --ignore=tests/integration/test_backend.py --ignore=tests/integration/test_fuzz.py \
-  --ignore=tests/integration/test_loader.py --ignore=tests/integration/test_real_wheels.py "$@"
+  --ignore=tests/integration/test_loader.py --ignore=tests/integration/test_real_wheels.py \
+  --ignore=tests/integration/test_loader_selectors.py --ignore=tests/integration/test_cpulevels.py \
+  --ignore=tests/integration/test_torchdemo.py --ignore=tests/integration/test_cupy.py "$@"

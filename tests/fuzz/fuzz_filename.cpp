@@ -107,9 +107,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view first = text.substr(0, eol);
   std::string_view rest = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
   if (first.size() <= 255) check_filename(first);  // NAME_MAX: longer names cannot reach the engine
-  for (std::string_view label : {first, first.substr(0, std::min<size_t>(first.size(), 8))}) {
-    if (auto parsed = wm::VariantLabel::parse(label))
-      FUZZ_CHECK(parsed->cuda_major() > 0 && wm::VariantLabel::cuda(parsed->cuda_major()).str() == label);
+  for (std::string_view label : {first, first.substr(0, std::min<size_t>(first.size(), 14))}) {
+    // A label prints back from what it parsed to the same text: one spelling per build.
+    if (auto parsed = wm::VariantLabel::parse(label)) {
+      auto [major, minor] = parsed->torch_version();
+      wm::VariantLabel rebuilt = parsed->selector() == wm::Selector::cuda    ? wm::VariantLabel::cuda(parsed->cuda_major())
+                                 : parsed->selector() == wm::Selector::torch ? wm::VariantLabel::torch(major, minor, parsed->cuda_major())
+                                                                             : wm::VariantLabel::cpu(parsed->cpu_level());
+      FUZZ_CHECK(rebuilt.str() == label, "a label does not print back as it was written");
+    }
   }
   check_platforms(rest);
   return 0;

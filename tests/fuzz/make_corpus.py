@@ -300,6 +300,8 @@ def bad_input_pairs() -> dict[str, bytes]:
 FILENAMES = [
     "pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl",
     "pkg-1.0+cu13-cp311-cp311-linux_x86_64.whl",
+    "pkg-1.0-cp311-cp311-linux_x86_64.torch210_cu12.whl",
+    "pkg-1.0+x86.64.v3-cp311-cp311-linux_x86_64.whl",
     "cuda_core-0.3.2-1-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.cu12.whl",
     "numpy-2.1.0-cp311-cp311-musllinux_1_2_aarch64.whl",
     "pkg-1.0-py2.py3-none-any.whl",

@@ -211,6 +211,36 @@ def test_explicit_labels_give_the_same_wheel(wheelmerge_bin: Path, demo_wheels: 
     assert out.read_bytes() == merged.read_bytes()
 
 
+@pytest.mark.parametrize("labels,selector", [(("torch210_cu12", "torch211_cu13"), "torch"),
+                                             (("x86_64_v1", "x86_64_v3"), "cpu")])
+def test_labels_of_other_selectors(wheelmerge_bin: Path, demo_wheels: DemoWheels, tmp_path: Path,
+                                   labels: tuple[str, str], selector: str) -> None:
+    """The same builds under torch or CPU-level labels: files labelled with them, the loader's
+    manifest and `inspect` naming the selector."""
+    out = merge_into(wheelmerge_bin, tmp_path / "out", f"{demo_wheels.cu12}={labels[0]}",
+                     f"{demo_wheels.cu13}={labels[1]}")
+    names = set(read_zip(out).namelist())
+    for label in labels:
+        assert {stored(path, label) for path in VARIANT} <= names
+    report = json.loads(wheelmerge(wheelmerge_bin, "inspect", "--json", out).stdout)
+    assert report["variants"] == list(labels)
+    assert [loader["selector"] for loader in report["loaders"]] == [selector]
+    text = wheelmerge(wheelmerge_bin, "inspect", out).stdout
+    assert f"selector {selector}, driver fallback off" in text
+    wheelmerge(wheelmerge_bin, "verify", out)
+
+
+def test_labels_of_different_selectors_are_a_usage_error(wheelmerge_bin: Path,
+                                                         demo_wheels: DemoWheels,
+                                                         tmp_path: Path) -> None:
+    result = wheelmerge(wheelmerge_bin, "merge", f"{demo_wheels.cu12}=cu12",
+                        f"{demo_wheels.cu13}=x86_64_v3", "-o", tmp_path / "out", check=False)
+    assert result.returncode == 2
+    assert "variant labels of different selectors" in result.stderr
+    assert "x86_64_v3 (selector cpu)" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_merge_json_report(wheelmerge_bin: Path, demo_wheels: DemoWheels, merged: Path,
                            tmp_path: Path) -> None:
     result = wheelmerge(wheelmerge_bin, "merge", "--json", demo_wheels.cu12, demo_wheels.cu13,

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
+#include <utility>
+
 #include <chrono>
 
 using namespace wm;
@@ -172,6 +175,29 @@ TEST_CASE("manifest: parse refuses variants that are no labels, or listed twice"
   CHECK(refusal(with("variants", "[]")) == "variants is not a list of labels");
   CHECK(refusal(with("extras", R"(["nope"])")) == "extras names a build the manifest does not list: nope");
   CHECK(refusal(with("package", R"("")")) == "package is empty");
+}
+
+TEST_CASE("manifest: the selector defaults to cuda and must fit every label") {
+  std::string why;
+  auto old = LoaderManifest::parse(with("package", "\"pkg\""), why);  // written before selectors existed
+  REQUIRE_MESSAGE(old, why);
+  CHECK(old->selector == "cuda");
+  const std::string cpu = with("variants", R"(["x86_64_v1","x86_64_v3"])");
+  // The base's sections name cu12 and cu13: replace them with the CPU levels' own.
+  std::string cpu_manifest = cpu;
+  for (auto [from, to] : {std::pair{"\"cu12\"", "\"x86_64_v1\""}, std::pair{"\"cu13\"", "\"x86_64_v3\""}})
+    for (size_t at; (at = cpu_manifest.find(from)) != std::string::npos;) cpu_manifest.replace(at, std::strlen(from), to);
+  cpu_manifest.insert(1, R"("selector":"cpu",)");
+  auto levels = LoaderManifest::parse(cpu_manifest, why);
+  REQUIRE_MESSAGE(levels, why);
+  CHECK(levels->selector == "cpu");
+  CHECK(levels->variants == std::vector<std::string>{"x86_64_v1", "x86_64_v3"});
+  CHECK(LoaderManifest::parse(levels->to_json(), why)->to_json() == levels->to_json());
+
+  CHECK(refusal(R"({"selector":"torch",)" + with("package", "\"pkg\"").substr(1)) == "variant cu12 is no label of selector torch");
+  CHECK(refusal(R"({"selector":"rocm",)" + with("package", "\"pkg\"").substr(1)) == "selector is not one of cuda, torch, cpu");
+  CHECK(refusal(R"({"selector":1,)" + with("package", "\"pkg\"").substr(1)) == "selector is not one of cuda, torch, cpu");
+  CHECK(refusal(cpu) == "variant x86_64_v1 is no label of selector cuda");
 }
 
 TEST_CASE("manifest: to_json writes every build's sections, files or not") {

@@ -124,6 +124,64 @@ TEST_CASE("merge: labels given as PATH=LABEL and as +cuNN local versions") {
   CHECK(result->plan.labels == std::vector<std::string>{"cu12", "cu13"});
 }
 
+TEST_CASE("merge: torch and CPU-level labels in every form; the manifest names their selector") {
+  struct Case {
+    std::vector<std::string> labels;        // the builds' labels, lowest first
+    std::vector<std::string> version_form;  // how each input carries it: "suffix", "local" or "argument"
+    std::string selector;
+  };
+  for (const Case& c : {Case{{"torch210_cu12", "torch211_cu13"}, {"suffix", "local"}, "torch"},
+                        Case{{"x86_64_v1", "x86_64_v3", "x86_64_v4"}, {"local", "argument", "suffix"}, "cpu"}}) {
+    CAPTURE(c.selector);
+    TempDir dir;
+    std::vector<WheelInput> inputs;
+    for (size_t i = c.labels.size(); i-- > 0;) {  // highest first: the order of inputs does not matter
+      const std::string& label = c.labels[i];
+      WheelBuilder b = cuda_build(12);
+      b.metadata_extra = {"Summary: one build per " + c.selector};
+      b.files[kCoreModule] = "extension module built for " + label;
+      std::string local = label;
+      std::replace(local.begin(), local.end(), '_', '.');  // a local version normalized
+      b.filename = c.version_form[i] == "suffix" ? "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl"
+                   : c.version_form[i] == "local" ? "pkg-1.0+" + local + "-cp311-cp311-linux_x86_64.whl"
+                                                  : "pkg-1.0-cp311-cp311-linux_x86_64.whl";
+      inputs.push_back({b.write(dir.sub("in" + std::to_string(i))), c.version_form[i] == "argument" ? label : ""});
+    }
+    Problems problems;
+    auto result = merge_wheels(inputs, {}, dir.sub("out").string(), kTime, problems);
+    REQUIRE_MESSAGE(result, problems_text(problems));
+    CHECK(result->plan.labels == c.labels);
+    CHECK(fs::path(result->output).filename() == kMerged);
+    Problems read_problems;
+    auto merged = read_wheel(WheelInput{result->output, {}}, read_problems);
+    REQUIRE_MESSAGE(merged, problems_text(read_problems));
+    for (const std::string& label : c.labels) CHECK(merged->find("pkg/_core." + label + ".cpython-311-x86_64-linux-gnu.so"));
+    std::string why;
+    std::string loader = member_text(*merged, "pkg/_wheelmerge.py");
+    auto manifest = LoaderManifest::parse(manifest_of_loader(loader).value_or(""), why);
+    REQUIRE_MESSAGE(manifest, why);
+    CHECK(manifest->selector == c.selector);
+    CHECK(manifest->variants == c.labels);
+  }
+}
+
+TEST_CASE("merge: labels of different selectors are a usage error naming both") {
+  TempDir dir;
+  const std::string cu12 = cuda_build(12).write(dir.sub("a"));
+  WheelBuilder cpu = cuda_build(13);
+  cpu.filename = "pkg-1.0-cp311-cp311-linux_x86_64.x86_64_v3.whl";
+  const std::string v3 = cpu.write(dir.sub("b"));
+  Problems problems;
+  CHECK_FALSE(merge_wheels({{cu12, ""}, {v3, ""}}, {}, dir.sub("out").string(), kTime, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::usage);
+  CHECK(problems[0].what == "variant labels of different selectors");
+  CHECK(problems[0].file == v3);
+  CHECK(problems[0].expected == "a cuda label, as " + cu12 + " has (cu12)");
+  CHECK(problems[0].found == "x86_64_v3 (selector cpu)");
+  CHECK(listing(dir.path / "out").empty());
+}
+
 TEST_CASE("merge: a second merge into the same directory replaces the older output") {
   TempDir dir;
   const std::string cu12 = cuda_build(12).write(dir.sub("in"));
