@@ -11,7 +11,7 @@ namespace wm {
 
 inline constexpr std::string_view kLoaderModule = "_wheelmerge.py";
 inline constexpr std::string_view kLoaderImport =
-    "from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's CUDA build\n";
+    "from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's build\n";
 
 // The template with its manifest line replaced by `manifest_json` (ASCII JSON).
 std::string render_loader(std::string_view manifest_json);

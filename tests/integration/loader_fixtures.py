@@ -21,7 +21,7 @@ INIT_PY = '''"""A package merged by wheelmerge."""
 
 from __future__ import annotations
 
-from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's CUDA build
+from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's build
 
 from ._core import build_major
 '''

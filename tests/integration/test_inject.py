@@ -32,7 +32,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions" / "fuzz_loader_inject"
 TOOL = Path(os.environ.get("WHEELMERGE", ROOT / "build" / "wheelmerge")).parent / "inject_tool"
-LINE = b"from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's CUDA build"
+LINE = b"from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's build"
 INTERPRETERS = {"3.9": "/root/.pyenv/versions/3.9.*/bin/python3",
                 "3.13": "/root/.pyenv/versions/3.13.*/bin/python3"}
 

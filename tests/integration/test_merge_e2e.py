@@ -39,7 +39,7 @@ from conftest import (CUDA_BINDINGS, DemoWheels, Venv, WheelCache, clean_env, ru
 LABELS = ("cu12", "cu13")
 EXT = sysconfig.get_config_var("EXT_SUFFIX")  # .cpython-311-x86_64-linux-gnu.so
 DIST_INFO = "wmdemo-0.1.0.dist-info/"
-IMPORT_LINE = "from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's CUDA build"
+IMPORT_LINE = "from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's build"
 
 # The payload files every build has with the same bytes: stored once.
 SHARED = ["wmdemo/__init__.py", "wmdemo/_core.pyi", "wmdemo/py.typed", "wmdemo/util.py",
