@@ -49,7 +49,14 @@ void check_filename(std::string_view filename) {
   FUZZ_CHECK(label.empty() || wm::VariantLabel::parse(label));
   std::string stripped = wm::strip_local_label(name->version);
   FUZZ_CHECK(wm::strip_local_label(stripped) == stripped);
-  FUZZ_CHECK(label.empty() ? stripped == name->version : stripped + "+" + label == name->version);
+  // A label's local version is the label written with dots for underscores ("+x86.64.v3").
+  auto local_label = [&](const std::string& local) {
+    auto parsed = wm::VariantLabel::from_local_version(local);
+    return parsed ? parsed->str() : std::string();
+  };
+  FUZZ_CHECK(label.empty() ? stripped == name->version
+                           : name->version.starts_with(stripped + "+") &&
+                                 local_label(name->version.substr(stripped.size() + 1)) == label);
   std::string normalized = wm::normalize_name(name->name);
   FUZZ_CHECK(wm::normalize_name(normalized) == normalized);
 }
