@@ -1,14 +1,20 @@
-"""Selects which CUDA build of this package to import (written by wheelmerge).
+"""Selects which build of this package to import (written by wheelmerge).
 
-This wheel holds one build per CUDA major version; each build's files carry their label in the
+This wheel holds several builds of one package; each build's files carry their label in the
 name (``_core.cu12.cpython-311-x86_64-linux-gnu.so``) so that no build shadows another. A finder
 at the front of ``sys.meta_path`` maps this package's variant modules to the selected build's
-files. Selection, first that applies: ``WHEELMERGE_CUDA_MAJOR`` (``13`` or ``cu13``; refused when
-it contradicts the installed cuda-bindings unless ``WHEELMERGE_IGNORE_CUDA_BINDINGS=1``), the
-major version of the installed cuda-bindings, and, when the wheel was merged with
-``--driver-fallback``, the newest build the CUDA driver supports. The first selection holds for
-the rest of the process, across reloads and copies of this module.
+files. The manifest's selector says what decides:
 
+- ``cuda`` (labels ``cu12``, ``cu13``): ``WHEELMERGE_VARIANT`` or ``WHEELMERGE_CUDA_MAJOR``
+  (refused when it contradicts the installed cuda-bindings unless
+  ``WHEELMERGE_IGNORE_CUDA_BINDINGS=1``), the major version of the installed cuda-bindings, and,
+  when the wheel was merged with ``--driver-fallback``, the installed CUDA runtime wheels' major,
+  then the newest build the CUDA driver supports;
+- ``torch`` (labels ``torch210_cu12``): the installed torch's major.minor and CUDA major;
+- ``cpu`` (labels ``x86_64_v1`` to ``x86_64_v4``): the highest x86-64 psABI level the running
+  CPU and OS support among the builds.
+
+The first selection holds for the rest of the process, across reloads and copies of this module.
 ``python -m <package>._wheelmerge`` prints what was detected and which build is used.
 """
 
@@ -32,7 +38,13 @@ _MANIFEST_JSON = r"""{}"""
 
 _MANIFEST = json.loads(_MANIFEST_JSON)
 _DISTRIBUTION = _MANIFEST["distribution"]
+# Wheels merged before there were other selectors have no "selector": they are CUDA builds.
+_SELECTOR = _MANIFEST.get("selector", "cuda")
+# What the builds differ in, for messages: "cannot select a CUDA build".
+_WHAT = {"cuda": "CUDA", "torch": "torch", "cpu": "CPU"}.get(_SELECTOR, _SELECTOR)
 _ENV_VAR = "WHEELMERGE_CUDA_MAJOR"
+# Names the build to use by its label, for every selector.
+_VARIANT_VAR = "WHEELMERGE_VARIANT"
 # Lets WHEELMERGE_CUDA_MAJOR select a build whose CUDA major differs from cuda-bindings'.
 _IGNORE_VAR = "WHEELMERGE_IGNORE_CUDA_BINDINGS"
 # Manifest paths are relative to the package directory, which holds this file.
@@ -46,6 +58,8 @@ _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 _CU_RESULTS = {3: "CUDA_ERROR_NOT_INITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY",
                35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 100: "CUDA_ERROR_NO_DEVICE",
                999: "CUDA_ERROR_UNKNOWN"}
+# The CUDA runtime component wheels and the CUDA major each holds (None: its version's major).
+_CUDA_RUNTIME_WHEELS = (("nvidia-cuda-runtime-cu12", 12), ("nvidia-cuda-runtime", None))
 
 
 class SelectionError(ImportError):
@@ -181,15 +195,105 @@ def _detect() -> tuple[str, str]:
         raise
     except Exception as error:  # whatever goes wrong, importing a variant module sees ImportError
         raise _error(
-            f"cannot select a CUDA build: detection failed ({type(error).__name__}: {error})",
-            _install_fixes(variants()) + [_override_fix(_major(_newest()))],
+            f"cannot select a {_WHAT} build: detection failed ({type(error).__name__}: {error})",
+            *_general_fixes(),
         ) from error
 
 
 def _detect_from_environment() -> tuple[str, str]:
-    override = os.environ.get(_ENV_VAR, "")
-    if override:
-        return _from_override(override)
+    detect = {"cuda": _detect_cuda, "torch": _detect_torch, "cpu": _detect_cpu}.get(_SELECTOR)
+    if detect is None:
+        raise _error(f"cannot select a build: this loader does not know the selector "
+                     f"{_SELECTOR!r} (it knows cuda, torch and cpu)",
+                     ("Reinstall it", [_reinstall_command()]))
+    return detect()
+
+
+def _general_fixes() -> list[tuple[str, list[str]]]:
+    """The fixes an error offers when no more is known than the selector."""
+    if _SELECTOR == "cuda":
+        return [_install_fixes(variants()), _override_fix(_cuda_major(_newest()))]
+    if _SELECTOR == "torch":
+        return [_torch_fix(variants())]
+    return [("choose a build explicitly", [f"export {_VARIANT_VAR}={variants()[0]}"])]
+
+
+# --- labels ------------------------------------------------------------------------------------
+# The three forms of docs/loader.md, "Selectors and labels"; None for text of another form.
+
+def _cuda_label(label: str) -> int | None:
+    """"cu12" -> 12: "cu" and the CUDA major, one to three digits without a leading zero."""
+    match = re.fullmatch(r"cu([1-9][0-9]{0,2})", label)
+    return int(match.group(1)) if match else None
+
+
+def _torch_label(label: str) -> tuple[int, int, int] | None:
+    """"torch210_cu12" -> (2, 10, 12): torch 2.10 built with CUDA 12. The torch major is one
+    digit, the minor one or two (no leading zero), then "_cu" and the CUDA major."""
+    match = re.fullmatch(r"torch([1-9])(0|[1-9][0-9]?)_cu([1-9][0-9]{0,2})", label)
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
+def _cpu_label(label: str) -> int | None:
+    """"x86_64_v3" -> 3: the x86-64 psABI level, 1 to 4."""
+    match = re.fullmatch(r"x86_64_v([1-4])", label)
+    return int(match.group(1)) if match else None
+
+
+def _cuda_major(label: str) -> int:
+    return _cuda_label(label)  # manifest labels of the cuda selector are valid by construction
+
+
+def _newest() -> str:
+    return variants()[-1]  # the manifest lists builds in ascending order
+
+
+def _major_of(version: str) -> int | None:
+    """The major number a version starts with, or None when it has none."""
+    match = re.match(r"\d+", version.strip())
+    return int(match.group()) if match else None
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    """(major, minor) a version starts with ("2.10.0+cu128" -> (2, 10)), or None."""
+    match = re.match(r"(\d+)\.(\d+)", version.strip())
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _variant_override() -> tuple[str, str] | None:
+    """(label, how) when WHEELMERGE_VARIANT names a build of this wheel; None when it is unset.
+    Raises SelectionError when it names none."""
+    value = os.environ.get(_VARIANT_VAR, "")
+    if not value.strip():
+        return None
+    label = value.strip()
+    if label not in variants():
+        raise _error(
+            f"cannot select a {_WHAT} build: {_VARIANT_VAR}={value!r} names no build of this wheel",
+            (f"Set {_VARIANT_VAR} to one of them", [f"export {_VARIANT_VAR}={_suggested()}"]),
+            ("unset it to select automatically", [f"unset {_VARIANT_VAR}"]))
+    return label, f"{_VARIANT_VAR}={value} is set"
+
+
+def _suggested() -> str:
+    """The build an override fix proposes: the one that fits the environment, if any."""
+    if _SELECTOR == "cuda":
+        version, _ = _cuda_bindings()
+        installed = f"cu{_major_of(version)}" if version is not None else None
+        return installed if installed in variants() else _newest()
+    if _SELECTOR == "cpu":
+        level = _cpu().level
+        runnable = [label for label in variants() if _cpu_label(label) <= level]
+        return runnable[-1] if runnable else variants()[0]
+    return _newest()
+
+
+# --- selector cuda -----------------------------------------------------------------------------
+
+def _detect_cuda() -> tuple[str, str]:
+    override = _cuda_override()
+    if override is not None:
+        return _checked_override(*override)
 
     version, source = _cuda_bindings()
     if version is not None:
@@ -198,35 +302,56 @@ def _detect_from_environment() -> tuple[str, str]:
         if label not in variants():
             raise _error(f"cannot select a CUDA build: {how}, which needs a {label} build",
                          _install_fixes(variants()))
+        _check_floor(label, version, source)
         return label, how
 
     found = f"no cuda-bindings found: {source}"
-    unfit = [_install_fixes(variants()), _override_fix(_major(_newest()))]
+    unfit = [_install_fixes(variants()), _override_fix(_cuda_major(_newest()))]
     if _MANIFEST["driver_fallback"] != 1:
         raise _error(f"cannot select a CUDA build: {found}", *unfit)
+    runtime, label = _runtime_choice()
+    if label is not None:
+        return label, f"{found}; {runtime}"
+    if runtime:
+        found += f"; {runtime}"
     driver, how = _driver_major()
     if driver is None:
         raise _error(f"cannot select a CUDA build: {found}; {how}", *unfit)
     # A driver runs builds for its own and older CUDA majors, so take the newest it supports.
-    supported = [label for label in variants() if _major(label) <= driver]
+    supported = [label for label in variants() if _cuda_major(label) <= driver]
     if not supported:
         raise _error(f"cannot select a CUDA build: {found}; {how}, older than every build", *unfit)
-    return max(supported, key=_major), f"{found}; {how}"
+    return supported[-1], f"{found}; {how}"
 
 
-def _from_override(override: str) -> tuple[str, str]:
+def _cuda_override() -> tuple[str, str, str] | None:
+    """(label, how, the variable to unset) of WHEELMERGE_VARIANT or WHEELMERGE_CUDA_MAJOR, or
+    None when neither is set; raises SelectionError for a malformed one or when they disagree."""
+    variant = _variant_override()
+    override = os.environ.get(_ENV_VAR, "")
+    if not override:
+        return None if variant is None else (*variant, _VARIANT_VAR)
     match = re.fullmatch(r"(?:cu)?(\d+)", override.strip())
     if match is None:
         raise _error(
             f"cannot select a CUDA build: {_ENV_VAR}={override!r} is not a CUDA major version "
             "(expected e.g. 13 or cu13)",
             *_override_fixes())
-    major = int(match.group(1))
-    label = f"cu{major}"
+    label = f"cu{int(match.group(1))}"
     how = f"{_ENV_VAR}={override} is set"
+    if variant is not None and variant[0] != label:
+        raise _error(
+            f"cannot select a CUDA build: {variant[1]} and {how}, and they name different builds",
+            ("Unset one of them", [f"unset {_ENV_VAR}", f"unset {_VARIANT_VAR}"]))
     if label not in variants():
         raise _error(f"cannot select a CUDA build: {how}, which needs a {label} build",
                      *_override_fixes())
+    return label, how, _ENV_VAR
+
+
+def _checked_override(label: str, how: str, variable: str) -> tuple[str, str]:
+    """The overriding LABEL, unless the installed cuda-bindings contradicts it."""
+    major = _cuda_major(label)
     ignore = os.environ.get(_IGNORE_VAR, "")
     if ignore.strip().lower() in ("1", "true", "yes", "on"):
         return label, f"{how} ({_IGNORE_VAR}={ignore}: cuda-bindings not checked)"
@@ -234,16 +359,19 @@ def _from_override(override: str) -> tuple[str, str]:
         raise _error(
             f"cannot select a CUDA build: {_IGNORE_VAR}={ignore!r} is neither 1 nor 0",
             ("Set it to 1 to let {0} choose a build whatever cuda-bindings is installed, or "
-             "unset it".format(_ENV_VAR), [f"export {_IGNORE_VAR}=1", f"unset {_IGNORE_VAR}"]))
+             "unset it".format(variable), [f"export {_IGNORE_VAR}=1", f"unset {_IGNORE_VAR}"]))
     # With no cuda-bindings installed, the override alone decides.
     version, source = _cuda_bindings()
-    if version is None or _major_of(version) == major:
+    if version is None:
+        return label, how
+    if _major_of(version) == major:
+        _check_floor(label, version, source)
         return label, how
     installed = f"cu{_major_of(version)}"
     fixes = [(f"Install the cuda-bindings its {label} build needs", _install_commands([label]))]
     if installed in variants():
         fixes.append((f"use the {installed} build, which matches the installed cuda-bindings",
-                      [f"unset {_ENV_VAR}"]))
+                      [f"unset {variable}"]))
     fixes.append((f"if the {label} build works with cuda-bindings {version}, skip this check",
                   [f"export {_IGNORE_VAR}=1"]))
     raise _error(
@@ -252,18 +380,73 @@ def _from_override(override: str) -> tuple[str, str]:
         *fixes)
 
 
-def _major(label: str) -> int:
-    return int(label[2:])  # labels are "cu" and the CUDA major
+def _check_floor(label: str, version: str, source: str) -> None:
+    """Refuses cuda-bindings VERSION when LABEL's build was compiled against a newer minor of
+    the same major (its build_info "cuda_bindings"): the build's extensions may call what the
+    older minor lacks."""
+    floor = _MANIFEST.get("build_info", {}).get(label, {}).get("cuda_bindings")
+    needed = _major_minor(floor) if isinstance(floor, str) else None
+    found = _major_minor(version)
+    if needed is None or found is None or found[0] != needed[0] or found[1] >= needed[1]:
+        return
+    major, minor = needed
+    raise _error(
+        f"cannot select a CUDA build: the {label} build was compiled against cuda-bindings "
+        f"{floor} and needs {major}.{minor} or newer, but cuda-bindings {version} is installed "
+        f"({source})",
+        (f"Install cuda-bindings {major}.{minor} or a newer {major}.x",
+         [f'pip install "cuda-bindings>={major}.{minor},<{major + 1}"']))
 
 
-def _newest() -> str:
-    return max(variants(), key=_major)
+def _cuda_runtimes() -> tuple[list[tuple[str, str, int]], list[str]]:
+    """The installed CUDA runtime component wheels as (distribution, version, CUDA major), and
+    what went wrong reading them. Never raises."""
+    found, problems = [], []
+    for name, major in _CUDA_RUNTIME_WHEELS:
+        try:
+            version = _distribution_version(name)
+        except Exception as error:
+            problems.append(f"reading {name}'s metadata failed ({type(error).__name__}: {error})")
+            continue
+        if version is None:
+            continue
+        runs = major if major is not None else _major_of(version)
+        if runs is None:
+            problems.append(f"{name} {version} has no major number")
+            continue
+        found.append((name, version, runs))
+    return found, problems
 
 
-def _major_of(version: str) -> int | None:
-    """The major number a version starts with, or None when it has none."""
-    match = re.match(r"\d+", version.strip())
-    return int(match.group()) if match else None
+def _distribution_version(name: str) -> str | None:
+    """The installed version of distribution NAME, or None when it is not installed."""
+    # Two spellings: older importlib.metadata does not normalize the name.
+    for spelling in (name, name.replace("-", "_")):
+        try:
+            version = importlib.metadata.version(spelling)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        return str(version).strip() if version else None
+    return None
+
+
+def _runtime_choice() -> tuple[str, str | None]:
+    """(what the CUDA runtime wheels say, the build they select or None). The first is empty
+    when none is installed, so the driver's reason then follows cuda-bindings' alone."""
+    found, problems = _cuda_runtimes()
+    majors = sorted({major for _, _, major in found})
+    wheels = ", ".join(f"{name} {version}" for name, version, _ in found)
+    if len(majors) > 1:
+        said = (f"CUDA runtime wheels of more than one CUDA major are installed ({wheels}), so "
+                "they select no build")
+    elif majors and f"cu{majors[0]}" not in variants():
+        said = (f"the CUDA runtime wheel {wheels} is installed, but this wheel has no "
+                f"cu{majors[0]} build")
+    elif majors:
+        return f"the CUDA runtime wheel {wheels} is installed", f"cu{majors[0]}"
+    else:
+        said = ""
+    return "; ".join(filter(None, [said] + problems)), None
 
 
 def _cuda_bindings() -> tuple[str | None, str]:
@@ -342,7 +525,7 @@ def _driver_major() -> tuple[int | None, str]:
 def _install_commands(labels) -> list[str]:
     """The commands that install the cuda-bindings of each of LABELS."""
     return [f'pip install "{_DISTRIBUTION}[{label}]"' if label in _EXTRAS
-            else f'pip install "cuda-bindings=={_major(label)}.*"' for label in labels]
+            else f'pip install "cuda-bindings=={_cuda_major(label)}.*"' for label in labels]
 
 
 def _install_fixes(labels) -> tuple[str, list[str]]:
@@ -355,11 +538,275 @@ def _override_fix(major: int) -> tuple[str, list[str]]:
 
 def _override_fixes() -> list[tuple[str, list[str]]]:
     """Fixes for an override that names no build: name one, or let cuda-bindings decide."""
-    version, _ = _cuda_bindings()
-    installed = f"cu{_major_of(version)}" if version is not None else None
-    major = _major(installed if installed in variants() else _newest())
+    major = _cuda_major(_suggested())
     return [(f"Set {_ENV_VAR} to the CUDA major of one of them", [f"export {_ENV_VAR}={major}"]),
             ("unset it to select by the installed cuda-bindings", [f"unset {_ENV_VAR}"])]
+
+
+# --- selector torch ----------------------------------------------------------------------------
+
+def _detect_torch() -> tuple[str, str]:
+    override = _variant_override()
+    found = _torch()
+    if found.version is None:
+        needs = f"the {override[0]} build" if override else "every build"
+        raise _error(f"cannot select a torch build: {found.why}, and {needs} needs torch",
+                     _torch_fix([override[0]] if override else variants()))
+    fitting = [label for label in variants() if _torch_fits(label, found)]
+    if override is not None:
+        label, how = override
+        if label in fitting:
+            return label, f"{how}, and {found.described} is installed"
+        fixes = [_torch_fix([label])]
+        if fitting:
+            fixes.append((f"use the {fitting[-1]} build, which fits the installed torch",
+                          [f"unset {_VARIANT_VAR}"]))
+        raise _error(f"cannot select a torch build: {how}, but {found.described} is installed; "
+                     f"the {label} build needs {_torch_needs(label)}", *fixes)
+    if not fitting:
+        raise _error(f"cannot select a torch build: {found.described} is installed, and no "
+                     "build was compiled for it", _torch_fix(variants()))
+    return fitting[-1], f"{found.described} is installed"
+
+
+def _torch() -> types.SimpleNamespace:
+    """The installed torch: version (None when it cannot be imported, with why), cuda
+    (torch.version.cuda; None for a CPU-only torch) and a description. Imports torch, as every
+    build needs it loaded before its extensions. Never raises."""
+    try:
+        torch = importlib.import_module("torch")
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            return _no_torch(f"`import torch` failed ({type(error).__name__}: {error})")
+        return _no_torch(f"torch is not installed ({error})")
+    except BaseException as error:  # a broken torch can fail with anything, SystemExit included
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        return _no_torch(f"`import torch` failed ({type(error).__name__}: {error})")
+    try:
+        version = str(torch.__version__).strip()
+        cuda = getattr(getattr(torch, "version", None), "cuda", None)
+        cuda = None if cuda is None else str(cuda).strip()
+    except Exception as error:
+        return _no_torch(f"reading torch's version failed ({type(error).__name__}: {error})")
+    built = f"built with CUDA {cuda}" if cuda else "CPU-only: torch.version.cuda is None"
+    return types.SimpleNamespace(version=version, cuda=cuda, why=None,
+                                 described=f"torch {version} ({built})")
+
+
+def _no_torch(why: str) -> types.SimpleNamespace:
+    return types.SimpleNamespace(version=None, cuda=None, why=why, described=why)
+
+
+def _torch_fits(label: str, found: types.SimpleNamespace) -> bool:
+    """Whether LABEL's build runs with torch FOUND: the same torch major.minor (the C++ ABI of
+    torch changes between minors) and the same CUDA major. No build fits a CPU-only torch."""
+    major, minor, cuda_major = _torch_label(label)
+    return (found.cuda is not None and _major_minor(found.version) == (major, minor)
+            and _major_of(found.cuda) == cuda_major)
+
+
+def _torch_needs(label: str) -> str:
+    """"torch 2.10 built with CUDA 12" for torch210_cu12."""
+    major, minor, cuda_major = _torch_label(label)
+    return f"torch {major}.{minor} built with CUDA {cuda_major}"
+
+
+def _torch_fix(labels) -> tuple[str, list[str]]:
+    """Installing the torch of each of LABELS. The package index has one CUDA build of each
+    torch; where the build recorded which CUDA its torch had (build_info "torch_cuda"),
+    PyTorch's own index for that CUDA is named as well."""
+    commands = []
+    for label in labels:
+        major, minor, cuda_major = _torch_label(label)
+        install = f'pip install "torch=={major}.{minor}.*"'
+        commands.append(f"{install}  # {label}: {_torch_needs(label)}")
+        torch_cuda = _MANIFEST.get("build_info", {}).get(label, {}).get("torch_cuda", "")
+        recorded = _major_minor(torch_cuda) if isinstance(torch_cuda, str) else None
+        if recorded is not None and recorded[0] == cuda_major:
+            commands.append(f"{install} --index-url https://download.pytorch.org/whl/"
+                            f"cu{recorded[0]}{recorded[1]}  # the same with CUDA "
+                            f"{recorded[0]}.{recorded[1]}, which {label} was built with")
+    which = "it was" if len(labels) == 1 else "one of them was"
+    return (f"Install the torch {which} built for (its torch.version.cuda must be of the CUDA "
+            "major the label names)", commands)
+
+
+# --- selector cpu ------------------------------------------------------------------------------
+
+# The x86-64 psABI levels above the baseline: what each adds, as (name, CPUID leaf, register
+# index in (EAX, EBX, ECX, EDX), bit, the /proc/cpuinfo flag). Every level includes the ones below.
+_CPU_FEATURES = {
+    2: (("CMPXCHG16B", 1, 2, 13, "cx16"), ("LAHF-SAHF", 0x80000001, 2, 0, "lahf_lm"),
+        ("POPCNT", 1, 2, 23, "popcnt"), ("SSE3", 1, 2, 0, "pni"), ("SSE4_1", 1, 2, 19, "sse4_1"),
+        ("SSE4_2", 1, 2, 20, "sse4_2"), ("SSSE3", 1, 2, 9, "ssse3")),
+    3: (("AVX", 1, 2, 28, "avx"), ("AVX2", 7, 1, 5, "avx2"), ("BMI1", 7, 1, 3, "bmi1"),
+        ("BMI2", 7, 1, 8, "bmi2"), ("F16C", 1, 2, 29, "f16c"), ("FMA", 1, 2, 12, "fma"),
+        ("LZCNT", 0x80000001, 2, 5, "abm"), ("MOVBE", 1, 2, 22, "movbe"),
+        ("OSXSAVE", 1, 2, 27, "xsave")),
+    4: (("AVX512F", 7, 1, 16, "avx512f"), ("AVX512BW", 7, 1, 30, "avx512bw"),
+        ("AVX512CD", 7, 1, 28, "avx512cd"), ("AVX512DQ", 7, 1, 17, "avx512dq"),
+        ("AVX512VL", 7, 1, 31, "avx512vl")),
+}
+# The register state the OS must save for a level's instructions to work: XCR0 bits.
+_XCR0_BITS = {3: (("XCR0 SSE state", 1), ("XCR0 AVX state", 2)),
+              4: (("XCR0 opmask state", 5), ("XCR0 ZMM_Hi256 state", 6),
+                  ("XCR0 Hi16_ZMM state", 7))}
+# void cpuid(uint32_t leaf /* edi */, uint32_t subleaf /* esi */, uint32_t out[4] /* rdx */):
+# push rbx; mov r8, rdx; mov eax, edi; mov ecx, esi; cpuid; mov [r8], eax; mov [r8+4], ebx;
+# mov [r8+8], ecx; mov [r8+12], edx; pop rbx; ret
+_CPUID_CODE = bytes.fromhex("534989d089f889f10fa241890041895804418948084189500c5bc3")
+# uint64_t xgetbv(uint32_t xcr /* edi */): mov ecx, edi; xgetbv; shl rdx, 32; or rax, rdx; ret
+_XGETBV_CODE = bytes.fromhex("89f90f01d048c1e2204809d0c3")
+
+
+def _detect_cpu() -> tuple[str, str]:
+    cpu = _cpu()
+    if cpu.level == 0:
+        raise _error(f"cannot select a CPU build: {cpu.described}, and every build is for "
+                     "x86-64", (f"Install a build of {_DISTRIBUTION} for this machine",
+                                [f'pip install --force-reinstall "{_DISTRIBUTION}"']))
+    runnable = [label for label in variants() if _cpu_label(label) <= cpu.level]
+    override = _variant_override()
+    if override is not None:
+        label, how = override
+        if label in runnable:
+            return label, f"{how}, and {cpu.described}"
+        raise _error(
+            f"cannot select a CPU build: {how}, but {cpu.described}; the {label} build would "
+            "stop with an illegal instruction here",
+            *([("choose a build this CPU runs", [f"export {_VARIANT_VAR}={runnable[-1]}"])]
+              if runnable else []),
+            ("unset it to select the highest build this CPU runs", [f"unset {_VARIANT_VAR}"]))
+    if not runnable:
+        raise _error(f"cannot select a CPU build: {cpu.described}, below every build",
+                     (f"Install a wheel of it with a build for this CPU (x86_64_v{cpu.level} or "
+                      "lower)", [f'pip install --force-reinstall "{_DISTRIBUTION}"']))
+    return runnable[-1], cpu.described
+
+
+def _cpu() -> types.SimpleNamespace:
+    """This CPU's psABI level: level (0: not x86-64), method (how it was found; None when it
+    was not), missing (what the next level lacks) and a description. Never raises."""
+    import platform  # only the cpu selector needs it
+
+    machine = platform.machine()
+    if machine.lower() not in ("x86_64", "amd64"):
+        return types.SimpleNamespace(level=0, method=None, missing=[],
+                                     described=f"platform.machine() is {machine!r}, not x86-64")
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        return types.SimpleNamespace(level=0, method=None, missing=[],
+                                     described="this Python is 32-bit, not x86-64")
+    try:
+        present = _cpuid_features()
+        method = "CPUID and XGETBV"
+    except Exception as error:
+        why = f"{type(error).__name__}: {error}"
+        try:
+            present = _cpuinfo_features()
+            method = f"/proc/cpuinfo flags; CPUID could not be run: {why}"
+        except Exception as second:
+            # Every x86-64 CPU runs the baseline; nothing above it is certain.
+            return types.SimpleNamespace(
+                level=1, method=None, missing=[], described=(
+                    f"this CPU's level could not be detected (CPUID: {why}; /proc/cpuinfo: "
+                    f"{type(second).__name__}: {second}), so only x86-64-v1 is certain"))
+    level, missing = 1, []
+    for candidate in (2, 3, 4):
+        needed = [name for name, *_ in _CPU_FEATURES[candidate]]
+        needed += [name for name, _ in _XCR0_BITS.get(candidate, ())]
+        missing = [name for name in needed if name not in present]
+        if missing:
+            break
+        level = candidate
+    return types.SimpleNamespace(
+        level=level, method=method, missing=missing,
+        described=f"this CPU supports x86-64-v{level} (detected with {method})")
+
+
+def _cpuid_features() -> set[str]:
+    """The level features this CPU has and the OS enables, by executing CPUID and XGETBV."""
+    registers = {}
+    with _MachineCode(_CPUID_CODE + _XGETBV_CODE) as address:
+        cpuid = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32,
+                                 ctypes.POINTER(ctypes.c_uint32 * 4))(address)
+        xgetbv = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint32)(address + len(_CPUID_CODE))
+
+        def query(leaf):
+            out = (ctypes.c_uint32 * 4)()
+            cpuid(leaf, 0, ctypes.byref(out))
+            return tuple(out)
+
+        highest = query(0)[0]
+        highest_extended = query(0x80000000)[0]
+        for leaf in (1, 7, 0x80000001):
+            available = highest_extended if leaf >= 0x80000000 else highest
+            registers[leaf] = query(leaf) if leaf <= available else (0, 0, 0, 0)
+        present = {name for features in _CPU_FEATURES.values()
+                   for name, leaf, register, bit, _ in features
+                   if registers[leaf][register] >> bit & 1}
+        # XGETBV raises #UD unless the OS set CR4.OSXSAVE, which CPUID reports as OSXSAVE.
+        xcr0 = xgetbv(0) if "OSXSAVE" in present else 0
+    present.update(name for bits in _XCR0_BITS.values() for name, bit in bits if xcr0 >> bit & 1)
+    return present
+
+
+class _MachineCode:
+    """An anonymous page holding CODE, made executable (never writable and executable at
+    once); its address while in the with block, unmapped after."""
+
+    def __init__(self, code: bytes) -> None:
+        self.code = code
+
+    def __enter__(self) -> int:
+        import mmap  # only the cpu selector needs it
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.mmap, self.mprotect, self.munmap = libc.mmap, libc.mprotect, libc.munmap
+        self.mmap.restype = ctypes.c_void_p
+        self.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_long]
+        self.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        self.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self.size = mmap.PAGESIZE
+        address = self.mmap(None, self.size, mmap.PROT_READ | mmap.PROT_WRITE,
+                            mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+        if address is None or address == ctypes.c_void_p(-1).value:
+            raise _os_error("mmap")
+        self.address = address
+        ctypes.memmove(address, self.code, len(self.code))
+        # Hardened kernels (SELinux execmem, PaX) refuse this.
+        if self.mprotect(address, self.size, mmap.PROT_READ | mmap.PROT_EXEC) != 0:
+            error = _os_error("mprotect(PROT_EXEC)")
+            self.munmap(address, self.size)
+            raise error
+        return address
+
+    def __exit__(self, *exc) -> None:
+        self.munmap(self.address, self.size)
+
+
+def _os_error(call: str) -> OSError:
+    number = ctypes.get_errno()
+    return OSError(number, f"{call} failed: {os.strerror(number)}")
+
+
+def _cpuinfo_features() -> set[str]:
+    """The level features /proc/cpuinfo lists for the first CPU. Linux clears the flags of
+    instructions whose register state it does not enable, so they stand for XCR0 as well."""
+    with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+        for line in cpuinfo:
+            key, _, value = line.partition(":")
+            if key.strip() == "flags":
+                flags = set(value.split())
+                break
+        else:
+            raise LookupError("/proc/cpuinfo has no flags line")
+    present = {name for features in _CPU_FEATURES.values()
+               for name, _, _, _, flag in features if flag in flags}
+    present.update(name for level, bits in _XCR0_BITS.items() for name, _ in bits
+                   if all(feature[0] in present for feature in _CPU_FEATURES[level]))
+    return present
 
 
 def _error(problem: str, *fixes: tuple[str, list[str]], kind=SelectionError,
@@ -409,18 +856,16 @@ def _reinstall_command() -> str:
 
 def _diagnosis() -> tuple[bool, str]:
     state = _STATE
-    version, source = _cuda_bindings()
     lines = [
         f"{_DISTRIBUTION} (package {_MANIFEST['package']}), merged by wheelmerge",
         f"builds: {', '.join(variants())}",
-        f"{_ENV_VAR}: {os.environ.get(_ENV_VAR) or '(not set)'}",
     ]
-    if os.environ.get(_IGNORE_VAR):
-        lines.append(f"{_IGNORE_VAR}: {os.environ[_IGNORE_VAR]}")
-    lines += [
-        f"cuda-bindings: {version} ({source})" if version else f"cuda-bindings: {source}",
-        f"driver fallback: {'on' if _MANIFEST['driver_fallback'] == 1 else 'off'}",
-    ]
+    if _SELECTOR == "cuda":
+        lines += _cuda_report()
+    else:
+        lines.append(f"selector: {_SELECTOR}")
+        lines.append(f"{_VARIANT_VAR}: {os.environ.get(_VARIANT_VAR) or '(not set)'}")
+        lines += {"torch": _torch_report, "cpu": _cpu_report}.get(_SELECTOR, list)()
     kept = state.selection is not None
     try:
         label, how = _select()
@@ -444,6 +889,46 @@ def _diagnosis() -> tuple[bool, str]:
     return ok, "\n".join(lines)
 
 
+def _cuda_report() -> list[str]:
+    version, source = _cuda_bindings()
+    lines = [f"{_ENV_VAR}: {os.environ.get(_ENV_VAR) or '(not set)'}"]
+    if os.environ.get(_VARIANT_VAR):
+        lines.append(f"{_VARIANT_VAR}: {os.environ[_VARIANT_VAR]}")
+    if os.environ.get(_IGNORE_VAR):
+        lines.append(f"{_IGNORE_VAR}: {os.environ[_IGNORE_VAR]}")
+    lines += [
+        f"cuda-bindings: {version} ({source})" if version else f"cuda-bindings: {source}",
+        f"driver fallback: {'on' if _MANIFEST['driver_fallback'] == 1 else 'off'}",
+    ]
+    floors = [f"{label} needs cuda-bindings >= {info['cuda_bindings']}"
+              for label, info in _MANIFEST.get("build_info", {}).items()
+              if isinstance(info, dict) and info.get("cuda_bindings")]
+    if floors:
+        lines.append(f"floors: {'; '.join(floors)}")
+    if _MANIFEST["driver_fallback"] == 1:
+        found, problems = _cuda_runtimes()
+        wheels = [f"{name} {version} (CUDA {major})" for name, version, major in found]
+        lines.append("CUDA runtime wheels: " + ("; ".join(wheels + problems) or "none of "
+                     + ", ".join(name for name, _ in _CUDA_RUNTIME_WHEELS) + " installed"))
+        major, how = _driver_major()
+        lines.append(f"CUDA driver: {how}")
+    return lines
+
+
+def _torch_report() -> list[str]:
+    return [f"torch: {_torch().described}"]
+
+
+def _cpu_report() -> list[str]:
+    cpu = _cpu()
+    if cpu.method is None:
+        return [f"CPU: {cpu.described}"]
+    lines = [f"CPU: x86-64-v{cpu.level} (detected with {cpu.method})"]
+    if cpu.missing:
+        lines.append(f"CPU lacks for x86-64-v{cpu.level + 1}: {', '.join(cpu.missing)}")
+    return lines
+
+
 def _drift(label: str) -> list[str]:
     """Lines saying that the environment now would select otherwise, if it would."""
     try:
@@ -451,7 +936,7 @@ def _drift(label: str) -> list[str]:
     except ImportError as error:
         first = str(error).splitlines()[0]
         would = ("selecting now would fail: "
-                 + first.replace(f"{_DISTRIBUTION}: cannot select a CUDA build: ", "", 1))
+                 + first.replace(f"{_DISTRIBUTION}: cannot select a {_WHAT} build: ", "", 1))
     else:
         if now == label:
             return []
