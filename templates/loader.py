@@ -816,7 +816,8 @@ def _error(problem: str, *fixes: tuple[str, list[str]], kind=SelectionError,
     text = (f"{_DISTRIBUTION}: {problem}.\n"
             f"This wheel of {_DISTRIBUTION} has builds for {', '.join(variants())}.")
     for i, (intro, commands) in enumerate(fixes):
-        text += (" " if i == 0 else "\nor ") + intro + ":"
+        # The first fix starts a sentence, the others follow "or".
+        text += (" " + intro[:1].upper() + intro[1:] if i == 0 else "\nor " + intro) + ":"
         text += "".join(f"\n    {command}" for command in commands)
     return kind(text, **attributes)
 
