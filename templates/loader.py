@@ -309,6 +309,9 @@ def _detect_cuda() -> tuple[str, str]:
     unfit = [_install_fixes(variants()), _override_fix(_cuda_major(_newest()))]
     if _MANIFEST["driver_fallback"] != 1:
         raise _error(f"cannot select a CUDA build: {found}", *unfit)
+    # Packages that do not use cuda-bindings (CuPy) select by the CUDA runtime wheels as well.
+    unfit.insert(1, ("install the CUDA runtime wheel of one of them",
+                     [_runtime_command(label) for label in variants()]))
     runtime, label = _runtime_choice()
     if label is not None:
         return label, f"{found}; {runtime}"
@@ -526,6 +529,14 @@ def _install_commands(labels) -> list[str]:
     """The commands that install the cuda-bindings of each of LABELS."""
     return [f'pip install "{_DISTRIBUTION}[{label}]"' if label in _EXTRAS
             else f'pip install "cuda-bindings=={_cuda_major(label)}.*"' for label in labels]
+
+
+def _runtime_command(label: str) -> str:
+    """The command that installs the CUDA runtime component wheel of a cuNN build."""
+    major = _cuda_major(label)
+    # NVIDIA's wheels are named per major up to 12, and versioned by major from 13 on.
+    return (f'pip install "nvidia-cuda-runtime-cu{major}"' if major <= 12
+            else f'pip install "nvidia-cuda-runtime=={major}.*"')
 
 
 def _install_fixes(labels) -> tuple[str, list[str]]:

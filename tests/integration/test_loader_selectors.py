@@ -442,6 +442,21 @@ def test_runtime_wheels_need_driver_fallback(python, cuda_inputs, runtimes, whee
     assert "CUDA runtime wheels" not in report.stdout and "driver fallback: off" in report.stdout
 
 
+def test_nothing_to_select_by_proposes_the_runtime_wheels(python, cuda_site, tmp_path):
+    """With --driver-fallback, no cuda-bindings, no runtime wheel and no usable driver: the fixes
+    name the CUDA runtime wheel of each build beside cuda-bindings and the override."""
+    empty = tmp_path / "no-driver"
+    empty.mkdir()
+    found = probe(python, [cuda_site], "wmcuda", env={"LD_LIBRARY_PATH": str(empty)})
+    assert found["error"] == "SelectionError", found
+    message = found["message"]
+    assert ('or install the CUDA runtime wheel of one of them:\n'
+            '    pip install "nvidia-cuda-runtime-cu12"\n'
+            '    pip install "nvidia-cuda-runtime==13.*"') in message
+    assert 'pip install "cuda-bindings==12.*"' in message
+    assert "export WHEELMERGE_CUDA_MAJOR=13" in message
+
+
 @pytest.fixture(scope="session")
 def bindings(wheel_cache: WheelCache, tmp_path_factory) -> dict[str, Path]:
     """Sites holding real cuda-bindings: 12.8.0 (from the index), 12.9.4 and 13.0.3 (the
