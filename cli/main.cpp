@@ -20,11 +20,15 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <set>
 #include <unistd.h>
 
@@ -74,6 +78,12 @@ struct Output {
   }
 };
 
+// An option given once per value (`--variant-file A --variant-file B`): each takes exactly one
+// value, so the input wheels after it are not taken for more of its values.
+CLI::Option* repeatable(CLI::Option* option) {
+  return option->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 wm::WheelInput parse_input(const std::string& arg) {
   // PATH=LABEL, where LABEL looks like a label: short, no '/' (a path may contain '=' too).
   // "torch210_cu12" is the longest form of today's labels.
@@ -118,6 +128,38 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
   return 0;
 }
 
+// --build-info LABEL:KEY=VALUE values into `options`; a usage problem for the first that is
+// malformed or names a label no input has.
+std::optional<wm::Problem> take_build_info(const std::vector<std::string>& values, const std::vector<std::string>& wheels,
+                                           wm::MergeOptions& options) {
+  std::set<std::string> labels;
+  for (const std::string& w : wheels) {
+    std::string label = wm::detect_label(parse_input(w));
+    // With --name, an input without another label takes its distribution name's, as the merge does.
+    const std::string file = std::filesystem::path(w).filename().string();
+    auto suffix = options.name.empty() ? std::nullopt : wm::name_suffix_label(file.substr(0, file.find('-')));
+    labels.insert(label.empty() && suffix ? suffix->label : label);
+  }
+  for (const std::string& value : values) {
+    const size_t colon = value.find(':'), eq = value.find('=', colon == std::string::npos ? 0 : colon);
+    if (colon == std::string::npos || eq == std::string::npos)
+      return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid --build-info", "LABEL:KEY=VALUE, e.g. cu12:cuda_version=12.9", value};
+    const std::string label = value.substr(0, colon), key = value.substr(colon + 1, eq - colon - 1);
+    std::string why;
+    if (!wm::VariantLabel::parse(label, why))
+      return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid label in --build-info " + value, why, label};
+    if (!labels.count(label) && !labels.count(std::string()))  // an input without a label is the merge's to report
+      return wm::Problem{wm::ProblemKind::usage, {}, {}, "--build-info " + value + " names no input",
+                         fmt::format("a label of an input ({})", fmt::join(labels, ", ")), label};
+    static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
+    if (!std::regex_match(key, identifier))
+      return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid key in --build-info " + value,
+                         "an identifier such as cuda_version", "\"" + key + "\""};
+    options.build_info[label][key] = value.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
 // --cuda values ("12", "cu12", "12=PATH") into `options`; the first value that is none, if any.
 std::optional<std::string> take_cuda_options(const std::vector<std::string>& cuda, wm::BuildOptions& options) {
   for (const std::string& c : cuda) {
@@ -129,10 +171,33 @@ std::optional<std::string> take_cuda_options(const std::vector<std::string>& cud
   return std::nullopt;
 }
 
+// --variant values into `options`; a usage problem for the first that is no label.
+std::optional<wm::Problem> take_variant_options(const std::vector<std::string>& variants, wm::BuildOptions& options) {
+  for (const std::string& v : variants) {
+    std::string why;
+    auto label = wm::VariantLabel::parse(v, why);
+    if (!label || label->str() != v) return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid --variant", why, v};
+    options.labels.push_back(*label);
+  }
+  return std::nullopt;
+}
+
+// One built variant in `build --json`.
+nlohmann::json variant_summary(const wm::VariantBuild& v) {
+  nlohmann::json j = {{"label", v.label.str()}, {"build_info", v.build_info}, {"log", v.log}, {"seconds", v.seconds}};
+  if (v.toolkit) {
+    j["cuda_version"] = v.toolkit->version;
+    j["toolkit"] = v.toolkit->root;
+    j["found_by"] = v.toolkit->found_by;
+  }
+  return j;
+}
+
 int run_build(const Output& out, wm::BuildOptions& options, const std::vector<std::string>& cuda,
-              const std::vector<std::string>& settings) {
+              const std::vector<std::string>& variants, const std::vector<std::string>& settings) {
   if (auto bad = take_cuda_options(cuda, options))
     return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N, e.g. 12=/usr/local/cuda-12.9", *bad}});
+  if (auto bad = take_variant_options(variants, options)) return out.fail({*bad});
   for (const std::string& kv : settings) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -147,11 +212,9 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.info(fmt::format("wrote {} in {:.1f}s (logs in {})", result->merge.output, seconds, result->log_dir));
   if (out.json) {
-    nlohmann::json variants = nlohmann::json::array();
-    for (const wm::VariantBuild& v : result->variants)
-      variants.push_back({{"label", v.label.str()}, {"cuda_version", v.toolkit.version}, {"toolkit", v.toolkit.root},
-                          {"found_by", v.toolkit.found_by}, {"log", v.log}, {"seconds", v.seconds}});
-    nlohmann::json j = {{"output", result->merge.output}, {"variants", variants}, {"log_dir", result->log_dir},
+    nlohmann::json summaries = nlohmann::json::array();
+    for (const wm::VariantBuild& v : result->variants) summaries.push_back(variant_summary(v));
+    nlohmann::json j = {{"output", result->merge.output}, {"variants", summaries}, {"log_dir", result->log_dir},
                         {"shared", result->merge.plan.shared_files},
                         {"variant_files", result->merge.plan.variant_files.size()}, {"seconds", seconds}};
     fmt::print("{}\n", j.dump(2));
@@ -159,30 +222,66 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   return 0;
 }
 
-// The toolkit a build of `major` would use, and the environment its build would get.
-int run_toolkit(const Output& out, const std::string& project_dir, const std::vector<std::string>& cuda) {
+// What the build of `label` would use: its toolkit (none for cpu labels) and the environment
+// its build would get; nullopt after a warning when its toolkit is not found.
+std::optional<nlohmann::json> variant_toolkit(const Output& out, const wm::VariantLabel& label,
+                                              const wm::BuildOptions& options, const wm::ProjectConfig& project,
+                                              const std::string& python_cflags) {
+  const std::string& project_dir = options.project_dir;
+  const wm::ToolkitHints hints = wm::toolkit_hints(options.toolkit_paths, project.wheelmerge, project_dir,
+                                                   wm::current_environment(), &label);
+  std::optional<wm::Toolkit> t;
+  if (label.selector() != wm::Selector::cpu) {
+    wm::Problems missing;
+    t = wm::find_toolkit(label.cuda_major(), hints, missing);
+    for (const wm::Problem& p : missing) out.warning(wm::describe(p));
+    if (!t) return std::nullopt;
+  }
+  const wm::Environment env =
+      wm::variant_environment(label, t ? &*t : nullptr, project.wheelmerge, hints.env, python_cflags);
+  nlohmann::json j = {{"label", label.str()}, {"env", wm::environment_changes(hints.env, env)}};
+  if (!t) {
+    out.info(fmt::format("{}: no toolkit, -march={}", label.str(), wm::march_value(label.cpu_level())));
+    return j;
+  }
+  j.update({{"major", t->major}, {"root", t->root}, {"version", t->version}, {"version_source", t->version_source},
+            {"found_by", t->found_by}});
+  out.info(fmt::format("{}: CUDA {} at {} (found by {})", label.str(), t->version, t->root, t->found_by));
+  return j;
+}
+
+// The sysconfig CFLAGS of the build interpreter, read in a temporary directory of its own.
+std::optional<std::string> read_python_cflags(const std::string& python, wm::Problems& problems) {
+  std::string dir = std::filesystem::temp_directory_path().string() + "/wheelmerge-toolkit-XXXXXX", error;
+  if (!mkdtemp(dir.data())) {
+    problems.push_back({wm::ProblemKind::other, dir, {}, "cannot create a temporary directory", {}, std::strerror(errno)});
+    return std::nullopt;
+  }
+  auto flags = wm::python_cflags(python, wm::current_environment(), dir, error);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (!flags) problems.push_back({wm::ProblemKind::usage, python, {}, "cannot read the interpreter's CFLAGS", {}, error});
+  return flags;
+}
+
+// The toolkit each variant's build would use, and the environment its build would get.
+int run_toolkit(const Output& out, wm::BuildOptions& options, const std::vector<std::string>& cuda,
+                const std::vector<std::string>& variants) {
   wm::Problems problems;
-  auto project = wm::load_project_config(project_dir, problems);
+  auto project = wm::load_project_config(options.project_dir, problems);
   if (!project) return out.fail(problems);
-  wm::BuildOptions options;
   if (auto bad = take_cuda_options(cuda, options))
     return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N", *bad}});
-  const wm::ToolkitHints hints =
-      wm::toolkit_hints(options.toolkit_paths, project->wheelmerge, project_dir, wm::current_environment());
+  if (auto bad = take_variant_options(variants, options)) return out.fail({*bad});
+  const std::vector<wm::VariantLabel> labels = wm::chosen_labels(wm::requested_labels(options, project->wheelmerge),
+                                                                 project->wheelmerge);
+  std::optional<std::string> cflags = std::string();
+  if (std::any_of(labels.begin(), labels.end(), [](const auto& l) { return l.selector() == wm::Selector::cpu; }))
+    cflags = read_python_cflags(options.python, problems);
+  if (!cflags) return out.fail(problems);
   nlohmann::json found = nlohmann::json::array();
-  for (int major : wm::chosen_cuda_majors(options.majors, project->wheelmerge)) {
-    wm::Problems missing;
-    auto t = wm::find_toolkit(major, hints, missing);
-    if (!t) {
-      for (const wm::Problem& p : missing) out.warning(wm::describe(p));
-      continue;
-    }
-    const std::string label = wm::VariantLabel::cuda(major).str();
-    found.push_back({{"label", label}, {"major", major}, {"root", t->root},
-                     {"version", t->version}, {"version_source", t->version_source}, {"found_by", t->found_by},
-                     {"env", wm::environment_changes(hints.env, wm::variant_environment(*t, project->wheelmerge, hints.env))}});
-    out.info(fmt::format("{}: CUDA {} at {} (found by {})", label, t->version, t->root, t->found_by));
-  }
+  for (const wm::VariantLabel& label : labels)
+    if (auto j = variant_toolkit(out, label, options, *project, *cflags)) found.push_back(*j);
   if (out.json) fmt::print("{}\n", nlohmann::json{{"toolkits", found}}.dump(2));
   return found.empty() ? 2 : 0;
 }
@@ -283,16 +382,25 @@ Subcommand add_merge(CLI::App& app, Output& out) {
     std::vector<std::string> wheels;
     std::string out_dir = ".";
     wm::MergeOptions options;
+    std::vector<std::string> build_info;
   };
   auto a = std::make_shared<Args>();
-  auto* merge = app.add_subcommand("merge", "merge wheels built for different CUDA majors");
-  merge->add_option("wheels", a->wheels, "input wheels, each optionally PATH=cuNN")->required();
+  auto* merge = app.add_subcommand("merge", "merge wheels built for different CUDA majors, torch versions or CPU levels");
+  merge->add_option("wheels", a->wheels, "input wheels, each optionally PATH=LABEL (cuNN, torchMmm_cuNN, x86_64_vN)")->required();
   merge->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
-  merge->add_option("--variant-file", a->options.variant_globs, "glob of other paths that may differ per build");
+  repeatable(merge->add_option("--variant-file", a->options.variant_globs, "glob of other paths that may differ per build"));
   merge->add_flag("--driver-fallback", a->options.driver_fallback,
                   "let the loader use the driver's CUDA version when cuda-bindings is not installed");
+  repeatable(merge->add_option("--build-info", a->build_info,
+                    "LABEL:KEY=VALUE recorded in the loader's build_info() for that input (repeatable)"));
+  merge->add_option("--name", a->options.name,
+                    "the merged distribution's name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy); "
+                    "labels may then come from the names' -cudaNNx/-cuNN suffixes");
   add_common(merge, out);
-  return {merge, [&out, a] { return run_merge(out, a->wheels, a->out_dir, a->options); }};
+  return {merge, [&out, a] {
+            if (auto bad = take_build_info(a->build_info, a->wheels, a->options)) return out.fail({*bad});
+            return run_merge(out, a->wheels, a->out_dir, a->options);
+          }};
 }
 
 Subcommand add_inspect(CLI::App& app, Output& out) {
@@ -306,24 +414,27 @@ Subcommand add_inspect(CLI::App& app, Output& out) {
 Subcommand add_build(CLI::App& app, Output& out) {
   struct Args {
     wm::BuildOptions options;
-    std::vector<std::string> cuda, settings;
+    std::vector<std::string> cuda, variants, settings;
   };
   auto a = std::make_shared<Args>();
   wm::BuildOptions& o = a->options;
-  auto* build = app.add_subcommand("build", "build a project once per CUDA major, then merge");
+  auto* build = app.add_subcommand("build", "build a project once per CUDA major, torch release or CPU level, then merge");
   build->add_option("project", o.project_dir, "the project directory (default: .)");
-  build->add_option("--cuda", a->cuda, "a CUDA major to build, N or N=TOOLKIT_ROOT (repeatable)");
+  repeatable(build->add_option("--variant", a->variants,
+                    "a variant to build: cuNN, torchMmm_cuNN or x86_64_vN (repeatable; default: the configuration's)"));
+  repeatable(build->add_option("--cuda", a->cuda,
+                    "a CUDA major to build, N or N=TOOLKIT_ROOT (repeatable); with torch variants, a toolkit root only"));
   build->add_option("-o,--output-dir", o.out_dir, "output directory (default: dist)");
   build->add_flag("!--no-isolation", o.isolation, "build in the current environment");
-  build->add_option("-C,--config-setting", a->settings, "KEY=VALUE for the project's build backend");
+  repeatable(build->add_option("-C,--config-setting", a->settings, "KEY=VALUE for the project's build backend"));
   build->add_option("-j,--jobs", o.jobs, "variants built at once (default: 1)");
   build->add_option("--python", o.python, "the Python that builds (default: python3)");
-  build->add_option("--find-links", o.find_links, "a directory or URL pip may install build requirements from");
+  repeatable(build->add_option("--find-links", o.find_links, "a directory or URL pip may install build requirements from"));
   build->add_option("--log-dir", o.log_dir, "where each variant's log is kept");
-  build->add_option("--variant-file", o.merge.variant_globs, "glob of other paths that may differ per build");
+  repeatable(build->add_option("--variant-file", o.merge.variant_globs, "glob of other paths that may differ per build"));
   build->add_flag("--driver-fallback", o.merge.driver_fallback, "see merge --driver-fallback");
   add_common(build, out);
-  return {build, [&out, a] { return run_build(out, a->options, a->cuda, a->settings); }};
+  return {build, [&out, a] { return run_build(out, a->options, a->cuda, a->variants, a->settings); }};
 }
 
 Subcommand add_verify(CLI::App& app, Output& out) {
@@ -367,15 +478,18 @@ Subcommand add_config(CLI::App& app, Output& out) {
 
 Subcommand add_toolkit(CLI::App& app, Output& out) {
   struct Args {
-    std::string project = ".";
-    std::vector<std::string> cuda;
+    wm::BuildOptions options;
+    std::vector<std::string> cuda, variants;
   };
   auto a = std::make_shared<Args>();
-  auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and their build environment");
-  toolkit->add_option("project", a->project, "the project directory (default: .)");
-  toolkit->add_option("--cuda", a->cuda, "a CUDA major, N or N=TOOLKIT_ROOT (repeatable)");
+  auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and each variant's build environment");
+  toolkit->add_option("project", a->options.project_dir, "the project directory (default: .)");
+  repeatable(toolkit->add_option("--cuda", a->cuda, "a CUDA major, N or N=TOOLKIT_ROOT (repeatable)"));
+  repeatable(toolkit->add_option("--variant", a->variants, "a variant: cuNN, torchMmm_cuNN or x86_64_vN (repeatable)"));
+  toolkit->add_option("--python", a->options.python,
+                      "the Python that would build (default: python3; its CFLAGS start a CPU level's)");
   add_common(toolkit, out);
-  return {toolkit, [&out, a] { return run_toolkit(out, a->project, a->cuda); }};
+  return {toolkit, [&out, a] { return run_toolkit(out, a->options, a->cuda, a->variants); }};
 }
 
 }  // namespace
@@ -387,7 +501,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && !kCommands.count(args[0]) && !args[0].starts_with('-'))
     args.insert(args.begin(), "merge");
 
-  CLI::App app{"wheelmerge: merge per-CUDA-major wheels into one that imports the right build"};
+  CLI::App app{"wheelmerge: merge per-build wheels (CUDA majors, torch versions, CPU levels) into one that imports the right build"};
   app.set_version_flag("--version", std::string(wm::kVersion));
   app.require_subcommand(1);
   Output out;

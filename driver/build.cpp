@@ -1,6 +1,7 @@
 #include "driver/build.hpp"
 
 #include "merger/interrupt.hpp"
+#include "merger/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -24,6 +25,35 @@ namespace wm {
 namespace fs = std::filesystem;
 
 extern const std::string_view kHookRunnerTemplate;
+
+namespace {
+
+// Run by the build's Python: what the build environment holds, as JSON in argv[1]. torch's
+// version.py is read rather than torch imported (seconds, and a GPU library load).
+constexpr std::string_view kProbeScript = R"(import json, sys
+from importlib import metadata
+
+def version(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+found = {"cuda_bindings": version("cuda-bindings"), "torch": version("torch")}
+if found["torch"]:
+    try:
+        namespace = {}
+        path = metadata.distribution("torch").locate_file("torch/version.py")
+        exec(compile(open(path).read(), str(path), "exec"), namespace)
+        found["torch_cuda"] = namespace.get("cuda")
+    except Exception:
+        import torch
+        found["torch_cuda"] = torch.version.cuda
+with open(sys.argv[1], "w") as out:
+    json.dump({k: v for k, v in found.items() if v}, out)
+)";
+
+}  // namespace
 
 namespace {
 
@@ -59,8 +89,10 @@ bool copy_source_tree(const std::string& from, const std::string& to, std::strin
   return !ec;
 }
 
-Environment variant_environment(const Toolkit& toolkit, const BuildConfig& config, const Environment& base) {
-  Environment env = base;
+namespace {
+
+// Every toolkit variable names `toolkit`, and no other toolkit's nvcc stays on PATH.
+void toolkit_environment(const Toolkit& toolkit, const Environment& base, Environment& env) {
   const fs::path root = toolkit.root;
   // CMake (FindCUDAToolkit, FindCUDA), meson, setuptools and torch read these.
   for (const char* var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDAToolkit_ROOT", "CUDA_TOOLKIT_ROOT_DIR", "CUDA_BIN_PATH"})
@@ -79,10 +111,90 @@ Environment variant_environment(const Toolkit& toolkit, const BuildConfig& confi
   }
   env["PATH"] = path;
   env["WHEELMERGE_BUILD_CUDA_MAJOR"] = std::to_string(toolkit.major);
+}
+
+}  // namespace
+
+std::string march_value(int level) { return level <= 1 ? "x86-64" : fmt::format("x86-64-v{}", level); }
+
+Environment variant_environment(const VariantLabel& label, const Toolkit* toolkit, const BuildConfig& config,
+                                const Environment& base, const std::string& python_cflags) {
+  Environment env = base;
+  if (toolkit) toolkit_environment(*toolkit, base, env);
+  env["WHEELMERGE_BUILD_VARIANT"] = label.str();
   for (const auto& [k, v] : config.env) env[k] = v;
-  if (auto it = config.variants.find(toolkit.major); it != config.variants.end())
-    for (const auto& [k, v] : it->second.env) env[k] = v;
+  const VariantConfig& own = config.variant(label);
+  if (label.selector() == Selector::cpu) {
+    // Appended to what the inherited environment and the shared env give (else to the
+    // interpreter's flags); the variant's own setting of the variable is taken as it is.
+    const std::string flag = "-march=" + march_value(label.cpu_level());
+    for (const char* var : {"CFLAGS", "CXXFLAGS"}) {
+      if (own.env.count(var)) continue;
+      std::string& flags = env.emplace(var, python_cflags).first->second;
+      flags += (flags.empty() ? "" : " ") + flag;
+    }
+  }
+  for (const auto& [k, v] : own.env) env[k] = v;
   return env;
+}
+
+std::optional<std::string> python_cflags(const std::string& python, const Environment& env, const std::string& work_dir,
+                                         std::string& error) {
+  const std::string out = work_dir + "/python-cflags.txt", log = work_dir + "/python-cflags.log";
+  const std::vector<std::string> argv = {
+      python, "-c", "import sys, sysconfig; open(sys.argv[1], 'w').write(sysconfig.get_config_var('CFLAGS') or '')", out};
+  int rc = run_logged(argv, env, work_dir, log, error);
+  auto text = read_file(out);
+  if (rc == 0 && text) return text;
+  if (rc != -1) error = fmt::format("{} exited with status {}: {}", shell_quote(argv), rc, tail_lines(log, 5));
+  return std::nullopt;
+}
+
+Environment variant_environment(const Toolkit& toolkit, const BuildConfig& config, const Environment& base) {
+  return variant_environment(VariantLabel::cuda(toolkit.major), &toolkit, config, base);
+}
+
+namespace {
+
+// "12.9.1" -> "12.9"; "2.10.0+cu128" -> "2.10.0" (with `parts` 3).
+std::string version_prefix(std::string version, size_t parts) {
+  version = version.substr(0, version.find('+'));
+  size_t end = 0;
+  for (size_t i = 0; i < parts && end != std::string::npos; ++i) end = version.find('.', end == 0 ? 0 : end + 1);
+  return end == std::string::npos ? version : version.substr(0, end);
+}
+
+std::string probed(const nlohmann::json& probe, const char* key) {
+  return probe.contains(key) && probe[key].is_string() ? probe[key].get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::map<std::string, std::string> variant_build_info(const VariantLabel& label, const Toolkit* toolkit,
+                                                      const nlohmann::json& probe) {
+  std::map<std::string, std::string> info;
+  if (toolkit) info["cuda_version"] = version_prefix(toolkit->version, 2);
+  if (label.selector() == Selector::cpu) info["march"] = march_value(label.cpu_level());
+  for (const char* key : {"cuda_bindings", "torch_cuda"})
+    if (std::string v = probed(probe, key); !v.empty()) info[key] = v;
+  if (std::string v = probed(probe, "torch"); !v.empty()) info["torch"] = version_prefix(v, 3);
+  return info;
+}
+
+std::optional<std::string> torch_mismatch(const VariantLabel& label, const nlohmann::json& probe) {
+  const std::string torch = version_prefix(probed(probe, "torch"), 3), cuda = probed(probe, "torch_cuda");
+  if (torch.empty()) return "the environment has no torch";
+  std::vector<std::string> tv = split(torch, '.'), cv = split(cuda, '.');
+  auto number = [](const std::string& s) {
+    return !s.empty() && s.size() <= 3 && s.find_first_not_of("0123456789") == std::string::npos ? std::stoi(s) : -1;
+  };
+  if (cuda.empty()) return fmt::format("the environment has torch {} built without CUDA, which no torch label names", torch);
+  int major = number(tv[0]), minor = tv.size() > 1 ? number(tv[1]) : -1, cuda_major = number(cv[0]);
+  if (major < 0 || minor < 0 || cuda_major < 0)
+    return fmt::format("the environment has torch {} built with CUDA {}, which no torch label names", torch, cuda);
+  const VariantLabel found = VariantLabel::torch(major, minor, cuda_major);
+  if (found == label) return std::nullopt;
+  return fmt::format("the environment has torch {} built with CUDA {}, whose label is {}", torch, cuda, found.str());
 }
 
 Environment environment_changes(const Environment& base, const Environment& env) {
@@ -136,7 +248,8 @@ class VariantBuilder {
         if (!pip_install(extra->get<std::vector<std::string>>())) return;
       }
     }
-    step(fmt::format("building the wheel with {} against CUDA {} at {}", backend_.backend, b_.toolkit.version, b_.toolkit.root));
+    if (!probe_environment()) return;
+    step(fmt::format("building the wheel with {} {}", backend_.backend, target()));
     fs::create_directories(job_.work + "/dist");
     auto wheel = hook(runner, "build_wheel", {{"wheel_directory", job_.work + "/dist"}, {"config_settings", settings}});
     if (!wheel) return;
@@ -165,7 +278,16 @@ class VariantBuilder {
       return false;
     }
     const Environment inherited = current_environment();
-    env_ = variant_environment(b_.toolkit, project_.wheelmerge, inherited);
+    std::string cflags;
+    if (b_.label.selector() == Selector::cpu) {
+      auto flags = python_cflags(options_.python, inherited, job_.work, error);
+      if (!flags) {
+        fail("cannot read the build interpreter's CFLAGS: " + error);
+        return false;
+      }
+      cflags = *flags;
+    }
+    env_ = variant_environment(b_.label, b_.toolkit ? &*b_.toolkit : nullptr, project_.wheelmerge, inherited, cflags);
     // An isolated build sees its own environment only; without isolation the frontend's
     // environment is the build environment (pip's build isolation works through PYTHONPATH).
     if (options_.isolation) env_.erase("PYTHONPATH");
@@ -183,8 +305,45 @@ class VariantBuilder {
     python_ = job_.work + "/env/bin/python";
     env_["VIRTUAL_ENV"] = job_.work + "/env";
     env_["PATH"] = job_.work + "/env/bin:" + env_["PATH"];
-    step(fmt::format("installing build requirements: {}", fmt::join(backend_.requirements, ", ")));
-    return pip_install(backend_.requirements);
+    // The project's requirements and the variant's own pins in one resolve: both must hold
+    // (`torch` and `torch==2.10.0` give 2.10.0), and no package is installed twice (a newest
+    // torch first, with its CUDA libraries, then the pinned one over it).
+    std::vector<std::string> requirements = backend_.requirements;
+    const std::vector<std::string>& own = project_.wheelmerge.variant(b_.label).build_requires;
+    requirements.insert(requirements.end(), own.begin(), own.end());
+    step(fmt::format("installing build requirements: {}", fmt::join(requirements, ", ")));
+    return pip_install(requirements);
+  }
+
+  // What the build is made for, for the progress line.
+  std::string target() const {
+    if (!b_.toolkit) return "for " + march_value(b_.label.cpu_level());
+    return fmt::format("against CUDA {} at {}", b_.toolkit->version, b_.toolkit->root);
+  }
+
+  // What the build environment holds (torch, cuda-bindings), for build_info; a torch label's
+  // build stops when its torch is not the one the label names.
+  bool probe_environment() {
+    const std::string script = job_.work + "/probe.py", result = job_.work + "/probe.json";
+    std::ofstream(script) << kProbeScript;
+    if (!run({python_, script, result})) return false;
+    auto probe = nlohmann::json::parse(read_file(result).value_or(""), nullptr, false);
+    if (!probe.is_object()) {
+      fail("the build environment's probe did not report back");
+      return false;
+    }
+    if (b_.label.selector() == Selector::torch) {
+      if (auto wrong = torch_mismatch(b_.label, probe)) {
+        auto [major, minor] = b_.label.torch_version();
+        job_.problems.push_back({ProblemKind::usage, b_.label.str(), {}, "the build environment does not fit the label",
+                                 fmt::format("torch {}.{} built with CUDA {} (pin it with build-requires in "
+                                             "[tool.wheelmerge.{}])", major, minor, b_.label.cuda_major(), b_.label.str()),
+                                 *wrong});
+        return false;
+      }
+    }
+    b_.build_info = variant_build_info(b_.label, b_.toolkit ? &*b_.toolkit : nullptr, probe);
+    return true;
   }
 
   bool run(const std::vector<std::string>& argv) {
@@ -248,15 +407,38 @@ BuildOptions with_absolute_paths(BuildOptions options) {
   return options;
 }
 
-// The majors to build, sorted and distinct; fewer than two is a problem.
-std::vector<int> build_majors(const BuildOptions& options, const BuildConfig& config, Problems& problems) {
-  std::vector<int> majors = chosen_cuda_majors(options.majors, config);
-  std::sort(majors.begin(), majors.end());
-  majors.erase(std::unique(majors.begin(), majors.end()), majors.end());
-  if (majors.size() < 2)
-    problems.push_back({ProblemKind::usage, {}, {}, "a build needs two or more CUDA majors", "at least 2",
-                        fmt::format("{}", fmt::join(majors, ", "))});
-  return majors;
+// The labels to build, sorted and distinct, of one selector; fewer than two is a problem.
+std::vector<VariantLabel> build_labels(const BuildOptions& options, const BuildConfig& config, Problems& problems) {
+  std::vector<VariantLabel> labels = chosen_labels(requested_labels(options, config), config);
+  std::sort(labels.begin(), labels.end());
+  labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+  for (const VariantLabel& label : labels)
+    if (label.selector() != labels.front().selector()) {
+      problems.push_back({ProblemKind::usage, {}, {}, "variant labels of different selectors",
+                          fmt::format("{} labels only, as {} is", selector_name(labels.front().selector()), labels.front().str()),
+                          fmt::format("{} (selector {})", label.str(), selector_name(label.selector()))});
+      return {};
+    }
+  if (labels.size() < 2) {
+    bool cuda = labels.empty() || labels.front().selector() == Selector::cuda;
+    std::vector<std::string> names;
+    for (const VariantLabel& label : labels) names.push_back(cuda ? std::to_string(label.cuda_major()) : label.str());
+    problems.push_back({ProblemKind::usage, {}, {}, cuda ? "a build needs two or more CUDA majors" : "a build needs two or more variants",
+                        "at least 2", fmt::format("{}", fmt::join(names, ", "))});
+  }
+  return labels;
+}
+
+// Without isolation there is no environment of the variant's own to install build-requires into.
+void check_isolation(const std::vector<VariantLabel>& labels, const BuildOptions& options, const BuildConfig& config,
+                     Problems& problems) {
+  if (options.isolation) return;
+  for (const VariantLabel& label : labels)
+    if (const VariantConfig& v = config.variant(label); !v.build_requires.empty())
+      problems.push_back({ProblemKind::usage, config.source, {},
+                          fmt::format("[tool.wheelmerge.{}] build-requires needs an isolated build", label.str()),
+                          "a build without --no-isolation, or no build-requires for " + label.str(),
+                          fmt::format("--no-isolation and build-requires = {}", nlohmann::json(v.build_requires).dump())});
 }
 
 VariantBackend variant_backend(const ProjectConfig& project, const std::string& project_dir, Problems& problems) {
@@ -274,14 +456,20 @@ VariantBackend variant_backend(const ProjectConfig& project, const std::string& 
   return b;
 }
 
-// A job per major whose toolkit is found; a problem for each that is not.
-std::vector<VariantJob> variant_jobs(const std::vector<int>& majors, const BuildOptions& options,
+// A job per label; for cuda and torch labels, one whose toolkit is found and a problem for each
+// that is not.
+std::vector<VariantJob> variant_jobs(const std::vector<VariantLabel>& labels, const BuildOptions& options,
                                      const BuildConfig& config, Problems& problems) {
-  const ToolkitHints hints = toolkit_hints(options.toolkit_paths, config, options.project_dir, current_environment());
+  const Environment env = current_environment();
   std::vector<VariantJob> jobs;
-  for (int major : majors)
-    if (auto t = find_toolkit(major, hints, problems))
-      jobs.emplace_back(VariantBuild(VariantLabel::cuda(major), *t));
+  for (const VariantLabel& label : labels) {
+    if (label.selector() == Selector::cpu) {
+      jobs.emplace_back(VariantBuild(label, std::nullopt));
+      continue;
+    }
+    const ToolkitHints hints = toolkit_hints(options.toolkit_paths, config, options.project_dir, env, &label);
+    if (auto t = find_toolkit(label.cuda_major(), hints, problems)) jobs.emplace_back(VariantBuild(label, *t));
+  }
   return jobs;
 }
 
@@ -290,12 +478,14 @@ void place_jobs(std::vector<VariantJob>& jobs, const std::string& tmp, const std
   fs::create_directories(log_dir);
   for (VariantJob& job : jobs) {
     const std::string& label = job.build.label.str();
-    const Toolkit& t = job.build.toolkit;
     job.work = tmp + "/" + label;
     job.build.log = log_dir + "/" + label + ".log";
     std::ofstream(job.build.log, std::ios::trunc);
-    progress(fmt::format("[{}] CUDA {} at {} (found by {}, version from {}); log: {}", label, t.version, t.root,
-                         t.found_by, t.version_source, job.build.log));
+    if (const auto& t = job.build.toolkit)
+      progress(fmt::format("[{}] CUDA {} at {} (found by {}, version from {}); log: {}", label, t->version, t->root,
+                           t->found_by, t->version_source, job.build.log));
+    else
+      progress(fmt::format("[{}] -march={}; log: {}", label, march_value(job.build.label.cpu_level()), job.build.log));
   }
 }
 
@@ -318,8 +508,9 @@ void build_jobs(std::vector<VariantJob>& jobs, int workers, const ProjectConfig&
   worker();
 }
 
-// The merge of the built variants, with each variant's toolkit recorded for the loader's build_info().
-std::optional<MergeResult> merge_variants(std::vector<VariantJob>& jobs, const std::vector<int>& majors,
+// The merge of the built variants, with what each was built against recorded for the loader's
+// build_info() (values the command line gives for a label win).
+std::optional<MergeResult> merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabel>& labels,
                                           const BuildOptions& options, const BuildConfig& config,
                                           const ProgressSink& progress, Problems& problems) {
   std::vector<WheelInput> inputs;
@@ -328,9 +519,12 @@ std::optional<MergeResult> merge_variants(std::vector<VariantJob>& jobs, const s
   merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
   for (VariantJob& job : jobs) {
     inputs.push_back({job.build.wheel, job.build.label.str()});
-    merge.build_info[job.build.label.str()] = {{"cuda_version", job.build.toolkit.version}};
+    std::map<std::string, std::string>& info = merge.build_info[job.build.label.str()];
+    for (const auto& [key, value] : job.build.build_info) info.emplace(key, value);
   }
-  progress(fmt::format("merging {}", fmt::join(majors, " and ")));
+  std::vector<std::string> names;
+  for (const VariantLabel& label : labels) names.push_back(label.str());
+  progress(fmt::format("merging {}", fmt::join(names, " and ")));
   std::string warning;
   DosTime time = output_time_from_environment(warning);
   if (!warning.empty()) progress("warning: " + warning);
@@ -339,14 +533,23 @@ std::optional<MergeResult> merge_variants(std::vector<VariantJob>& jobs, const s
 
 }  // namespace
 
+std::vector<VariantLabel> requested_labels(const BuildOptions& options, const BuildConfig& config) {
+  std::vector<VariantLabel> given = options.labels;
+  const Selector selector = given.empty() ? config.selector() : given.front().selector();
+  if (selector != Selector::torch)
+    for (int major : options.majors) given.push_back(VariantLabel::cuda(major));
+  return given;
+}
+
 std::optional<BuildResult> build_project(const BuildOptions& given, const ProgressSink& progress, Problems& problems) {
   const BuildOptions options = with_absolute_paths(given);
   const size_t before = problems.size();
   auto project = load_project_config(options.project_dir, problems);
   if (!project) return std::nullopt;
-  const std::vector<int> majors = build_majors(options, project->wheelmerge, problems);
+  const std::vector<VariantLabel> labels = build_labels(options, project->wheelmerge, problems);
+  check_isolation(labels, options, project->wheelmerge, problems);
   const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
-  std::vector<VariantJob> jobs = variant_jobs(majors, options, project->wheelmerge, problems);
+  std::vector<VariantJob> jobs = variant_jobs(labels, options, project->wheelmerge, problems);
   if (problems.size() != before) return std::nullopt;
 
   std::string tmp = fs::temp_directory_path().string() + "/wheelmerge-build-XXXXXX";
@@ -373,7 +576,7 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
     return std::nullopt;
   }
   for (VariantJob& job : jobs) result.variants.push_back(job.build);
-  auto merged = merge_variants(jobs, majors, options, project->wheelmerge, progress, problems);
+  auto merged = merge_variants(jobs, labels, options, project->wheelmerge, progress, problems);
   cleanup();
   if (!merged) return std::nullopt;
   result.merge = std::move(*merged);

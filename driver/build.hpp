@@ -1,5 +1,6 @@
-// `wheelmerge build`: the project's own PEP 517 build, once per CUDA major against that
-// major's toolkit, each from its own clean copy of the source tree, then the merge.
+// `wheelmerge build`: the project's own PEP 517 build, once per variant label (against the
+// toolkit of its CUDA major for cuda and torch labels, with -march flags for cpu labels), each
+// from its own clean copy of the source tree, then the merge.
 #pragma once
 
 #include "driver/config.hpp"
@@ -7,6 +8,8 @@
 #include "driver/process.hpp"
 #include "driver/toolkit.hpp"
 #include "merger/label.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <map>
@@ -20,7 +23,10 @@ namespace wm {
 struct BuildOptions {
   std::string project_dir = ".";
   std::string out_dir = "dist";
-  std::vector<int> majors;                   // empty: the configuration's, else default_cuda_majors()
+  // The builds: --variant labels and --cuda majors (as cuNN); neither: the configuration's, else
+  // default_cuda_majors(). When the builds are torch labels, --cuda only names toolkit roots.
+  std::vector<VariantLabel> labels;          // --variant
+  std::vector<int> majors;                   // --cuda N
   std::map<int, std::string> toolkit_paths;  // --cuda N=PATH
   bool isolation = true;
   std::map<std::string, std::vector<std::string>> config_settings;  // -C KEY=VALUE (repeatable), for the project's backend
@@ -32,10 +38,11 @@ struct BuildOptions {
 };
 
 struct VariantBuild {
-  VariantBuild(VariantLabel label, Toolkit toolkit) : label(std::move(label)), toolkit(std::move(toolkit)) {}
-  VariantLabel label;  // cuNN of the toolkit's major
-  Toolkit toolkit;
+  VariantBuild(VariantLabel label, std::optional<Toolkit> toolkit) : label(std::move(label)), toolkit(std::move(toolkit)) {}
+  VariantLabel label;
+  std::optional<Toolkit> toolkit;  // of the label's CUDA major; none for cpu labels
   Environment env;    // what the variant's build saw changed from the inherited environment ("": removed)
+  std::map<std::string, std::string> build_info;  // what the build was compiled against, for the loader
   std::string wheel;  // the built wheel
   std::string log;
   double seconds = 0;
@@ -49,9 +56,37 @@ struct BuildResult {
 
 using ProgressSink = std::function<void(const std::string&)>;
 
-// The whole environment of a variant's build, from `base`: every toolkit variable names this
-// toolkit, no other toolkit's nvcc stays reachable on PATH, and the configuration's env applies.
+// The whole environment of a variant's build, from `base`. With a toolkit: every toolkit variable
+// names it and no other toolkit's nvcc stays reachable on PATH. For a cpu label: CFLAGS and
+// CXXFLAGS end with the level's -march flag, unless the variant's own env sets that variable.
+// The configuration's env applies (the variant's table after the shared one), and
+// WHEELMERGE_BUILD_VARIANT names the label. `python_cflags` is what an unset CFLAGS or CXXFLAGS
+// of a cpu label starts from: the build interpreter's sysconfig CFLAGS ("-DNDEBUG -g -fwrapv -O3
+// -Wall"), which setuptools (75.7 and later) uses only while CFLAGS is unset; without them the
+// -march flag would cost the optimization.
+Environment variant_environment(const VariantLabel& label, const Toolkit* toolkit, const BuildConfig& config,
+                                const Environment& base, const std::string& python_cflags = {});
+
+// The sysconfig CFLAGS of `python`, run with `env` in `work_dir` (which gets its output and
+// log); nullopt with `error` when it cannot be read.
+std::optional<std::string> python_cflags(const std::string& python, const Environment& env, const std::string& work_dir,
+                                         std::string& error);
+
+// The environment of a cuNN build with `toolkit`.
 Environment variant_environment(const Toolkit& toolkit, const BuildConfig& config, const Environment& base);
+
+// The -march value of a psABI level: "x86-64" for 1, "x86-64-vN" above.
+std::string march_value(int level);
+
+// What the build environment holds, from `probe` (the JSON the build's probe wrote: torch,
+// torch_cuda, cuda_bindings, each absent when not installed), as build_info keys: cuda_version
+// (the toolkit's major.minor), cuda_bindings, torch (without local part), torch_cuda, march.
+std::map<std::string, std::string> variant_build_info(const VariantLabel& label, const Toolkit* toolkit,
+                                                      const nlohmann::json& probe);
+
+// For a torch label: nullopt when the probed torch is the one `label` names, else what is wrong
+// ("the environment has torch 2.11.0 built with CUDA 13.0, whose label is torch211_cu13").
+std::optional<std::string> torch_mismatch(const VariantLabel& label, const nlohmann::json& probe);
 
 // What `env` changes in `base`: variables set to another value, and those removed (as "").
 Environment environment_changes(const Environment& base, const Environment& env);
@@ -59,6 +94,10 @@ Environment environment_changes(const Environment& base, const Environment& env)
 // Copies a project's source tree, leaving out version control and the usual build outputs
 // (build/, dist/, *.egg-info/, __pycache__/...), so no artefact of an earlier build is reused.
 bool copy_source_tree(const std::string& from, const std::string& to, std::string& error);
+
+// The labels the command line asks for: --variant's, and --cuda's majors as cuNN unless the
+// builds are torch labels (then --cuda N=PATH only names CUDA N's toolkit). Empty: none asked.
+std::vector<VariantLabel> requested_labels(const BuildOptions& options, const BuildConfig& config);
 
 std::optional<BuildResult> build_project(const BuildOptions& options, const ProgressSink& progress, Problems& problems);
 

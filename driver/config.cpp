@@ -2,6 +2,7 @@
 
 #include "driver/process.hpp"
 #include "merger/label.hpp"
+#include "merger/requirement.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -49,51 +50,128 @@ struct Walker {
       fail(root, "the wheelmerge configuration must be a table", "a table", root.kind());
       return;
     }
+    std::optional<Node> variants_node, cuda_node;
     for (auto& [key, value] : root.entries()) {
       if (key == "cuda") {
-        for (const Node& item : value.items(*this, key)) {
-          auto major = item.as_int();
-          if (!major || *major < 1 || *major > 99)
-            fail(item, "\"cuda\" lists CUDA majors", "an integer such as 12", item.kind());
-          else
-            config.cuda.push_back(static_cast<int>(*major));
-        }
+        cuda_node = value;
+        cuda(value, config);
+      } else if (key == "variants") {
+        variants_node = value;
+        labels(value, config);
       } else if (key == "backend") {
         if (auto s = string(value, key)) config.backend = *s;
       } else if (key == "backend-path") {
-        for (const Node& item : value.items(*this, key))
-          if (auto s = string(item, key)) config.backend_path.push_back(*s);
+        config.backend_path = strings(value, key);
       } else if (key == "variant-files") {
-        for (const Node& item : value.items(*this, key))
-          if (auto s = string(item, key)) config.variant_files.push_back(*s);
+        config.variant_files = strings(value, key);
       } else if (key == "driver-fallback") {
         if (auto b = value.as_bool()) config.driver_fallback = *b;
         else fail(value, "\"driver-fallback\" must be true or false", "a boolean", value.kind());
       } else if (key == "env") {
         config.env = env(value, key);
-      } else if (auto major = key.starts_with("cu") ? parse_cuda_major(std::string_view(key).substr(2)) : std::nullopt) {
-        VariantConfig& variant = config.variants[*major];
-        if (!value.is_table()) {
-          fail(value, "\"" + key + "\" must be a table", "a table with toolkit and env", value.kind());
-          continue;
-        }
-        for (auto& [vkey, vvalue] : value.entries()) {
-          if (vkey == "toolkit") {
-            if (auto s = string(vvalue, key + ".toolkit")) variant.toolkit = *s;
-          } else if (vkey == "env") {
-            variant.env = env(vvalue, key + ".env");
-          } else {
-            fail(vvalue, fmt::format("unknown key \"{}.{}\"", key, vkey), "toolkit or env", vkey);
-          }
-        }
+      } else if (auto label = table_label(key)) {
+        variant_table(key, value, config.variants[*label]);
       } else {
         fail(value, fmt::format("unknown key \"{}\"", key),
-             "cuda, backend, backend-path, variant-files, driver-fallback, env or cuNN", key);
+             "variants, cuda, backend, backend-path, variant-files, driver-fallback, env or a variant label "
+             "(cuNN, torchMmm_cuNN, x86_64_vN)", key);
       }
     }
+    if (variants_node && cuda_node)
+      fail(*cuda_node, "\"cuda\" and \"variants\" both name the builds", "one of them (cuda = [12, 13] is "
+           "variants = [\"cu12\", \"cu13\"])", "both");
+    one_selector(root, config);
+  }
+
+  std::vector<std::string> strings(const Node& n, const std::string& key) {
+    std::vector<std::string> out;
+    for (const Node& item : n.items(*this, key))
+      if (auto s = string(item, key)) out.push_back(*s);
+    return out;
+  }
+
+  void cuda(const Node& n, BuildConfig& config) {
     std::set<int> seen;
-    for (int major : config.cuda)
-      if (!seen.insert(major).second) fail(root, "\"cuda\" lists a major twice", "distinct majors", std::to_string(major));
+    for (const Node& item : n.items(*this, "cuda")) {
+      auto major = item.as_int();
+      if (!major || *major < 1 || *major > 99) {
+        fail(item, "\"cuda\" lists CUDA majors", "an integer such as 12", item.kind());
+      } else if (!seen.insert(static_cast<int>(*major)).second) {
+        fail(n, "\"cuda\" lists a major twice", "distinct majors", std::to_string(*major));
+      } else {
+        config.cuda.push_back(static_cast<int>(*major));
+        config.labels.push_back(VariantLabel::cuda(static_cast<int>(*major)));
+      }
+    }
+  }
+
+  void labels(const Node& n, BuildConfig& config) {
+    std::set<std::string> seen;
+    for (const Node& item : n.items(*this, "variants")) {
+      auto text = string(item, "variants");
+      if (!text) continue;
+      std::string why;
+      auto label = VariantLabel::parse(*text, why);
+      if (!label || label->str() != *text)
+        fail(item, "\"variants\" lists variant labels", label ? label->str() : why, "\"" + *text + "\"");
+      else if (!seen.insert(*text).second)
+        fail(item, "\"variants\" lists a label twice", "distinct labels", *text);
+      else
+        config.labels.push_back(*label);
+    }
+  }
+
+  // The label a [tool.wheelmerge.<key>] table is for: cuNN as it has always been read (one or
+  // two digits, "cu05" is cu5), a torch or cpu label as VariantLabel spells it.
+  static std::optional<VariantLabel> table_label(const std::string& key) {
+    if (key.starts_with("cu")) {
+      auto major = parse_cuda_major(std::string_view(key).substr(2));
+      return major ? std::optional(VariantLabel::cuda(*major)) : std::nullopt;
+    }
+    auto label = VariantLabel::parse(key);
+    return label && label->str() == key ? label : std::nullopt;
+  }
+
+  void variant_table(const std::string& key, const Node& value, VariantConfig& variant) {
+    if (!value.is_table()) {
+      fail(value, "\"" + key + "\" must be a table", "a table with toolkit, env and build-requires", value.kind());
+      return;
+    }
+    for (auto& [vkey, vvalue] : value.entries()) {
+      if (vkey == "toolkit") {
+        if (auto s = string(vvalue, key + ".toolkit")) variant.toolkit = *s;
+      } else if (vkey == "env") {
+        variant.env = env(vvalue, key + ".env");
+      } else if (vkey == "build-requires") {
+        build_requires(key, vvalue, variant);
+      } else {
+        fail(vvalue, fmt::format("unknown key \"{}.{}\"", key, vkey), "toolkit, env or build-requires", vkey);
+      }
+    }
+  }
+
+  void build_requires(const std::string& key, const Node& n, VariantConfig& variant) {
+    const std::string name = key + ".build-requires";
+    for (const Node& item : n.items(*this, name)) {
+      auto text = string(item, name);
+      if (!text) continue;
+      std::string error;
+      if (parse_requirement(*text, error)) variant.build_requires.push_back(*text);
+      else fail(item, fmt::format("\"{}\" lists PEP 508 requirements", name), error, "\"" + *text + "\"");
+    }
+  }
+
+  // One loader chooses by one thing: every label named, in `variants` or as a table, is of one selector.
+  void one_selector(const Node& root, const BuildConfig& config) {
+    std::vector<VariantLabel> all = config.labels;
+    for (const auto& [label, _] : config.variants) all.push_back(label);
+    for (const VariantLabel& label : all)
+      if (label.selector() != all.front().selector()) {
+        fail(root, "variant labels of different selectors",
+             fmt::format("{} labels only, as {} is", selector_name(all.front().selector()), all.front().str()),
+             fmt::format("{} (selector {})", label.str(), selector_name(label.selector())));
+        return;
+      }
   }
 };
 
@@ -270,14 +348,28 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
   return project;
 }
 
+Selector BuildConfig::selector() const {
+  if (!labels.empty()) return labels.front().selector();
+  if (!variants.empty()) return variants.begin()->first.selector();
+  return Selector::cuda;
+}
+
+const VariantConfig& BuildConfig::variant(const VariantLabel& label) const {
+  static const VariantConfig kNone;
+  auto it = variants.find(label);
+  return it == variants.end() ? kNone : it->second;
+}
+
 nlohmann::json config_json(const ProjectConfig& project) {
   const BuildConfig& c = project.wheelmerge;
   nlohmann::json variants = nlohmann::json::object();
-  for (const auto& [major, v] : c.variants)
-    variants[VariantLabel::cuda(major).str()] = {{"toolkit", v.toolkit}, {"env", v.env}};
-  return {{"source", c.source}, {"cuda", c.cuda}, {"backend", c.backend}, {"backend-path", c.backend_path},
-          {"variant-files", c.variant_files}, {"driver-fallback", c.driver_fallback}, {"env", c.env},
-          {"variants", variants},
+  for (const auto& [label, v] : c.variants)
+    variants[label.str()] = {{"toolkit", v.toolkit}, {"env", v.env}, {"build-requires", v.build_requires}};
+  nlohmann::json labels = nlohmann::json::array();
+  for (const VariantLabel& label : c.labels) labels.push_back(label.str());
+  return {{"source", c.source}, {"selector", selector_name(c.selector())}, {"labels", labels}, {"cuda", c.cuda},
+          {"backend", c.backend}, {"backend-path", c.backend_path}, {"variant-files", c.variant_files},
+          {"driver-fallback", c.driver_fallback}, {"env", c.env}, {"variants", variants},
           {"build-system", {{"requires", project.build_system.requirements},
                             {"build-backend", project.build_system.backend},
                             {"backend-path", project.build_system.backend_path}}}};
@@ -286,7 +378,18 @@ nlohmann::json config_json(const ProjectConfig& project) {
 std::vector<int> chosen_cuda_majors(const std::vector<int>& given, const BuildConfig& config) {
   if (!given.empty()) return given;
   if (!config.cuda.empty()) return config.cuda;
-  return default_cuda_majors();
+  std::vector<int> majors;
+  for (const VariantLabel& label : config.labels)
+    if (label.selector() == Selector::cuda) majors.push_back(label.cuda_major());
+  return majors.empty() ? default_cuda_majors() : majors;
+}
+
+std::vector<VariantLabel> chosen_labels(const std::vector<VariantLabel>& given, const BuildConfig& config) {
+  if (!given.empty()) return given;
+  if (!config.labels.empty()) return config.labels;
+  std::vector<VariantLabel> labels;
+  for (int major : default_cuda_majors()) labels.push_back(VariantLabel::cuda(major));
+  return labels;
 }
 
 std::optional<int> parse_cuda_major(std::string_view digits) {

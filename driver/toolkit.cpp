@@ -101,8 +101,11 @@ Candidates explicit_roots(int major, const ToolkitHints& hints) {
     roots.emplace_back(fmt::format("--cuda {}=PATH", major), it->second);
   if (std::string env = env_or(hints, fmt::format("WHEELMERGE_CUDA_{}", major)); !env.empty())
     roots.emplace_back(fmt::format("WHEELMERGE_CUDA_{}", major), env);
-  if (auto it = hints.config.find(major); it != hints.config.end() && !it->second.empty())
-    roots.emplace_back(fmt::format("[tool.wheelmerge.{}] toolkit", VariantLabel::cuda(major).str()), it->second);
+  if (auto it = hints.config.find(major); it != hints.config.end() && !it->second.empty()) {
+    auto table = hints.config_table.find(major);
+    std::string label = table == hints.config_table.end() ? VariantLabel::cuda(major).str() : table->second;
+    roots.emplace_back(fmt::format("[tool.wheelmerge.{}] toolkit", label), it->second);
+  }
   return roots;
 }
 
@@ -151,11 +154,15 @@ Candidates discovery_candidates(int major, const ToolkitHints& hints, std::vecto
 }  // namespace
 
 ToolkitHints toolkit_hints(const std::map<int, std::string>& command_line, const BuildConfig& config,
-                           const std::string& project_dir, std::map<std::string, std::string> env) {
+                           const std::string& project_dir, std::map<std::string, std::string> env,
+                           const VariantLabel* only) {
   ToolkitHints hints;
   hints.command_line = command_line;
-  for (const auto& [major, v] : config.variants)
-    if (!v.toolkit.empty()) hints.config[major] = (fs::path(project_dir) / v.toolkit).lexically_normal().string();
+  for (const auto& [label, v] : config.variants) {
+    if (v.toolkit.empty() || label.selector() == Selector::cpu || (only && !(label == *only))) continue;
+    hints.config[label.cuda_major()] = (fs::path(project_dir) / v.toolkit).lexically_normal().string();
+    hints.config_table[label.cuda_major()] = label.str();
+  }
   hints.env = std::move(env);
   return hints;
 }

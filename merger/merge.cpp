@@ -9,11 +9,50 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <map>
 #include <optional>
+#include <regex>
 #include <utility>
 
 namespace wm {
+
+namespace {
+
+// A project name as PEP 508 allows it: letters and digits, inner runs of "-_." allowed.
+bool valid_project_name(const std::string& name) {
+  static const std::regex pattern("[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?");
+  return std::regex_match(name, pattern);
+}
+
+// With --name, an input that carries no label otherwise takes it from its distribution's name
+// suffix ("cupy_cuda12x-14.2.0-...whl" is cu12); without --name, names never give labels.
+std::vector<WheelInput> with_name_labels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
+                                         Problems& problems) {
+  std::vector<WheelInput> labelled = inputs;
+  if (options.name.empty()) return labelled;
+  if (!valid_project_name(options.name)) {
+    problems.push_back({ProblemKind::usage, {}, {}, "invalid --name",
+                        "a project name: letters and digits, with -, _ or . between them", options.name});
+    return labelled;
+  }
+  for (WheelInput& in : labelled) {
+    if (!detect_label(in).empty()) continue;
+    std::string file = std::filesystem::path(in.path).filename().string();
+    if (auto suffix = name_suffix_label(file.substr(0, file.find('-')))) in.label = suffix->label;
+  }
+  return labelled;
+}
+
+// What an input without a label has instead: a name whose CUDA suffix would give one with --name.
+std::string suffix_hint(const WheelInput& in) {
+  std::string file = std::filesystem::path(in.path).filename().string();
+  std::string name = file.substr(0, file.find('-'));
+  auto suffix = name_suffix_label(name);
+  return suffix ? fmt::format("none (the name {} gives {} with --name NAME)", name, suffix->label) : "none";
+}
+
+}  // namespace
 
 std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
                                         const std::string& out_dir, DosTime time, Problems& problems) {
@@ -23,13 +62,15 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
                         std::to_string(inputs.size())});
     return std::nullopt;
   }
+  std::vector<WheelInput> labelled = with_name_labels(inputs, options, problems);
+  if (problems.size() != before) return std::nullopt;
   std::map<std::string, std::string> labels;  // label -> input
   std::optional<std::pair<VariantLabel, std::string>> first;  // the first valid label and its input
-  for (const WheelInput& in : inputs) {
+  for (const WheelInput& in : labelled) {
     std::string label = detect_label(in), why;
     auto parsed = label.empty() ? std::nullopt : VariantLabel::parse(label, why);
     if (label.empty()) {
-      problems.push_back({ProblemKind::usage, in.path, {}, "no variant label", std::string(kLabelForms), "none"});
+      problems.push_back({ProblemKind::usage, in.path, {}, "no variant label", std::string(kLabelForms), suffix_hint(in)});
     } else if (!parsed) {
       problems.push_back({ProblemKind::usage, in.path, {}, "invalid variant label", why, label});
     } else if (auto [it, fresh] = labels.emplace(label, in.path); !fresh) {
@@ -52,7 +93,7 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   MergeResult result;
   std::vector<std::optional<Wheel>> read(inputs.size());
   std::vector<Problems> found(inputs.size());
-  parallel_for(inputs.size(), [&](size_t i) { read[i] = read_wheel(inputs[i], found[i]); });
+  parallel_for(inputs.size(), [&](size_t i) { read[i] = read_wheel(labelled[i], found[i]); });
   for (size_t i = 0; i < inputs.size(); ++i) {
     problems.insert(problems.end(), found[i].begin(), found[i].end());
     if (read[i]) result.inputs.push_back(std::move(*read[i]));

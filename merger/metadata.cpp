@@ -1,5 +1,6 @@
 #include "merger/metadata.hpp"
 
+#include "merger/label.hpp"
 #include "merger/text.hpp"
 #include "merger/wheel_name.hpp"
 
@@ -7,15 +8,22 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace wm {
 
+std::string normalize_extra(std::string_view extra) {
+  std::string out = normalize_name(extra);
+  std::replace(out.begin(), out.end(), '_', '-');
+  return out;
+}
+
 namespace {
-bool varies_per_build(std::string_view key) {
-  return iequals(key, "Version") || iequals(key, "Requires-Dist");
+bool varies_per_build(std::string_view key, bool renamed) {
+  return iequals(key, "Version") || iequals(key, "Requires-Dist") || (renamed && iequals(key, "Name"));
 }
 
 // What makes two requirements the same for pip: the normalised name, the extras and the
@@ -37,19 +45,304 @@ bool mentions_extra(const MarkerExpr& marker) {
     return std::any_of(marker.children.begin(), marker.children.end(), [](const MarkerPtr& c) { return mentions_extra(*c); });
   return (marker.lhs.is_variable && marker.lhs.text == "extra") || (marker.rhs.is_variable && marker.rhs.text == "extra");
 }
+
+bool depends_on_extra(const Requirement& r) { return r.marker && mentions_extra(*r.marker); }
+
+// Whether `marker` can hold only with some extra requested: false when it may hold with none
+// ("python_version >= '3' or extra == 'x'"), whatever the environment.
+bool requires_extra(const MarkerExpr& marker) {
+  switch (marker.kind) {
+    case MarkerExpr::Kind::And:
+      return std::any_of(marker.children.begin(), marker.children.end(), [](const MarkerPtr& c) { return requires_extra(*c); });
+    case MarkerExpr::Kind::Or:
+      return std::all_of(marker.children.begin(), marker.children.end(), [](const MarkerPtr& c) { return requires_extra(*c); });
+    case MarkerExpr::Kind::Compare: break;
+  }
+  // `extra == ""` holds with no extra requested.
+  return marker.op == "==" &&
+         ((marker.lhs.is_variable && marker.lhs.text == "extra" && !marker.rhs.is_variable && !marker.rhs.text.empty()) ||
+          (marker.rhs.is_variable && marker.rhs.text == "extra" && !marker.lhs.is_variable && !marker.lhs.text.empty()));
+}
+
+// `marker` with each `extra == "X"` replaced by `replace(X)` (X normalized; a null result keeps
+// the comparison). An extra compared any other way sets `unsupported`.
+MarkerPtr map_extras(const MarkerPtr& marker, const std::function<MarkerPtr(const std::string&)>& replace,
+                     bool& unsupported) {
+  if (!marker) return marker;
+  if (marker->kind != MarkerExpr::Kind::Compare) {
+    MarkerPtr out;
+    for (const MarkerPtr& child : marker->children) {
+      MarkerPtr mapped = map_extras(child, replace, unsupported);
+      out = marker->kind == MarkerExpr::Kind::And ? marker_and(out, mapped) : marker_or(out, mapped);
+    }
+    return out;
+  }
+  const bool left = marker->lhs.is_variable && marker->lhs.text == "extra";
+  const bool right = marker->rhs.is_variable && marker->rhs.text == "extra";
+  if (!left && !right) return marker;
+  const MarkerOperand& value = left ? marker->rhs : marker->lhs;
+  if (marker->op != "==" || value.is_variable || normalize_extra(value.text).empty()) {
+    unsupported = true;
+    return marker;
+  }
+  MarkerPtr replaced = replace(normalize_extra(value.text));
+  return replaced ? replaced : marker;
+}
+
+// The extras `extra == "X"` names in `marker`, normalized, in order.
+std::vector<std::string> extras_named(const MarkerPtr& marker, bool& unsupported) {
+  std::vector<std::string> out;
+  map_extras(marker, [&](const std::string& x) {
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+    return MarkerPtr();
+  }, unsupported);
+  return out;
+}
+
+// Release segments of versions, compared as PEP 440 does: missing segments are zeros.
+using Release = std::vector<long long>;
+
+int compare_release(const Release& a, const Release& b) {
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    long long x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+struct Clause {
+  std::string op;  // == != <= >= < > ~=
+  Release version;
+  bool wildcard = false;  // "==2.10.*"
+};
+
+bool holds(const Clause& c, const Release& v) {
+  auto prefix_matches = [&](const Release& prefix) {
+    return compare_release(Release(v.begin(), v.begin() + std::min(v.size(), prefix.size())), prefix) == 0 &&
+           (v.size() >= prefix.size() || compare_release(v, prefix) == 0);
+  };
+  const int cmp = compare_release(v, c.version);
+  if (c.op == "==") return c.wildcard ? prefix_matches(c.version) : cmp == 0;
+  if (c.op == "!=") return c.wildcard ? !prefix_matches(c.version) : cmp != 0;
+  if (c.op == "<=") return cmp <= 0;
+  if (c.op == ">=") return cmp >= 0;
+  if (c.op == "<") return cmp < 0;
+  if (c.op == ">") return cmp > 0;
+  // ~=V: >= V and the same release up to V's second-to-last segment.
+  return cmp >= 0 && prefix_matches(Release(c.version.begin(), c.version.end() - 1));
+}
+
+std::optional<std::vector<Clause>> parse_clauses(std::string_view specifier, std::string& why) {
+  std::vector<Clause> clauses;
+  for (const std::string& text : split(specifier, ',')) {
+    if (text.empty()) continue;
+    Clause c;
+    for (const char* op : {"===", "~=", "==", "!=", "<=", ">=", "<", ">"}) {
+      if (text.starts_with(op)) {
+        c.op = op;
+        break;
+      }
+    }
+    std::string version = text.substr(c.op.size());
+    if (c.op == "===" || c.op.empty()) {
+      why = fmt::format("\"{}\": {} is not evaluated here", text, c.op.empty() ? "a clause without an operator" : "===");
+      return std::nullopt;
+    }
+    if ((c.op == "==" || c.op == "!=") && version.ends_with(".*")) {
+      c.wildcard = true;
+      version.resize(version.size() - 2);
+    }
+    for (const std::string& part : split(version, '.')) {
+      if (part.empty() || part.size() > 9 || !std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        why = fmt::format("\"{}\": only release versions (digits and dots) are evaluated here, no epoch, pre-, post-, "
+                          "dev-release or local part", text);
+        return std::nullopt;
+      }
+      c.version.push_back(std::stoll(part));
+    }
+    if (c.op == "~=" && c.version.size() < 2) {
+      why = fmt::format("\"{}\": ~= needs two or more release segments", text);
+      return std::nullopt;
+    }
+    clauses.push_back(std::move(c));
+  }
+  return clauses;
+}
+}  // namespace
+
+std::optional<bool> admits_release_series(std::string_view specifier, int major, int minor, std::string& why) {
+  auto clauses = parse_clauses(specifier, why);
+  if (!clauses) return std::nullopt;
+  // What the clauses admit is a finite union of intervals whose ends are the clauses' versions
+  // (and the ends of their wildcard prefixes); where it meets the series, it holds the series'
+  // first release, or a version at, just above or just below one of those ends.
+  const Release first{major, minor}, next{major, minor + 1};
+  constexpr long long kHuge = 999999999;
+  std::vector<Release> candidates{first};
+  size_t depth = 3;  // past every clause's last segment: "just above" lies below every greater end
+  for (const Clause& c : *clauses) depth = std::max(depth, c.version.size() + 1);
+  for (const Clause& c : *clauses) {
+    std::vector<Release> ends{c.version};
+    if (c.wildcard || c.op == "~=") {
+      Release prefix = c.op == "~=" ? Release(c.version.begin(), c.version.end() - 1) : c.version;
+      ends.push_back(prefix);
+      ++prefix.back();
+      ends.push_back(prefix);
+    }
+    for (const Release& end : ends) {
+      candidates.push_back(end);
+      Release above = end;
+      above.resize(depth + 1, 0);
+      above.back() = 1;
+      candidates.push_back(above);
+      Release below = end;
+      while (!below.empty() && below.back() == 0) below.pop_back();
+      if (below.empty()) continue;
+      --below.back();
+      below.push_back(kHuge);
+      candidates.push_back(below);
+    }
+  }
+  return std::any_of(candidates.begin(), candidates.end(), [&](const Release& v) {
+    return compare_release(v, first) >= 0 && compare_release(v, next) < 0 &&
+           std::all_of(clauses->begin(), clauses->end(), [&](const Clause& c) { return holds(c, v); });
+  });
+}
+
+std::string series_specifier(std::vector<std::pair<int, int>> series, std::string& why) {
+  std::sort(series.begin(), series.end());
+  series.erase(std::unique(series.begin(), series.end()), series.end());
+  if (series.empty() || series.front().first != series.back().first) {
+    why = "torch builds of different majors, which one specifier cannot cover without admitting the minors between them";
+    return {};
+  }
+  const int major = series.front().first, low = series.front().second, high = series.back().second;
+  std::string out = fmt::format(">={}.{},<{}.{}", major, low, major, high + 1);
+  for (int minor = low + 1; minor < high; ++minor)
+    if (!std::binary_search(series.begin(), series.end(), std::pair(major, minor))) out += fmt::format(",!={}.{}.*", major, minor);
+  return out;
+}
+
+namespace {
+
+// A description cut into paragraphs, each with the blank lines after it, so that joining them
+// gives the text back byte for byte.
+std::vector<std::string> paragraphs(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t at = text.find("\n\n", start);
+    size_t end = at == std::string::npos ? text.size() : text.find_first_not_of('\n', at);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end;
+  }
+  return out;
+}
+
+// The description of distributions of different names merged under --name: each describes
+// itself ("a CuPy wheel for CUDA 12.x ... pip install cupy-cuda12x[ctk]"), so neither is the
+// merged one's. The paragraphs every build shares at the start and the end are kept once;
+// between them, each build's own paragraphs, introduced by a paragraph naming the build.
+std::string merged_description(const std::vector<const Wheel*>& wheels) {
+  std::vector<std::vector<std::string>> texts;
+  for (const Wheel* w : wheels) texts.push_back(paragraphs(w->metadata.body));
+  if (std::all_of(texts.begin(), texts.end(), [&](const auto& t) { return t == texts.front(); }))
+    return wheels.front()->metadata.body;
+  size_t shortest = texts.front().size();
+  for (const auto& t : texts) shortest = std::min(shortest, t.size());
+  auto same_at = [&](auto index) {
+    return std::all_of(texts.begin(), texts.end(), [&](const auto& t) { return index(t) == index(texts.front()); });
+  };
+  size_t head = 0, tail = 0;
+  while (head < shortest && same_at([&](const auto& t) { return t[head]; })) ++head;
+  while (tail < shortest - head && same_at([&](const auto& t) { return t[t.size() - 1 - tail]; })) ++tail;
+  std::string out;
+  auto separate = [&] {  // a blank line before the next paragraph
+    if (out.empty()) return;
+    while (!out.ends_with("\n\n")) out += '\n';
+  };
+  for (size_t i = 0; i < head; ++i) out += texts.front()[i];
+  for (size_t b = 0; b < wheels.size(); ++b) {
+    if (texts[b].size() == head + tail) continue;
+    separate();
+    out += fmt::format("For the {} build (from {} {}):\n\n", wheels[b]->label, wheels[b]->metadata.one("Name").value_or(""),
+                       wheels[b]->metadata.one("Version").value_or(""));
+    for (size_t i = head; i < texts[b].size() - tail; ++i) out += texts[b][i];
+  }
+  if (tail > 0) separate();
+  for (size_t i = texts.front().size() - tail; i < texts.front().size(); ++i) out += texts.front()[i];
+  return out;
+}
+
+bool is_torch_requirement(const Requirement& r) { return normalize_name(r.name) == "torch" && !depends_on_extra(r); }
+
+// For builds of the torch selector: the one torch requirement that replaces every build's own
+// (see metadata.hpp); nullopt for other selectors, or with problems.
+std::optional<Requirement> combined_torch_requirement(const std::vector<const Wheel*>& wheels, Problems& problems) {
+  std::vector<std::pair<int, int>> series;
+  for (const Wheel* w : wheels) {
+    auto label = VariantLabel::parse(w->label);
+    if (!label || label->selector() != Selector::torch) return std::nullopt;
+    series.push_back(label->torch_version());
+  }
+  const size_t before = problems.size();
+  std::optional<Requirement> found;  // the first build's torch requirement, for its extras and marker
+  std::string found_key;
+  for (size_t i = 0; i < wheels.size(); ++i) {
+    const Wheel& w = *wheels[i];
+    for (const Requirement& r : w.requires_dist) {
+      if (!is_torch_requirement(r)) continue;
+      const std::string member = w.dist_info + "/METADATA";
+      std::string why;
+      auto admits = admits_release_series(r.specifier, series[i].first, series[i].second, why);
+      if (!r.url.empty()) {
+        problems.push_back({ProblemKind::conflict, w.display, member, "a torch requirement by URL cannot cover several builds",
+                            "a torch requirement by version", r.to_string()});
+      } else if (!admits) {
+        problems.push_back({ProblemKind::conflict, w.display, member, "cannot evaluate the build's torch requirement",
+                            "version specifiers on release segments (==, !=, <, <=, >, >=, ~=, ==X.*)", why});
+      } else if (!*admits) {
+        problems.push_back({ProblemKind::conflict, w.display, member, "the build's torch requirement excludes the torch its label names",
+                            fmt::format("a requirement admitting torch {}.{} (label {})", series[i].first, series[i].second, w.label),
+                            r.to_string()});
+      }
+      Requirement rest = r;
+      rest.specifier.clear();
+      if (!found) {
+        found = rest;
+        found_key = requirement_key(rest);
+      } else if (requirement_key(rest) != found_key) {
+        problems.push_back({ProblemKind::conflict, w.display, member, "torch requirements differ between builds in more than their versions",
+                            found->to_string() + " with a version specifier", rest.to_string() + " with a version specifier"});
+      }
+    }
+  }
+  std::string why;
+  std::string specifier = series_specifier(series, why);
+  if (specifier.empty())
+    problems.push_back({ProblemKind::conflict, wheels.front()->display, "METADATA", "cannot cover the builds' torch versions in one requirement",
+                        "torch builds of one major", why});
+  if (problems.size() != before) return std::nullopt;
+  Requirement combined = found.value_or(Requirement{"torch", {}, {}, {}, nullptr});
+  combined.specifier = specifier;
+  return combined;
+}
+
 }  // namespace
 
 std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
-                                             Problems& problems) {
+                                             const std::string& name, Problems& problems) {
   const Wheel& first = *wheels.front();
   const std::string member = "METADATA";
   const size_t before = problems.size();
+  const bool renamed = !name.empty();
 
-  // Everything but Version and Requires-Dist must be the same in every build.
-  auto fixed_fields = [](const Wheel& w) {
+  // Everything but Version and Requires-Dist (and Name, when renamed) must be the same in every build.
+  auto fixed_fields = [&](const Wheel& w) {
     std::vector<Header> out;
     for (const Header& h : w.metadata.fields)
-      if (!varies_per_build(h.key)) out.push_back(h);
+      if (!varies_per_build(h.key, renamed)) out.push_back(h);
     return out;
   };
   const std::vector<Header> reference = fixed_fields(first);
@@ -72,11 +365,16 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
                           fmt::format("METADATA field {} differs between builds", key),
                           show(reference, first), show(other, *w)});
     }
-    if (w->metadata.body != first.metadata.body)
+    if (w->metadata.body != first.metadata.body && !renamed)
       problems.push_back({ProblemKind::conflict, first.display + ", " + w->display, member,
                           "METADATA description differs between builds", "the same text", "different text"});
   }
   if (problems.size() != before) return std::nullopt;
+
+  // torch builds: every build's torch requirement gives way to one covering them all.
+  const std::optional<Requirement> torch = combined_torch_requirement(wheels, problems);
+  if (problems.size() != before) return std::nullopt;
+  auto replaced = [&](const Requirement& r) { return torch && is_torch_requirement(r); };
 
   // Requirements every build shares stay as they are; the others become per-label extras.
   // Compared by canonical text, counted in hash maps: linear in the number of requirements.
@@ -90,26 +388,96 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
     }
   }
   auto shared = [&](const std::string& key) { return builds_with.at(key) == wheels.size(); };
-  std::vector<std::string> merged;
-  const std::vector<std::string> first_texts = first.metadata.all("Requires-Dist");  // as written
-  for (size_t k = 0; k < keys.front().size(); ++k)
-    if (shared(keys.front()[k])) merged.push_back(first_texts[k]);
+
+  // The extras some build's own requirements depend on: each becomes one extra per build.
+  std::vector<std::string> split_extras;
+  for (size_t i = 0; i < wheels.size(); ++i) {
+    const Wheel* w = wheels[i];
+    for (size_t k = 0; k < w->requires_dist.size(); ++k) {
+      const Requirement& r = w->requires_dist[k];
+      if (shared(keys[i][k]) || replaced(r) || !depends_on_extra(r)) continue;
+      bool unsupported = false;
+      for (const std::string& x : extras_named(r.marker, unsupported))
+        if (std::find(split_extras.begin(), split_extras.end(), x) == split_extras.end()) split_extras.push_back(x);
+      if (unsupported)
+        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
+                            "a requirement that depends on an extra differs between builds, and compares the extra other than as extra == \"NAME\"",
+                            "the same requirement in every build, or extra == \"NAME\" comparisons", r.to_string()});
+      else if (!requires_extra(*r.marker))
+        // Its build installs it with no extra too, which no per-build extra can express.
+        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
+                            "a requirement that differs between builds holds both with and without an extra",
+                            "the same requirement in every build, or a marker that holds only with its extra", r.to_string()});
+    }
+  }
+  if (problems.size() != before) return std::nullopt;
+  auto build_extra = [](const std::string& x, const std::string& label) { return normalize_extra(x + "-" + label); };
+
   MergedMetadata result;
   std::vector<std::string> extras = first.metadata.all("Provides-Extra");
-  std::unordered_set<std::string> extra_names(extras.begin(), extras.end());
+  std::unordered_set<std::string> extra_names;
+  for (const std::string& e : extras) extra_names.insert(normalize_extra(e));
+  for (const std::string& x : split_extras) {
+    for (const Wheel* w : wheels) {
+      std::string name_for_build = build_extra(x, w->label);
+      if (!extra_names.insert(name_for_build).second) {
+        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
+                            fmt::format("the requirements of extra {} differ between builds, but the per-build extra's name is taken", x),
+                            fmt::format("no extra named {}", name_for_build), "Provides-Extra: " + name_for_build});
+        continue;
+      }
+      extras.push_back(name_for_build);
+      result.build_extras.push_back(name_for_build);
+    }
+  }
+  if (problems.size() != before) return std::nullopt;
+
+  // Shared requirements of a split extra hold under each build's extra too.
+  auto widened = [&](const Requirement& r, bool& changed) {
+    bool unsupported = false;
+    Requirement out = r;
+    out.marker = map_extras(r.marker, [&](const std::string& x) -> MarkerPtr {
+      if (std::find(split_extras.begin(), split_extras.end(), x) == split_extras.end()) return nullptr;
+      changed = true;
+      MarkerPtr any = marker_compare("extra", "==", x);
+      for (const Wheel* w : wheels) any = marker_or(any, marker_compare("extra", "==", build_extra(x, w->label)));
+      return any;
+    }, unsupported);
+    return out;
+  };
+  std::vector<std::string> merged;
+  const std::vector<std::string> first_texts = first.metadata.all("Requires-Dist");  // as written
+  bool torch_placed = !torch;
+  for (size_t k = 0; k < keys.front().size(); ++k) {
+    const Requirement& r = first.requires_dist[k];
+    if (replaced(r)) {
+      if (!torch_placed) merged.push_back(torch->to_string());
+      torch_placed = true;
+    } else if (shared(keys.front()[k])) {
+      bool changed = false;
+      Requirement wide = depends_on_extra(r) ? widened(r, changed) : r;
+      merged.push_back(changed ? wide.to_string() : first_texts[k]);
+    }
+  }
+  if (!torch_placed) merged.push_back(torch->to_string());
+  std::unordered_set<std::string> declared = extra_names;
   for (size_t i = 0; i < wheels.size(); ++i) {
     const Wheel* w = wheels[i];
     bool any = false;
     for (size_t k = 0; k < w->requires_dist.size(); ++k) {
       const Requirement& r = w->requires_dist[k];
-      if (shared(keys[i][k])) continue;
-      if (r.marker && mentions_extra(*r.marker)) {
-        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
-                            "a requirement that depends on an extra differs between builds",
-                            "the same requirement in every build, or one without an extra marker", r.to_string()});
-        continue;
+      if (shared(keys[i][k]) || replaced(r)) continue;
+      std::string conditional;
+      if (depends_on_extra(r)) {
+        bool unsupported = false;
+        Requirement own = r;
+        own.marker = map_extras(r.marker, [&](const std::string& x) { return marker_compare("extra", "==", build_extra(x, w->label)); },
+                                unsupported);
+        conditional = own.to_string();
+      } else {
+        conditional = require_for_extra(r, w->label).to_string();
+        any = true;
       }
-      std::string conditional = require_for_extra(r, w->label).to_string();
       if (conditional.size() > kMaxRequirementBytes) {
         problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
                             "a requirement made conditional on its build's extra would pass the length limit",
@@ -117,11 +485,10 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
         continue;
       }
       merged.push_back(std::move(conditional));
-      any = true;
     }
     if (any) {
       result.label_extras.push_back(w->label);
-      if (extra_names.insert(w->label).second) extras.push_back(w->label);
+      if (declared.insert(normalize_extra(w->label)).second) extras.push_back(w->label);
     }
   }
   if (problems.size() != before) return std::nullopt;
@@ -141,10 +508,12 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       if (!block_done) emit_block();
       continue;
     }
-    out.fields.push_back(iequals(h.key, "Version") ? Header{h.key, version} : h);
+    if (iequals(h.key, "Version")) out.fields.push_back({h.key, version});
+    else if (renamed && iequals(h.key, "Name")) out.fields.push_back({h.key, name});
+    else out.fields.push_back(h);
   }
   if (!block_done) emit_block();
-  out.body = first.metadata.body;
+  out.body = renamed ? merged_description(wheels) : first.metadata.body;
   result.text = out.to_string();
   if (result.text.size() > kMaxMetadataFile) {
     problems.push_back({ProblemKind::conflict, first.display, first.dist_info + "/METADATA",

@@ -1,5 +1,31 @@
 // Merging the METADATA of per-variant builds: identical fields kept, differing Requires-Dist
 // made conditional on an extra named after each build's label, anything else a conflict.
+//
+// Requirements, in the order they are decided:
+// - the same in every build (compared parsed: names normalized, extras and specifiers as sets):
+//   kept as the first build wrote them;
+// - `torch` requirements of `torch` builds (labels torchMmm_cuNN) outside extras: all replaced
+//   by ONE requirement admitting exactly the torch minors that have a build
+//   (torch210 + torch211 -> `torch>=2.10,<2.12`; torch29 + torch211 -> `torch>=2.9,<2.12,!=2.10.*`),
+//   so that pip can never install a torch the loader has no build for, nor a second torch
+//   beside the one a build needs. It is added even where no build declared torch: an extension
+//   compiled against torch needs torch, and a requirement is what makes pip pick a torch with a
+//   build. The builds' extras and markers on torch must agree (else a conflict), and each build's
+//   own specifier must admit its label's torch minor (else a conflict: the label or the
+//   requirement is wrong);
+// - other differing requirements outside extras: `(marker) and extra == "LABEL"`, so
+//   `pip install "dist[cu12]"` installs a build's own (cuda-bindings pins stay so);
+// - differing requirements that depend on an extra X (CuPy's `cuda-toolkit==12.*; extra == "ctk"`
+//   vs `==13.*`): pip evaluates `extra` once per requested extra, so `extra == "ctk" and
+//   extra == "cu12"` never holds. Instead every build gets an extra of its own, `X-LABEL`
+//   (normalized: `ctk-cu12`, `ctk-cu13`), declared with Provides-Extra and holding that build's
+//   requirements of X: `extra == "X"` becomes `extra == "X-LABEL"`. Requirements of X that
+//   every build shares stay under X and are made to hold under each `X-LABEL` too
+//   (`extra == "ctk" or extra == "ctk-cu12" or ...`), so one spelling per build,
+//   `pip install "dist[ctk-cu12]"`, installs all a cu12 build's `[ctk]` installed; plain `[ctk]`
+//   installs only the shared part. An extra compared other than with `==`, and a marker that
+//   may hold without any extra (`python_version >= "3" or extra == "ctk"`: its build installs it
+//   with no extra too), are conflicts.
 #pragma once
 
 #include "merger/problem.hpp"
@@ -7,6 +33,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace wm {
@@ -14,13 +42,32 @@ namespace wm {
 struct MergedMetadata {
   std::string text;
   std::vector<std::string> label_extras;  // the labels that became extras, in label order
+  std::vector<std::string> build_extras;  // the per-build extras "X-LABEL" added, in order
 };
 
-// `wheels` in label order; `version` is the merged version (no variant label). Requirements are
-// compared by their parsed form; a differing one becomes `(marker) and extra == "label"`,
-// combined as marker trees. One that already depends on an extra cannot be (pip evaluates
-// `extra` once per requested extra, so it would never apply): a conflict.
+// `wheels` in label order; `version` is the merged version (no variant label); `name`, when not
+// empty, the merged distribution's Name (`--name`: the builds' Name fields may then differ, and
+// so may their descriptions, which describe each distribution: the paragraphs they share at the
+// start and end are kept once, and each build's own paragraphs between them, introduced by
+// "For the cu12 build (from cupy-cuda12x 14.2.0):").
 std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
-                                             Problems& problems);
+                                             const std::string& name, Problems& problems);
+inline std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
+                                                    Problems& problems) {
+  return merge_metadata(wheels, version, {}, problems);
+}
+
+// Whether a version specifier set (">=2.10,<2.12", "==2.10.*", "~=2.10.1") admits some final
+// release of the series `major.minor` (2.10, 2.10.1, 2.10.1.5, ...). Evaluated on release
+// segments; nullopt with `why` for what that cannot decide: `===`, and versions with an epoch,
+// a pre-, post- or dev-release or a local part.
+std::optional<bool> admits_release_series(std::string_view specifier, int major, int minor, std::string& why);
+
+// The specifier admitting exactly the given `major.minor` series (one major): ">=2.9,<2.12,!=2.10.*".
+// Empty with `why` when they span majors.
+std::string series_specifier(std::vector<std::pair<int, int>> series, std::string& why);
+
+// An extra's name as pip compares it (PEP 685): lower case, runs of "-_." as one "-".
+std::string normalize_extra(std::string_view extra);
 
 }  // namespace wm

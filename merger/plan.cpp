@@ -267,6 +267,7 @@ struct Planner {
   void build_package_tree();
 
   void order_by_label();
+  std::string project_name(const Wheel& w) const;
   bool check_one_build();
   bool build_path_tables();
   void classify_payload();
@@ -290,6 +291,13 @@ void Planner::order_by_label() {
   for (size_t i = 0; i < builds(); ++i) plan.labels.push_back(build(i).label);
 }
 
+// The project an input is a build of: its normalized name, with --name less the CUDA suffix
+// ("cupy-cuda12x" is a build of "cupy").
+std::string Planner::project_name(const Wheel& w) const {
+  auto suffix = options.name.empty() ? std::nullopt : name_suffix_label(w.name.name);
+  return suffix ? suffix->base : normalize_name(w.name.name);
+}
+
 // The builds must be of one project, version and interpreter ABI, for the same platforms;
 // names the merged wheel and its directories.
 bool Planner::check_one_build() {
@@ -304,9 +312,18 @@ bool Planner::check_one_build() {
   for (size_t i = 0; i < builds(); ++i) {
     const Wheel& w = build(i);
     platforms.push_back(w.name.platform);
+    auto suffix = options.name.empty() ? std::nullopt : name_suffix_label(w.name.name);
+    if (suffix && suffix->label != w.label)
+      problems.push_back({ProblemKind::invalid_input, w.display, {}, "variant label contradicts the CUDA major of the name",
+                          fmt::format("{} (from the name {})", suffix->label, w.name.name), w.label});
     if (i == 0) continue;
-    if (normalize_name(w.name.name) != normalize_name(first.name.name))
-      differ(w, "different distribution name", w.name.name, first.name.name);
+    if (options.name.empty() && normalize_name(w.name.name) != normalize_name(first.name.name))
+      problems.push_back({ProblemKind::invalid_input, w.display, {}, "different distribution name",
+                          fmt::format("{} (as {}), or --name NAME to merge distributions of different names into NAME",
+                                      first.name.name, first.display),
+                          w.name.name});
+    else if (!options.name.empty() && project_name(w) != project_name(first))
+      differ(w, "different distribution name without its CUDA suffix", project_name(w), project_name(first));
     if (w.base_version() != first.base_version())
       differ(w, "different version (after removing the +cuNN label)", w.base_version(), first.base_version());
     if (w.name.build != first.name.build) differ(w, "different build tag", w.name.build, first.name.build);
@@ -329,7 +346,7 @@ bool Planner::check_one_build() {
   if (problems.size() != before) return false;
 
   out_name = first.name;
-  out_name.name = normalize_name(first.name.name);
+  out_name.name = normalize_name(options.name.empty() ? first.name.name : options.name);
   out_name.version = first.base_version();
   out_name.platform = *platform_tags;
   out_name.suffix_label.clear();
@@ -389,6 +406,13 @@ void Planner::classify_payload() {
       conflict(path, row, "differs between builds and is not native or GPU code (pass --variant-file to allow)");
       continue;
     }
+    // A data file the package opens by its path (CuPy's .data/_wheel.json) is no longer there:
+    // only the loader's path() finds the selected build's copy.
+    if (!native && !is_native_name(path) && !is_gpu_code(path) && !has_suffix(path, ".py"))
+      plan.warnings.push_back(fmt::format(
+          "{} differs per build and is stored under labelled names; code that opens it by its path no longer "
+          "finds it, only the loader's path() does",
+          path));
     for (size_t i = 0; i < builds(); ++i) {
       if (!row[i]) continue;
       std::string stored = labelled_path(path, build(i).label);
@@ -423,7 +447,7 @@ void Planner::carry_dist_info() {
   }
   std::vector<const Wheel*> wheels;
   for (size_t i = 0; i < builds(); ++i) wheels.push_back(&build(i));
-  metadata = merge_metadata(wheels, out_name.version, problems);
+  metadata = merge_metadata(wheels, out_name.version, options.name, problems);
   for (const Wheel* w : wheels) plan.warnings.insert(plan.warnings.end(), w->warnings.begin(), w->warnings.end());
 }
 
@@ -482,7 +506,7 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
   std::replace(dotted.begin(), dotted.end(), '/', '.');
   LoaderManifest manifest;
   manifest.package = dotted;
-  manifest.distribution = first().metadata.one("Name").value_or(first().name.name);
+  manifest.distribution = options.name.empty() ? first().metadata.one("Name").value_or(first().name.name) : options.name;
   manifest.variants = plan.labels;
   // Inputs of one merge share a selector (merge_wheels refuses a mix).
   if (auto label = VariantLabel::parse(plan.labels.front())) manifest.selector = selector_name(label->selector());

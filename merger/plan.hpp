@@ -16,6 +16,9 @@ struct MergeOptions {
   std::vector<std::string> variant_globs;  // extra paths that may differ per build
   bool driver_fallback = false;            // let the loader ask the driver for its CUDA version
   std::map<std::string, std::map<std::string, std::string>> build_info;  // per label, for build_info()
+  // The merged distribution's name (`--name`), given where the inputs are distributions of
+  // different names ("cupy-cuda12x", "cupy-cuda13x" -> "cupy"); empty: the inputs' common name.
+  std::string name;
 };
 
 // A file that differs per build, stored under a labelled name.

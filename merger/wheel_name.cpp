@@ -55,6 +55,26 @@ std::string normalize_name(std::string_view name) {
   return out;
 }
 
+std::optional<NameSuffixLabel> name_suffix_label(std::string_view name) {
+  const std::string normalized = normalize_name(name);
+  const size_t sep = normalized.rfind('_');
+  if (sep == std::string::npos || sep == 0) return std::nullopt;
+  std::string_view suffix = std::string_view(normalized).substr(sep + 1);
+  // "cuda12x" and "cuda12" name the major as "cu12" does.
+  if (suffix.starts_with("cuda")) {
+    suffix.remove_prefix(4);
+    if (suffix.ends_with('x')) suffix.remove_suffix(1);
+  } else if (suffix.starts_with("cu")) {
+    suffix.remove_prefix(2);
+  } else {
+    return std::nullopt;
+  }
+  if (!all_digits(suffix)) return std::nullopt;
+  auto label = VariantLabel::parse("cu" + std::string(suffix));
+  if (!label) return std::nullopt;
+  return NameSuffixLabel{normalized.substr(0, sep), label->str()};
+}
+
 std::string local_version_label(std::string_view version) {
   size_t plus = version.find('+');
   if (plus == std::string_view::npos) return {};

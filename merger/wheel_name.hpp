@@ -29,6 +29,15 @@ std::string normalize_name(std::string_view name);
 
 bool is_pep440_version(std::string_view version);
 
+// A distribution name ending in a CUDA major, as projects that publish one distribution per CUDA
+// major spell it: "cupy-cuda12x", "pkg-cuda12", "pkg_cu12" (any case and separator). `base` is
+// the name without the suffix, normalized ("cupy"); `label` the build's ("cu12").
+struct NameSuffixLabel {
+  std::string base;
+  std::string label;
+};
+std::optional<NameSuffixLabel> name_suffix_label(std::string_view name);
+
 // The variant label of a "+cuNN" local version ("1.0+cu12" -> "cu12"), or empty.
 std::string local_version_label(std::string_view version);
 // The version without a "+cuNN" local label ("1.0+cu12" -> "1.0"); others unchanged.

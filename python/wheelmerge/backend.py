@@ -18,8 +18,11 @@ the inner backend's own; ``prepare_metadata_for_build_wheel`` is not offered, be
 merged wheel's METADATA (per-variant extras) is only known after the merge.
 
 ``build_editable`` (offered when the inner backend has it) builds one variant in place, the one
-named by ``-C wheelmerge.editable-variant=cu13`` or else the first whose toolkit is found, with
-the environment ``wheelmerge build`` would give that variant.
+named by ``-C wheelmerge.editable-variant=cu13`` (any label of the project's, e.g. ``x86_64_v3``)
+or else the first whose toolkit is found, with the environment ``wheelmerge build`` would give
+that variant. When a variant has ``build-requires`` of its own, ``build_wheel`` lets
+``wheelmerge build`` make an isolated environment per variant (one build environment, the
+frontend's, cannot hold two torch releases); otherwise the frontend's is every variant's.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def _split_settings(config_settings: dict[str, Any] | None) -> tuple[dict[str, A
             if not (name in ("editable-variant", "jobs") or re.fullmatch(r"cuda-[0-9]+", name)):
                 raise BuildError(
                     f"unknown config setting {key!r}: wheelmerge knows "
-                    "wheelmerge.cuda-N=PATH, wheelmerge.editable-variant=cuNN and wheelmerge.jobs=N"
+                    "wheelmerge.cuda-N=PATH, wheelmerge.editable-variant=LABEL and wheelmerge.jobs=N"
                 )
             own[name] = value
         else:
@@ -101,7 +104,12 @@ def _run(arguments: list[str], own: dict[str, Any] | None = None) -> dict[str, A
 
 
 def _build_arguments(own: dict[str, Any], inner: dict[str, Any]) -> list[str]:
-    arguments = ["--no-isolation", "--python", sys.executable]
+    """The frontend's environment is every variant's build environment, unless a variant pins
+    build requirements of its own (torch 2.10 for one, 2.11 for another): then `wheelmerge build`
+    makes an isolated environment per variant, from this interpreter."""
+    variants = _config().get("variants", {})
+    own_requirements = any(v.get("build-requires") for v in variants.values())
+    arguments = ([] if own_requirements else ["--no-isolation"]) + ["--python", sys.executable]
     if "jobs" in own:
         arguments += ["--jobs", str(own["jobs"])]
     for key, value in inner.items():
@@ -156,8 +164,8 @@ def _toolkit_environment(own: dict[str, Any]) -> dict[str, str]:
 
 def _variant_environments(own: dict[str, Any], wanted: str | None = None) -> list[tuple[str, dict[str, str]]]:
     """The environment changes of each variant whose toolkit is found (or of `wanted` only)."""
-    arguments = ["--cuda", wanted.removeprefix("cu")] if wanted else []
-    toolkits = _run(["toolkit", ".", *arguments], own).get("toolkits", [])
+    arguments = ["--variant", wanted] if wanted else []
+    toolkits = _run(["toolkit", ".", "--python", sys.executable, *arguments], own).get("toolkits", [])
     if not toolkits:
         raise BuildError(f"no CUDA toolkit found for {wanted or 'any variant'}; "
                          "give one with -C wheelmerge.cuda-N=PATH")

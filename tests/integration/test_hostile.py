@@ -440,9 +440,14 @@ CASES: list[Case] = [
     accept("ok_own_extra_shared", W(metadata={"Provides-Extra": "test", "Requires-Dist": Per(
         cu12=['pytest ; extra == "test"', "cuda-bindings~=12.0"],
         cu13=['pytest ; extra == "test"', "cuda-bindings~=13.0"])})),
-    conflict("own_extra_requirement_differs", *(2 * [W(metadata={
-        "Provides-Extra": "gpu", "Requires-Dist": Per(cu12=['cupy-cuda12x ; extra == "gpu"'],
-                                                       cu13=['cupy-cuda13x ; extra == "gpu"'])})]),
+    # A requirement of an extra that differs becomes one extra per build ("gpu-cu12").
+    accept("ok_own_extra_requirement_differs", W(metadata={
+        "Provides-Extra": "gpu", "Requires-Dist": Per(cu12=['cupy-cuda12x ; extra == "gpu"', "scipy ; extra == 'gpu'"],
+                                                       cu13=['cupy-cuda13x ; extra == "gpu"', "scipy ; extra == 'gpu'"])})),
+    # ...unless it holds without the extra too, which no extra per build can express.
+    conflict("own_extra_requirement_differs_without_it", *(2 * [W(metadata={
+        "Provides-Extra": "gpu", "Requires-Dist": Per(cu12=['cupy-cuda12x ; extra == "gpu" or os_name == "nt"'],
+                                                       cu13=['cupy-cuda13x ; extra == "gpu" or os_name == "nt"'])})]),
              member="gpu"),
     accept("ok_requirement_name_case_differs", W(metadata={"Requires-Dist": Per(
         cu12=["Foo>=1", "cuda-bindings~=12.0"], cu13=["foo>=1", "cuda-bindings~=13.0"])})),

@@ -241,6 +241,14 @@ def test_labels_of_different_selectors_are_a_usage_error(wheelmerge_bin: Path,
     assert not (tmp_path / "out").exists()
 
 
+def test_repeatable_options_take_one_value_each(wheelmerge_bin: Path, demo_wheels: DemoWheels,
+                                                merged: Path, tmp_path: Path) -> None:
+    """`--variant-file X` before the wheels takes X alone: the wheels after it stay inputs."""
+    out = merge_into(wheelmerge_bin, tmp_path / "out", "--variant-file", "wmdemo/none.py",
+                     demo_wheels.cu12, "--variant-file=wmdemo/other.py", demo_wheels.cu13)
+    assert out.read_bytes() == merged.read_bytes()
+
+
 def test_merge_json_report(wheelmerge_bin: Path, demo_wheels: DemoWheels, merged: Path,
                            tmp_path: Path) -> None:
     result = wheelmerge(wheelmerge_bin, "merge", "--json", demo_wheels.cu12, demo_wheels.cu13,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 508
@@ -405,3 +406,146 @@ def test_with_extra_uses_the_extra_given():
     got = run_tool(["foo; python_version < '3.10' or os_name == 'nt'", "foo"], extra="cu13")
     assert got[0]["with_extra"] == 'foo; (python_version < "3.10" or os_name == "nt") and extra == "cu13"'
     assert got[1]["with_extra"] == 'foo; extra == "cu13"'
+
+
+# --- torch builds: the one torch requirement of a merged wheel ----------------------------------
+#
+# Builds labelled torchMmm_cuNN get one requirement on torch that admits exactly the torch minors
+# that have a build (merger/metadata.hpp). Checked here with packaging's SpecifierSet, against
+# packaging on random specifiers (whether a build's own requirement admits its label's torch),
+# and with pip's resolver over the pinned torch releases of tests/integration/torch_envs.py.
+
+def _wheelmerge_bin() -> Path:
+    return Path(os.environ.get("WHEELMERGE") or ROOT / "build" / "wheelmerge")
+
+
+def torch_build(directory: Path, label: str, requirements: list[str]) -> Path:
+    from wheelgen import build_wheel
+
+    return build_wheel(directory / f"tx-1.0-cp311-cp311-linux_x86_64.{label}.whl", {"tx/__init__.py": b""},
+                       name="tx", tags="cp311-cp311-linux_x86_64", metadata={"Requires-Dist": requirements})
+
+
+def merge_torch_builds(directory: Path, builds: dict[str, list[str]]) -> tuple[subprocess.CompletedProcess, Path]:
+    """Merges one tx build per label (with those requirements) into directory/out."""
+    directory.mkdir(parents=True, exist_ok=True)
+    inputs = [torch_build(directory, label, requirements) for label, requirements in builds.items()]
+    out = directory / "out"
+    out.mkdir(exist_ok=True)
+    result = subprocess.run([str(_wheelmerge_bin()), "merge", *map(str, inputs), "-o", str(out)],
+                            capture_output=True, text=True, timeout=60)
+    return result, out / "tx-1.0-cp311-cp311-linux_x86_64.whl"
+
+
+def torch_requirements(wheel: Path) -> list[Requirement]:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as z:
+        metadata = z.read("tx-1.0.dist-info/METADATA").decode()
+    return [Requirement(line.split(": ", 1)[1]) for line in metadata.splitlines()
+            if line.startswith("Requires-Dist: ") and Requirement(line.split(": ", 1)[1]).name == "torch"]
+
+
+def test_torch_requirement_admits_exactly_the_builds_minors(tmp_path: Path) -> None:
+    from packaging.version import Version
+
+    grid = [f"2.{minor}.{patch}{suffix}" for minor in range(4, 14) for patch in (0, 1, 7)
+            for suffix in ("", ".post1", "+cu128", ".3")] + ["1.13.1", "3.0.0", "3.11.0", "2.100.0"]
+    for n, (labels, expected) in enumerate([
+            (["torch210_cu12", "torch211_cu13"], ">=2.10,<2.12"),
+            (["torch29_cu12", "torch211_cu13"], ">=2.9,<2.12,!=2.10.*"),
+            (["torch28_cu12", "torch28_cu13"], ">=2.8,<2.9"),
+            (["torch27_cu12", "torch210_cu12", "torch211_cu13"], ">=2.7,<2.12,!=2.8.*,!=2.9.*"),
+    ]):
+        # Every kind of input: one without a torch requirement, loose and pinned ones.
+        own = [[], ["torch>=2.0"], ["torch~=2.7"], ["torch"]]
+        builds = {label: own[(n + i) % len(own)] for i, label in enumerate(labels)}
+        result, wheel = merge_torch_builds(tmp_path / str(n), builds)
+        assert result.returncode == 0, result.stderr
+        (requirement,) = torch_requirements(wheel)
+        assert str(requirement.specifier) == str(SpecifierSet(expected)), requirement
+        minors = {(int(label[5]), int(label[6:label.index("_")])) for label in labels}
+        for text in grid:
+            version = Version(text)
+            assert requirement.specifier.contains(version) == (version.release[:2] in minors), (labels, text)
+
+
+def test_torch_label_check_agrees_with_packaging(tmp_path: Path) -> None:
+    """Whether a build's own torch requirement admits its label's torch (2.10 here), decided by
+    wheelmerge on release segments, against packaging over versions dense enough to fall between
+    any two ends of the generated specifiers."""
+    from packaging.version import Version
+
+    rng = random.Random(SEED)
+    series = [Version(f"2.10{tail}") for tail in
+              [""] + [f".{a}" for a in range(4)] + [f".{a}.{b}" for a in range(4) for b in range(3)] +
+              [f".{a}.{b}.1" for a in range(4) for b in range(3)] + [f".{a}.999" for a in range(4)]]
+
+    def version() -> str:
+        parts = [rng.choice("1223"), rng.choice(["9", "10", "10", "11"])]
+        parts += [rng.choice("012") for _ in range(rng.choice([0, 1, 1, 2]))]
+        return ".".join(parts)
+
+    def clause() -> str:
+        op = rng.choice(["==", "!=", "<", "<=", ">", ">=", "~="])
+        v = version()
+        if op in ("==", "!=") and rng.random() < 0.4:
+            return f"{op}{v}.*"
+        return f"{op}{v}"
+
+    verdicts = {True: 0, False: 0}
+    for case in range(160):
+        specifier = ",".join(clause() for _ in range(rng.choice([1, 1, 2, 3])))
+        result, _ = merge_torch_builds(tmp_path / str(case),
+                                       {"torch210_cu12": [f"torch{specifier}"], "torch211_cu13": []})
+        expected = any(SpecifierSet(specifier).contains(v) for v in series)
+        verdicts[expected] += 1
+        if expected:
+            assert result.returncode == 0, (specifier, result.stderr)
+        else:
+            assert result.returncode == 4, (specifier, result.stderr)
+            assert "the build's torch requirement excludes the torch its label names" in result.stderr, specifier
+    assert min(verdicts.values()) > 20, verdicts  # both answers well represented
+
+
+def test_pip_resolves_torch_within_the_builds(tmp_path: Path) -> None:
+    """pip's resolver, over the pinned torch 2.10.0 and 2.11.0 and their dependencies, picks a
+    torch with a build and never one without."""
+    import json
+    import torch_envs
+
+    envs, _, _ = torch_envs.prepare()
+    links = [a for env in envs.values() for a in ("--find-links", str(env.wheels))]
+
+    def resolve(wheel: Path, *requirements: str) -> subprocess.Popen:
+        from conftest import clean_env, tool_python
+
+        return subprocess.Popen([str(tool_python()), "-m", "pip", "install", "--dry-run", "--ignore-installed",
+                                 "--quiet", "--report", "-", "--no-index", *links, str(wheel), *requirements],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+
+    def finished(process: subprocess.Popen) -> tuple[int, str, str]:
+        out, err = process.communicate(timeout=600)
+        return process.returncode, out, err
+
+    def torch_of(process: subprocess.Popen) -> str:
+        status, out, err = finished(process)
+        assert status == 0, err
+        return {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(out)["install"]}["torch"]
+
+    both, both_wheel = merge_torch_builds(tmp_path / "both", {"torch210_cu12": ["torch>=2.10"], "torch211_cu13": ["torch>=2.11"]})
+    gap, gap_wheel = merge_torch_builds(tmp_path / "gap", {"torch29_cu12": ["torch==2.9.*"], "torch211_cu13": []})
+    low, low_wheel = merge_torch_builds(tmp_path / "low", {"torch29_cu12": [], "torch210_cu12": []})
+    for result in (both, gap, low):
+        assert result.returncode == 0, result.stderr
+    # The resolutions run side by side.
+    newest, pinned, below, around, refused = (
+        resolve(both_wheel), resolve(both_wheel, "torch==2.10.0"), resolve(low_wheel), resolve(gap_wheel),
+        resolve(gap_wheel, "torch==2.10.0"))
+    assert torch_of(newest) == "2.11.0"
+    assert torch_of(pinned) == "2.10.0"
+    assert torch_of(below) == "2.10.0"  # 2.11.0 is there, but has no build
+    assert torch_of(around) == "2.11.0"
+    status, _, err = finished(refused)
+    assert status != 0
+    assert "ResolutionImpossible" in err or "conflicting dependencies" in err, err

@@ -31,8 +31,8 @@ env = { TORCH_CUDA_ARCH_LIST = "7.0;8.0" }
   CHECK(c->variant_files == std::vector<std::string>{"pkg/_info.py"});
   CHECK(c->driver_fallback);
   CHECK(c->env.at("A") == "1");
-  CHECK(c->variants.at(12).toolkit == "/opt/cuda-12");
-  CHECK(c->variants.at(12).env.at("TORCH_CUDA_ARCH_LIST") == "7.0;8.0");
+  CHECK(c->variants.at(VariantLabel::cuda(12)).toolkit == "/opt/cuda-12");
+  CHECK(c->variants.at(VariantLabel::cuda(12)).env.at("TORCH_CUDA_ARCH_LIST") == "7.0;8.0");
   CHECK(bs.backend == "wheelmerge.backend");
   CHECK(bs.requirements == std::vector<std::string>{"wheelmerge", "setuptools>=70"});
 }
@@ -43,7 +43,7 @@ TEST_CASE("the same schema from YAML") {
   REQUIRE(c);
   CHECK(c->cuda == std::vector<int>{12, 13});
   CHECK_FALSE(c->driver_fallback);
-  CHECK(c->variants.at(13).env.at("X") == "y");
+  CHECK(c->variants.at(VariantLabel::cuda(13)).env.at("X") == "y");
 }
 
 TEST_CASE("unknown keys are errors that say where") {
@@ -102,8 +102,8 @@ TEST_CASE("cuNN tables: one or two digits after cu, as they have always been rea
   problems.clear();
   c = parse_toml_config("[tool.wheelmerge.cu05]\ntoolkit = \"/a\"\n[tool.wheelmerge.cu13]\ntoolkit = \"/b\"\n", "p.toml", problems);
   REQUIRE(c);
-  CHECK(c->variants.at(5).toolkit == "/a");  // a leading zero is the same major
-  CHECK(c->variants.at(13).toolkit == "/b");
+  CHECK(c->variants.at(VariantLabel::cuda(5)).toolkit == "/a");  // a leading zero is the same major
+  CHECK(c->variants.at(VariantLabel::cuda(13)).toolkit == "/b");
   for (const char* key : {"cu", "cu1a", "CU12", "cu123"}) {
     CAPTURE(key);
     problems.clear();
@@ -138,18 +138,21 @@ env = { B = "2" }
   project.wheelmerge = *c;
   CHECK(config_json(project) == nlohmann::json::parse(R"({
     "source": "pyproject.toml",
+    "selector": "cuda",
+    "labels": ["cu13", "cu12"],
     "cuda": [13, 12],
     "backend": "setuptools.build_meta",
     "backend-path": ["_build"],
     "variant-files": ["pkg/_info.py"],
     "driver-fallback": false,
     "env": {"A": "1"},
-    "variants": {"cu9": {"toolkit": "", "env": {"B": "2"}}, "cu12": {"toolkit": "/opt/cuda-12", "env": {}}},
+    "variants": {"cu9": {"toolkit": "", "env": {"B": "2"}, "build-requires": []},
+                 "cu12": {"toolkit": "/opt/cuda-12", "env": {}, "build-requires": []}},
     "build-system": {"requires": ["wheelmerge"], "build-backend": "wheelmerge.backend", "backend-path": ["."]}
   })"));
   // Empty parts are still there, as empty lists, objects and strings.
   CHECK(config_json(ProjectConfig{}) == nlohmann::json::parse(R"({
-    "source": "", "cuda": [], "backend": "", "backend-path": [], "variant-files": [], "driver-fallback": false,
+    "source": "", "selector": "cuda", "labels": [], "cuda": [], "backend": "", "backend-path": [], "variant-files": [], "driver-fallback": false,
     "env": {}, "variants": {}, "build-system": {"requires": [], "build-backend": "", "backend-path": []}
   })"));
 }
@@ -187,4 +190,139 @@ TEST_CASE("a CUDA major on the command line") {
     CAPTURE(bad);
     CHECK_FALSE(parse_cuda_option(bad));
   }
+}
+
+TEST_CASE("variants: labels of any selector, in the order written") {
+  Problems problems;
+  auto c = parse_toml_config(R"(
+[tool.wheelmerge]
+variants = ["torch211_cu13", "torch210_cu12"]
+
+[tool.wheelmerge.torch210_cu12]
+toolkit = "/opt/cuda-12.9"
+build-requires = ["torch==2.10.*", "numpy>=2; python_version >= '3.10'"]
+env = { TORCH_CUDA_ARCH_LIST = "8.0" }
+)", "pyproject.toml", problems);
+  REQUIRE(c);
+  CHECK(problems.empty());
+  CHECK(c->cuda.empty());
+  REQUIRE(c->labels.size() == 2);
+  CHECK(c->labels[0].str() == "torch211_cu13");
+  CHECK(c->labels[1].str() == "torch210_cu12");
+  CHECK(c->selector() == Selector::torch);
+  const VariantConfig& v = c->variant(*VariantLabel::parse("torch210_cu12"));
+  CHECK(v.toolkit == "/opt/cuda-12.9");
+  CHECK(v.build_requires == std::vector<std::string>{"torch==2.10.*", "numpy>=2; python_version >= '3.10'"});
+  CHECK(v.env.at("TORCH_CUDA_ARCH_LIST") == "8.0");
+  CHECK(c->variant(*VariantLabel::parse("torch211_cu13")).build_requires.empty());  // no table: an empty one
+
+  ProjectConfig project;
+  project.wheelmerge = *c;
+  nlohmann::json j = config_json(project);
+  CHECK(j["selector"] == "torch");
+  CHECK(j["labels"] == nlohmann::json::parse(R"(["torch211_cu13", "torch210_cu12"])"));
+  CHECK(j["variants"]["torch210_cu12"]["build-requires"][0] == "torch==2.10.*");
+
+  problems.clear();
+  c = parse_yaml_config("variants: [x86_64_v1, x86_64_v3]\nx86_64_v3:\n  env: {CFLAGS: -O3}\n", "w.yaml", problems);
+  REQUIRE(c);
+  CHECK(c->selector() == Selector::cpu);
+  CHECK(c->labels.at(1) == *VariantLabel::parse("x86_64_v3"));
+  CHECK(c->variant(*VariantLabel::parse("x86_64_v3")).env.at("CFLAGS") == "-O3");
+}
+
+TEST_CASE("cuda = [12, 13] is variants = [cu12, cu13]") {
+  Problems problems;
+  auto a = parse_toml_config("[tool.wheelmerge]\ncuda = [12, 13]\n", "p.toml", problems);
+  auto b = parse_toml_config("[tool.wheelmerge]\nvariants = [\"cu12\", \"cu13\"]\n", "p.toml", problems);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->labels == b->labels);
+  CHECK(a->cuda == std::vector<int>{12, 13});
+  CHECK(b->cuda.empty());  // as written
+  CHECK(chosen_cuda_majors({}, *b) == std::vector<int>{12, 13});
+  CHECK(chosen_labels({}, *b) == b->labels);
+}
+
+TEST_CASE("cuda and variants together are refused") {
+  Problems problems;
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\ncuda = [12, 13]\nvariants = [\"cu12\", \"cu13\"]\n", "p.toml", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "\"cuda\" and \"variants\" both name the builds");
+  CHECK(problems[0].file == "p.toml:2:8");
+  CHECK(problems[0].kind == ProblemKind::usage);
+}
+
+TEST_CASE("bad labels in variants and as tables") {
+  for (const char* bad : {"cu", "cu012", "torch2_cu12", "torch210", "torch210_cu", "x86_64_v5", "x86_64_v0", "avx2", "CU12"}) {
+    CAPTURE(bad);
+    Problems problems;
+    CHECK_FALSE(parse_yaml_config(std::string("variants: [") + bad + ", x86_64_v3]\n", "w.yaml", problems));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "\"variants\" lists variant labels");
+    CHECK(problems[0].found == std::string("\"") + bad + "\"");
+    CHECK(problems[0].file == "w.yaml:1:12");
+    problems.clear();
+    CHECK_FALSE(parse_yaml_config(std::string(bad) + ":\n  env: {A: b}\n", "w.yaml", problems));
+    CHECK(problems.at(0).what == "unknown key \"" + std::string(bad) + "\"");
+  }
+  Problems problems;
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\nvariants = [\"x86_64_v2\", \"x86_64_v2\"]\n", "p.toml", problems));
+  CHECK(problems.at(0).what == "\"variants\" lists a label twice");
+  problems.clear();
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\nvariants = \"cu12\"\n", "p.toml", problems));
+  CHECK(problems.at(0).what == "\"variants\" must be an array");
+  problems.clear();
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\nvariants = [12]\n", "p.toml", problems));
+  CHECK(problems.at(0).what == "\"variants\" must be a string");
+}
+
+TEST_CASE("one selector across variants and tables") {
+  Problems problems;
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\nvariants = [\"cu12\", \"x86_64_v3\"]\n", "p.toml", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "variant labels of different selectors");
+  CHECK(problems[0].expected == "cuda labels only, as cu12 is");
+  CHECK(problems[0].found == "x86_64_v3 (selector cpu)");
+  problems.clear();
+  // A table of another selector than the builds is a mistake too.
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\ncuda = [12, 13]\n[tool.wheelmerge.torch210_cu12]\n"
+                                "build-requires = [\"torch==2.10.*\"]\n", "p.toml", problems));
+  CHECK(problems.at(0).found == "torch210_cu12 (selector torch)");
+  problems.clear();
+  CHECK_FALSE(parse_yaml_config("x86_64_v2: {env: {A: b}}\ncu12: {env: {A: c}}\n", "w.yaml", problems));
+  CHECK(problems.at(0).what == "variant labels of different selectors");
+}
+
+TEST_CASE("build-requires are PEP 508 requirements") {
+  Problems problems;
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge.x86_64_v3]\nbuild-requires = [\"ok>=1\", \"torch==\", \"a b\"]\n",
+                                "p.toml", problems));
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].what == "\"x86_64_v3.build-requires\" lists PEP 508 requirements");
+  CHECK(problems[0].found == "\"torch==\"");
+  CHECK(problems[0].file == "p.toml:2:28");
+  CHECK_FALSE(problems[0].expected.empty());  // what the parser wanted, at which column
+  CHECK(problems[1].found == "\"a b\"");
+  problems.clear();
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge.cu12]\nbuild-requires = \"torch\"\n", "p.toml", problems));
+  CHECK(problems.at(0).what == "\"cu12.build-requires\" must be an array");
+  problems.clear();
+  CHECK_FALSE(parse_yaml_config("cu12:\n  build-require: [torch]\n", "w.yaml", problems));
+  CHECK(problems.at(0).expected == "toolkit, env or build-requires");
+}
+
+TEST_CASE("which labels: the command line's, else the configuration's, else cu12 and cu13") {
+  BuildConfig config;
+  auto names = [](const std::vector<VariantLabel>& labels) {
+    std::vector<std::string> out;
+    for (const VariantLabel& l : labels) out.push_back(l.str());
+    return out;
+  };
+  CHECK(names(chosen_labels({}, config)) == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(config.selector() == Selector::cuda);
+  config.labels = {VariantLabel::cpu(3), VariantLabel::cpu(1)};
+  CHECK(names(chosen_labels({}, config)) == std::vector<std::string>{"x86_64_v3", "x86_64_v1"});
+  CHECK(chosen_cuda_majors({}, config) == std::vector<int>{12, 13});  // no cuda labels: the default majors
+  CHECK(names(chosen_labels({VariantLabel::cpu(2)}, config)) == std::vector<std::string>{"x86_64_v2"});
 }

@@ -51,14 +51,15 @@ TEST_CASE("identical requirements give no extras") {
   CHECK(merged->text.find("Provides-Extra") == std::string::npos);
 }
 
-TEST_CASE("a differing requirement that already depends on an extra is a conflict") {
-  Wheel a = build("cu12", {"scipy; extra == \"full\""});
-  Wheel b = build("cu13", {"scipy>=1; extra == \"full\""});
+TEST_CASE("a differing requirement that compares an extra other than with == is a conflict") {
+  Wheel a = build("cu12", {"scipy; extra != \"full\""});
+  Wheel b = build("cu13", {"scipy>=1; extra != \"full\""});
   Problems problems;
   CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
   REQUIRE(problems.size() == 2);
   CHECK(problems[0].kind == ProblemKind::conflict);
   CHECK(problems[0].member == "pkg-1.0.dist-info/METADATA");
+  CHECK(problems[0].what.find("compares the extra other than as extra == \"NAME\"") != std::string::npos);
 }
 
 TEST_CASE("many requirements merge in linear time") {
@@ -241,4 +242,226 @@ TEST_CASE("metadata: a description that differs between builds is a conflict") {
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].kind == ProblemKind::conflict);
   CHECK(problems[0].what == "METADATA description differs between builds");
+}
+
+namespace {
+const std::string* text_of(const std::optional<MergedMetadata>& merged, const Problems& problems) {
+  REQUIRE_MESSAGE(merged, (problems.empty() ? "" : describe(problems[0])));
+  return &merged->text;
+}
+bool has_line(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
+}  // namespace
+
+TEST_CASE("metadata: a requirement of an extra that differs per build becomes one extra per build") {
+  // CuPy's cupy-cuda12x and cupy-cuda13x: `pip install "cupy[ctk-cu12]"` must pull that build's toolkit.
+  Wheel a = build("cu12", {"numpy", "cuda-toolkit[cudart,nvrtc]==12.*; extra == \"ctk\"", "mpmath; extra == \"ctk\""});
+  Wheel b = build("cu13", {"numpy", "cuda-toolkit[cudart,nvrtc]==13.*; extra == \"ctk\"", "mpmath; extra == \"ctk\""});
+  for (Wheel* w : {&a, &b}) w->metadata.fields.insert(w->metadata.fields.begin() + 3, {"Provides-Extra", "ctk"});
+  Problems problems;
+  auto merged = merge_metadata({&a, &b}, "1.0", problems);
+  const std::string& text = *text_of(merged, problems);
+  CHECK(merged->build_extras == std::vector<std::string>{"ctk-cu12", "ctk-cu13"});
+  CHECK(merged->label_extras.empty());
+  for (const char* line : {"Provides-Extra: ctk", "Provides-Extra: ctk-cu12", "Provides-Extra: ctk-cu13",
+                           "Requires-Dist: cuda-toolkit[cudart,nvrtc]==12.*; extra == \"ctk-cu12\"",
+                           "Requires-Dist: cuda-toolkit[cudart,nvrtc]==13.*; extra == \"ctk-cu13\"",
+                           // the shared part of the extra holds under every spelling
+                           "Requires-Dist: mpmath; extra == \"ctk\" or extra == \"ctk-cu12\" or extra == \"ctk-cu13\""}) {
+    CAPTURE(line);
+    CHECK(has_line(text, line));
+  }
+  CHECK(text.find("extra == \"cu12\"") == std::string::npos);
+}
+
+TEST_CASE("metadata: per-build extras keep the rest of the marker and normalize the extra's name") {
+  Wheel a = build("cu12", {"x==1; extra == \"Full_GPU\" and python_version >= \"3.10\""});
+  Wheel b = build("cu13", {"x==2; python_version >= \"3.10\" and \"Full_GPU\" == extra"});
+  Problems problems;
+  auto merged = merge_metadata({&a, &b}, "1.0", problems);
+  const std::string& text = *text_of(merged, problems);
+  CHECK(has_line(text, "Requires-Dist: x==1; extra == \"full-gpu-cu12\" and python_version >= \"3.10\""));
+  CHECK(has_line(text, "Requires-Dist: x==2; python_version >= \"3.10\" and extra == \"full-gpu-cu13\""));
+  CHECK(has_line(text, "Provides-Extra: full-gpu-cu13"));
+}
+
+TEST_CASE("metadata: a differing requirement that holds with and without an extra is a conflict") {
+  Wheel a = build("cu12", {"foo; python_version >= \"3\" or extra == \"cu13\""});
+  Wheel b = build("cu13", {"bar"});
+  Problems problems;
+  CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "a requirement that differs between builds holds both with and without an extra");
+  // `extra == ""` holds with no extra.
+  Wheel d = build("cu12", {"foo; extra == \"\""});
+  problems.clear();
+  CHECK_FALSE(merge_metadata({&d, &b}, "1.0", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what.find("compares the extra other than as extra == \"NAME\"") != std::string::npos);
+  // Needing an extra in every branch is enough.
+  Wheel c = build("cu12", {"foo; (extra == \"x\" or extra == \"y\") and os_name == \"posix\""});
+  problems.clear();
+  auto merged = merge_metadata({&c, &b}, "1.0", problems);
+  CHECK(has_line(*text_of(merged, problems),
+                 "Requires-Dist: foo; (extra == \"x-cu12\" or extra == \"y-cu12\") and os_name == \"posix\""));
+}
+
+TEST_CASE("metadata: a per-build extra whose name the inputs already use is a conflict") {
+  Wheel a = build("cu12", {"x==1; extra == \"ctk\""});
+  Wheel b = build("cu13", {"x==2; extra == \"ctk\""});
+  for (Wheel* w : {&a, &b}) w->metadata.fields.push_back({"Provides-Extra", "ctk_cu13"});
+  Problems problems;
+  CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].expected == "no extra named ctk-cu13");
+}
+
+TEST_CASE("metadata: --name renames the distribution; the builds' names may differ") {
+  Wheel a = build_with("cu12", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda12x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
+  Wheel b = build_with("cu13", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda13x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
+  Problems problems;
+  CHECK_FALSE(merge_metadata({&a, &b}, "14.2.0", problems));  // without a name, Name must agree
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "METADATA field Name differs between builds");
+  problems.clear();
+  auto merged = merge_metadata({&a, &b}, "14.2.0", "cupy", problems);
+  CHECK(fields_of(*text_of(merged, problems)) ==
+        std::vector<Header>{{"Metadata-Version", "2.4"}, {"Name", "cupy"}, {"Version", "14.2.0"}, {"Summary", "s"}});
+}
+
+TEST_CASE("metadata: torch builds get one torch requirement covering the builds' minors") {
+  Wheel a = build("torch210_cu12", {"numpy", "torch==2.10.*", "cuda-bindings~=12.8"});
+  Wheel b = build("torch211_cu13", {"numpy", "torch>=2.11,<2.12", "cuda-bindings~=13.0"});
+  Problems problems;
+  auto merged = merge_metadata({&a, &b}, "1.0", problems);
+  const std::string& text = *text_of(merged, problems);
+  CHECK(fields_of(text) == std::vector<Header>{{"Metadata-Version", "2.1"},
+                                               {"Name", "pkg"},
+                                               {"Version", "1.0"},
+                                               {"Provides-Extra", "torch210_cu12"},
+                                               {"Provides-Extra", "torch211_cu13"},
+                                               {"Requires-Dist", "numpy"},
+                                               {"Requires-Dist", "torch>=2.10,<2.12"},
+                                               {"Requires-Dist", "cuda-bindings~=12.8; extra == \"torch210_cu12\""},
+                                               {"Requires-Dist", "cuda-bindings~=13.0; extra == \"torch211_cu13\""}});
+}
+
+TEST_CASE("metadata: the torch requirement excludes minors without a build and keeps common extras and markers") {
+  Wheel a = build("torch29_cu12", {"torch[opt-einsum]>=2.9; sys_platform == \"linux\""});
+  Wheel b = build("torch211_cu13", {"torch[opt-einsum]>=2.11; sys_platform == \"linux\""});
+  Wheel c = build("torch211_cu12", {"torch[opt-einsum]==2.11.0; sys_platform == \"linux\""});
+  Problems problems;
+  auto merged = merge_metadata({&a, &c, &b}, "1.0", problems);
+  const std::string& text = *text_of(merged, problems);
+  CHECK(has_line(text, "Requires-Dist: torch[opt-einsum]>=2.9,<2.12,!=2.10.*; sys_platform == \"linux\""));
+  CHECK(text.find("extra ==") == std::string::npos);
+}
+
+TEST_CASE("metadata: torch builds without a torch requirement get the covering one") {
+  Wheel a = build("torch210_cu12", {"numpy"});
+  Wheel b = build("torch211_cu13", {"numpy"});
+  Problems problems;
+  auto merged = merge_metadata({&a, &b}, "1.0", problems);
+  CHECK(has_line(*text_of(merged, problems), "Requires-Dist: torch>=2.10,<2.12"));
+}
+
+TEST_CASE("metadata: a torch requirement that excludes the label's torch is refused") {
+  Wheel a = build("torch210_cu12", {"torch>=2.11"});
+  Wheel b = build("torch211_cu13", {"torch>=2.11"});
+  Problems problems;
+  CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].file == a.display);
+  CHECK(problems[0].what == "the build's torch requirement excludes the torch its label names");
+  CHECK(problems[0].expected == "a requirement admitting torch 2.10 (label torch210_cu12)");
+  CHECK(problems[0].found == "torch>=2.11");
+}
+
+TEST_CASE("metadata: torch requirements that differ in their markers, or cannot be evaluated, are refused") {
+  {
+    Wheel a = build("torch210_cu12", {"torch==2.10.*; python_version < \"3.13\""});
+    Wheel b = build("torch211_cu13", {"torch==2.11.*"});
+    Problems problems;
+    CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "torch requirements differ between builds in more than their versions");
+  }
+  {
+    Wheel a = build("torch210_cu12", {"torch>=2.10.0a0"});
+    Wheel b = build("torch211_cu13", {"torch>=2.10.0a0"});
+    Problems problems;
+    CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[0].what == "cannot evaluate the build's torch requirement");
+    CHECK(problems[0].found.find(">=2.10.0a0") != std::string::npos);
+  }
+  {
+    Wheel a = build("torch29_cu12", {"numpy"});
+    Wheel b = build("torch30_cu13", {"numpy"});
+    Problems problems;
+    CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "cannot cover the builds' torch versions in one requirement");
+  }
+}
+
+TEST_CASE("metadata: a torch requirement of an extra is left to the extra rules") {
+  Wheel a = build("torch210_cu12", {"torch==2.10.*", "torchvision; extra == \"vision\"", "torch; extra == \"vision\""});
+  Wheel b = build("torch211_cu13", {"torch==2.11.*", "torchvision; extra == \"vision\"", "torch; extra == \"vision\""});
+  Problems problems;
+  auto merged = merge_metadata({&a, &b}, "1.0", problems);
+  const std::string& text = *text_of(merged, problems);
+  CHECK(has_line(text, "Requires-Dist: torch>=2.10,<2.12"));
+  CHECK(has_line(text, "Requires-Dist: torch; extra == \"vision\""));
+}
+
+TEST_CASE("release series: specifiers are evaluated on release segments") {
+  auto admits = [](std::string_view spec, int major, int minor) {
+    std::string why;
+    auto result = admits_release_series(spec, major, minor, why);
+    REQUIRE_MESSAGE(result, why);
+    return *result;
+  };
+  CHECK(admits("", 2, 10));
+  CHECK(admits(">=2.10", 2, 10));
+  CHECK_FALSE(admits(">=2.11", 2, 10));
+  CHECK(admits(">2.10", 2, 10));  // 2.10.1
+  CHECK(admits(">2.10.999999", 2, 10));  // 2.10.999999.1 is still 2.10
+  CHECK(admits("<2.11", 2, 10));
+  CHECK_FALSE(admits("<2.10", 2, 10));
+  CHECK_FALSE(admits("<=2.9.9", 2, 10));
+  CHECK(admits("<=2.10", 2, 10));
+  CHECK(admits("==2.10.*", 2, 10));
+  CHECK(admits("==2.*", 2, 10));
+  CHECK_FALSE(admits("==2.1.*", 2, 10));
+  CHECK_FALSE(admits("==2.11.*", 2, 10));
+  CHECK_FALSE(admits("!=2.10.*", 2, 10));
+  CHECK(admits("!=2.10.0", 2, 10));  // 2.10.1
+  CHECK(admits("==2.10.3", 2, 10));
+  CHECK(admits("==2.10", 2, 10));
+  CHECK_FALSE(admits("==2.1", 2, 10));
+  CHECK(admits("~=2.10.1", 2, 10));
+  CHECK_FALSE(admits("~=2.9.1", 2, 10));
+  CHECK(admits("~=2.9", 2, 10));
+  CHECK_FALSE(admits("~=3.0", 2, 10));
+  CHECK(admits(">=2.10.1,<2.10.2", 2, 10));
+  CHECK_FALSE(admits(">=2.10.2,<2.10.2", 2, 10));
+  CHECK(admits(">2.10.1,<2.10.2", 2, 10));  // 2.10.1.1
+  CHECK_FALSE(admits(">=2.10.1,!=2.10.*", 2, 10));
+  CHECK(admits("!=2.10.0,!=2.10.1,<2.10.3", 2, 10));  // 2.10.2
+  CHECK_FALSE(admits(">2.10.1,<2.10.1.0", 2, 10));
+  std::string why;
+  CHECK_FALSE(admits_release_series("===2.10.0", 2, 10, why));
+  CHECK(why.find("===") != std::string::npos);
+  CHECK_FALSE(admits_release_series(">=2.10.0.post1", 2, 10, why));
+  CHECK_FALSE(admits_release_series(">=1!2.10", 2, 10, why));
+  CHECK_FALSE(admits_release_series("==2.10.0+cu128", 2, 10, why));
+}
+
+TEST_CASE("release series: the covering specifier") {
+  std::string why;
+  CHECK(series_specifier({{2, 11}, {2, 10}}, why) == ">=2.10,<2.12");
+  CHECK(series_specifier({{2, 10}, {2, 10}}, why) == ">=2.10,<2.11");
+  CHECK(series_specifier({{2, 8}, {2, 11}}, why) == ">=2.8,<2.12,!=2.9.*,!=2.10.*");
+  CHECK(series_specifier({{2, 9}, {3, 0}}, why).empty());
+  CHECK(why.find("different majors") != std::string::npos);
 }

@@ -318,6 +318,21 @@ TEST_CASE("plan: a differing Python file is a conflict unless a --variant-file g
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
   CHECK(manifest.builds.at("cu13").modules.at("pkg.config") == "config.cu13.py");
   CHECK(manifest.builds.at("cu13").files.at("config.py") == "config.cu13.py");
+  CHECK(plan.warnings.empty());  // a module: the loader imports the build's copy
+}
+
+TEST_CASE("plan: a data file that differs per build is labelled with a warning that its path is gone") {
+  const std::vector<Wheel> inputs{demo_package("cu12").file("pkg/.data/_wheel.json", "{\"cuda\": \"12.x\"}").done(),
+                                  demo_package("cu13").file("pkg/.data/_wheel.json", "{\"cuda\": \"13.x\"}").done()};
+  MergeOptions options;
+  options.variant_globs = {"pkg/.data/_wheel.json"};
+  MergePlan plan = plan_ok(inputs, options);
+  CHECK(find_member(plan, "pkg/.data/_wheel.cu12.json"));
+  CHECK(find_member(plan, "pkg/.data/_wheel.json") == nullptr);
+  REQUIRE(plan.warnings.size() == 1);
+  CHECK(plan.warnings[0] ==
+        "pkg/.data/_wheel.json differs per build and is stored under labelled names; code that opens it by its "
+        "path no longer finds it, only the loader's path() does");
 }
 
 TEST_CASE("plan: a file only one build has is a conflict naming the build without it") {
@@ -780,4 +795,61 @@ TEST_CASE("plan: builds that differ in no file outside the dist-info merge with 
   CHECK(plan.loader_packages.empty());
   REQUIRE(plan.warnings.size() == 1);
   CHECK(plan.warnings[0].ends_with("no file outside the dist-info differs between the builds, so the merged wheel has no loader"));
+}
+
+namespace {
+// A build of CuPy-like "NAME" (e.g. cupy_cuda12x): one extension module that differs per build,
+// and a data directory under .data named with the distribution.
+Wheel per_cuda_distribution(const std::string& name, const std::string& label) {
+  WheelBuilder b(name + "-14.2.0-cp312-cp312-linux_x86_64.whl", label);
+  b.metadata_name(name).file("cupy/__init__.py", kInit).elf(so_name("cupy/_core"), "built for " + label);
+  b.file(b.data_dir() + "/scripts/cupy-info", "#!/bin/sh\n");
+  return b.done();
+}
+}  // namespace
+
+TEST_CASE("plan: --name merges distributions of different names under the given name") {
+  MergeOptions options;
+  options.name = "cupy";
+  MergePlan plan = plan_ok({per_cuda_distribution("cupy_cuda13x", "cu13"), per_cuda_distribution("cupy_cuda12x", "cu12")},
+                           options);
+  CHECK(plan.filename == "cupy-14.2.0-cp312-cp312-linux_x86_64.whl");
+  CHECK(plan.dist_info == "cupy-14.2.0.dist-info");
+  CHECK(plan.labels == std::vector<std::string>{"cu12", "cu13"});
+  for (const std::string& path : paths(plan)) {
+    CAPTURE(path);
+    CHECK(path.find("cuda1") == std::string::npos);
+  }
+  CHECK(find_member(plan, "cupy-14.2.0.data/scripts/cupy-info"));
+  CHECK(member(plan, "cupy-14.2.0.dist-info/METADATA").content.find("\nName: cupy\n") != std::string::npos);
+  CHECK(member(plan, "cupy-14.2.0.dist-info/RECORD").content.find("cupy-14.2.0.dist-info/METADATA,sha256=") != std::string::npos);
+  CHECK(manifest_in(plan, "cupy/_wheelmerge.py").distribution == "cupy");
+}
+
+TEST_CASE("plan: --name still needs one project, and labels that agree with the names") {
+  MergeOptions options;
+  options.name = "cupy";
+  {
+    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupx_cuda13x", "cu13")},
+                                     options);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "different distribution name without its CUDA suffix");
+    CHECK(problems[0].expected == "cupy (as cupy_cuda12x-14.2.0-cp312-cp312-linux_x86_64.whl)");
+    CHECK(problems[0].found == "cupx");
+  }
+  {
+    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu13"), per_cuda_distribution("cupy_cuda13x", "cu12")},
+                                     options);
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[0].what == "variant label contradicts the CUDA major of the name");
+    CHECK(problems[0].expected == "cu13 (from the name cupy_cuda13x)");
+    CHECK(problems[0].found == "cu12");
+  }
+  {
+    // Without --name, different names stay an error that says how to merge them.
+    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupy_cuda13x", "cu13")});
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "different distribution name");
+    CHECK(problems[0].expected.find("--name NAME") != std::string::npos);
+  }
 }

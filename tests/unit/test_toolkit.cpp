@@ -104,8 +104,8 @@ TEST_CASE("a variant's environment points everything at its toolkit") {
   k.major = 12;
   BuildConfig config;
   config.env["SHARED"] = "1";
-  config.variants[12].env["SHARED"] = "2";
-  config.variants[13].env["OTHER"] = "x";
+  config.variants[VariantLabel::cuda(12)].env["SHARED"] = "2";
+  config.variants[VariantLabel::cuda(13)].env["OTHER"] = "x";
   const std::string other_bin = (t.root / "cuda-13/bin").string();
   Environment base = {{"PATH", other_bin + ":/usr/bin"}, {"CUDACXX", other_bin + "/nvcc"}, {"KEEP", "k"}};
   Environment env = variant_environment(k, config, base);
@@ -149,9 +149,9 @@ TEST_CASE("source copies leave build outputs behind") {
 
 TEST_CASE("toolkit hints: the command line as given, the configuration's against the project") {
   BuildConfig config;
-  config.variants[12].toolkit = "../toolkits/cuda-12";
-  config.variants[13].toolkit = "/opt/cuda-13/./";
-  config.variants[11].env["X"] = "y";  // no toolkit: no hint
+  config.variants[VariantLabel::cuda(12)].toolkit = "../toolkits/cuda-12";
+  config.variants[VariantLabel::cuda(13)].toolkit = "/opt/cuda-13/./";
+  config.variants[VariantLabel::cuda(11)].env["X"] = "y";  // no toolkit: no hint
   ToolkitHints hints = toolkit_hints({{12, "rel/cuda"}}, config, "/work/proj", {{"CUDA_HOME", "/c"}});
   CHECK(hints.command_line == std::map<int, std::string>{{12, "rel/cuda"}});
   CHECK(hints.config == std::map<int, std::string>{{12, "/work/toolkits/cuda-12"}, {13, "/opt/cuda-13/"}});
@@ -166,7 +166,7 @@ TEST_CASE("a configuration's toolkit is found by its table's name") {
   t.write("proj/pyproject.toml", "");
   t.write("tk/cuda-12.4/include/cuda.h", "#define CUDA_VERSION 12040\n");
   BuildConfig config;
-  config.variants[12].toolkit = "../tk/cuda-12.4";
+  config.variants[VariantLabel::cuda(12)].toolkit = "../tk/cuda-12.4";
   ToolkitHints hints = toolkit_hints({}, config, (t.root / "proj").string(), {});
   hints.search_root = t.root.string();
   Problems problems;
@@ -177,4 +177,115 @@ TEST_CASE("a configuration's toolkit is found by its table's name") {
   CHECK_FALSE(find_toolkit(13, hints, problems));
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].expected == "--cuda 13=PATH, WHEELMERGE_CUDA_13, [tool.wheelmerge.cu13] toolkit, or a discoverable toolkit");
+}
+
+TEST_CASE("a cpu label's environment: -march appended to CFLAGS and CXXFLAGS, no toolkit") {
+  BuildConfig config;
+  const VariantLabel v3 = VariantLabel::cpu(3), v1 = VariantLabel::cpu(1);
+  Environment base = {{"PATH", "/usr/bin"}, {"CFLAGS", "-O2 -g"}, {"CUDA_HOME", "/opt/cuda"}};
+  Environment env = variant_environment(v3, nullptr, config, base);
+  CHECK(env.at("CFLAGS") == "-O2 -g -march=x86-64-v3");
+  CHECK(env.at("CXXFLAGS") == "-march=x86-64-v3");
+  CHECK(env.at("WHEELMERGE_BUILD_VARIANT") == "x86_64_v3");
+  CHECK(env.at("PATH") == "/usr/bin");           // no toolkit put first
+  CHECK(env.at("CUDA_HOME") == "/opt/cuda");     // nor any toolkit variable changed
+  CHECK_FALSE(env.count("WHEELMERGE_BUILD_CUDA_MAJOR"));
+  CHECK(variant_environment(v1, nullptr, config, {}).at("CFLAGS") == "-march=x86-64");  // the baseline
+
+  // The shared env is extended; the variant's own setting is taken as it is.
+  config.env["CFLAGS"] = "-O3";
+  config.variants[v3].env["CXXFLAGS"] = "-O1 -march=haswell";
+  env = variant_environment(v3, nullptr, config, base);
+  CHECK(env.at("CFLAGS") == "-O3 -march=x86-64-v3");
+  CHECK(env.at("CXXFLAGS") == "-O1 -march=haswell");
+  CHECK(environment_changes(base, env) == Environment{{"CFLAGS", "-O3 -march=x86-64-v3"},
+                                                      {"CXXFLAGS", "-O1 -march=haswell"},
+                                                      {"WHEELMERGE_BUILD_VARIANT", "x86_64_v3"}});
+  // An unset variable starts from the interpreter's flags, which setuptools would otherwise use.
+  env = variant_environment(v3, nullptr, BuildConfig{}, {{"CXXFLAGS", "-O2"}}, "-DNDEBUG -O3");
+  CHECK(env.at("CFLAGS") == "-DNDEBUG -O3 -march=x86-64-v3");
+  CHECK(env.at("CXXFLAGS") == "-O2 -march=x86-64-v3");
+  CHECK(march_value(1) == "x86-64");
+  CHECK(march_value(4) == "x86-64-v4");
+}
+
+TEST_CASE("a torch label's environment: its CUDA major's toolkit and its own table") {
+  Toolkit k;
+  k.root = "/opt/cuda-12.9";
+  k.major = 12;
+  BuildConfig config;
+  const VariantLabel torch = VariantLabel::torch(2, 10, 12);
+  config.variants[torch].env["TORCH_CUDA_ARCH_LIST"] = "8.0";
+  config.variants[VariantLabel::torch(2, 9, 12)].env["TORCH_CUDA_ARCH_LIST"] = "7.0";
+  Environment env = variant_environment(torch, &k, config, {{"CFLAGS", "-O2"}});
+  CHECK(env.at("CUDA_HOME") == "/opt/cuda-12.9");
+  CHECK(env.at("WHEELMERGE_BUILD_CUDA_MAJOR") == "12");
+  CHECK(env.at("WHEELMERGE_BUILD_VARIANT") == "torch210_cu12");
+  CHECK(env.at("TORCH_CUDA_ARCH_LIST") == "8.0");
+  CHECK(env.at("CFLAGS") == "-O2");  // no -march for GPU builds
+
+  // Two torch labels of one CUDA major each get their own table's toolkit.
+  config.variants[torch].toolkit = "/tk/a";
+  config.variants[VariantLabel::torch(2, 9, 12)].toolkit = "/tk/b";
+  const VariantLabel other = VariantLabel::torch(2, 9, 12);
+  CHECK(toolkit_hints({}, config, "/p", {}, &torch).config.at(12) == "/tk/a");
+  CHECK(toolkit_hints({}, config, "/p", {}, &other).config.at(12) == "/tk/b");
+  CHECK(toolkit_hints({}, config, "/p", {}, &other).config_table.at(12) == "torch29_cu12");
+}
+
+TEST_CASE("build_info from the toolkit and the build environment") {
+  Toolkit k;
+  k.version = "12.9.1";
+  auto probe = nlohmann::json::parse(R"({"cuda_bindings": "12.9.4", "torch": "2.10.0+cu128", "torch_cuda": "12.8"})");
+  CHECK(variant_build_info(VariantLabel::torch(2, 10, 12), &k, probe) ==
+        std::map<std::string, std::string>{{"cuda_version", "12.9"}, {"cuda_bindings", "12.9.4"},
+                                           {"torch", "2.10.0"}, {"torch_cuda", "12.8"}});
+  k.version = "13.0";
+  CHECK(variant_build_info(VariantLabel::cuda(13), &k, nlohmann::json::object()) ==
+        std::map<std::string, std::string>{{"cuda_version", "13.0"}});
+  k.version = "14";
+  CHECK(variant_build_info(VariantLabel::cuda(14), &k, nlohmann::json::object()).at("cuda_version") == "14");
+  CHECK(variant_build_info(VariantLabel::cpu(3), nullptr, nlohmann::json::object()) ==
+        std::map<std::string, std::string>{{"march", "x86-64-v3"}});
+  CHECK(variant_build_info(VariantLabel::cpu(1), nullptr, nlohmann::json::parse(R"({"cuda_bindings": "13.0.3"})")) ==
+        std::map<std::string, std::string>{{"march", "x86-64"}, {"cuda_bindings", "13.0.3"}});
+}
+
+TEST_CASE("a torch label is checked against the torch its environment has") {
+  const VariantLabel label = VariantLabel::torch(2, 10, 12);
+  auto probe = [](const char* text) { return nlohmann::json::parse(text); };
+  CHECK_FALSE(torch_mismatch(label, probe(R"({"torch": "2.10.0+cu128", "torch_cuda": "12.8"})")));
+  CHECK_FALSE(torch_mismatch(label, probe(R"({"torch": "2.10.1", "torch_cuda": "12.6"})")));
+  CHECK(torch_mismatch(label, probe(R"({"torch": "2.11.0", "torch_cuda": "13.0"})")) ==
+        "the environment has torch 2.11.0 built with CUDA 13.0, whose label is torch211_cu13");
+  CHECK(torch_mismatch(label, probe(R"({"torch": "2.10.0+cu130", "torch_cuda": "13.0"})")) ==
+        "the environment has torch 2.10.0 built with CUDA 13.0, whose label is torch210_cu13");
+  CHECK(torch_mismatch(label, probe(R"({"torch": "2.10.0+cpu"})")) ==
+        "the environment has torch 2.10.0 built without CUDA, which no torch label names");
+  CHECK(torch_mismatch(label, probe("{}")) == "the environment has no torch");
+  CHECK(torch_mismatch(label, probe(R"({"torch": "2.10.0", "torch_cuda": "x"})")) ==
+        "the environment has torch 2.10.0 built with CUDA x, which no torch label names");
+}
+
+TEST_CASE("the labels the command line asks for") {
+  auto names = [](const std::vector<VariantLabel>& labels) {
+    std::vector<std::string> out;
+    for (const VariantLabel& l : labels) out.push_back(l.str());
+    return out;
+  };
+  BuildConfig config;
+  BuildOptions options;
+  CHECK(requested_labels(options, config).empty());
+  options.majors = {13, 12};
+  CHECK(names(requested_labels(options, config)) == std::vector<std::string>{"cu13", "cu12"});
+  options.labels = {VariantLabel::cpu(2)};
+  CHECK(names(requested_labels(options, config)) == std::vector<std::string>{"x86_64_v2", "cu13", "cu12"});
+  // With torch labels, --cuda N=PATH names a toolkit root, not a build.
+  options.labels = {VariantLabel::torch(2, 10, 12)};
+  CHECK(names(requested_labels(options, config)) == std::vector<std::string>{"torch210_cu12"});
+  options.labels.clear();
+  config.labels = {VariantLabel::torch(2, 10, 12), VariantLabel::torch(2, 11, 13)};
+  CHECK(requested_labels(options, config).empty());
+  CHECK(names(chosen_labels(requested_labels(options, config), config)) ==
+        std::vector<std::string>{"torch210_cu12", "torch211_cu13"});
 }

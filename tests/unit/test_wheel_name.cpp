@@ -86,3 +86,23 @@ TEST_CASE("different architectures or C libraries do not merge") {
   CHECK_FALSE(merge_platforms({{"manylinux_2_28_x86_64"}, {"musllinux_1_2_x86_64"}}, why));
   CHECK_FALSE(merge_platforms({{"win_amd64"}, {"linux_x86_64"}}, why));
 }
+
+TEST_CASE("a distribution name's CUDA suffix gives the project and the label") {
+  auto check = [](std::string_view name, const std::string& base, const std::string& label) {
+    CAPTURE(name);
+    auto found = name_suffix_label(name);
+    REQUIRE(found);
+    CHECK(found->base == base);
+    CHECK(found->label == label);
+  };
+  check("cupy-cuda12x", "cupy", "cu12");
+  check("cupy_cuda13x", "cupy", "cu13");
+  check("Cupy-CUDA12", "cupy", "cu12");
+  check("nvidia-cuda-runtime-cu12", "nvidia_cuda_runtime", "cu12");
+  check("my.pkg_cu130", "my_pkg", "cu130");
+  for (std::string_view name : {"cupy", "cupy-cuda", "cupy-cuda12y", "cupy-cu", "cupy-cu012", "cuda12x", "-cu12",
+                                "cupy-rocm-7-0", "pkg-cu12x", "pkg-cu1234"}) {
+    CAPTURE(name);
+    CHECK_FALSE(name_suffix_label(name));
+  }
+}

@@ -1,0 +1,1 @@
+from cpuflags._level import avx2, compiled  # noqa: F401
