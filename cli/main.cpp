@@ -133,13 +133,7 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
 std::optional<wm::Problem> take_build_info(const std::vector<std::string>& values, const std::vector<std::string>& wheels,
                                            wm::MergeOptions& options) {
   std::set<std::string> labels;
-  for (const std::string& w : wheels) {
-    std::string label = wm::detect_label(parse_input(w));
-    // With --name, an input without another label takes its distribution name's, as the merge does.
-    const std::string file = std::filesystem::path(w).filename().string();
-    auto suffix = options.name.empty() ? std::nullopt : wm::name_suffix_label(file.substr(0, file.find('-')));
-    labels.insert(label.empty() && suffix ? suffix->label : label);
-  }
+  for (const std::string& w : wheels) labels.insert(wm::input_label(parse_input(w), options));
   for (const std::string& value : values) {
     const size_t colon = value.find(':'), eq = value.find('=', colon == std::string::npos ? 0 : colon);
     if (colon == std::string::npos || eq == std::string::npos)

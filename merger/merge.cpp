@@ -36,11 +36,7 @@ std::vector<WheelInput> with_name_labels(const std::vector<WheelInput>& inputs, 
                         "a project name: letters and digits, with -, _ or . between them", options.name});
     return labelled;
   }
-  for (WheelInput& in : labelled) {
-    if (!detect_label(in).empty()) continue;
-    std::string file = std::filesystem::path(in.path).filename().string();
-    if (auto suffix = name_suffix_label(file.substr(0, file.find('-')))) in.label = suffix->label;
-  }
+  for (WheelInput& in : labelled) in.label = input_label(in, options);
   return labelled;
 }
 
@@ -53,6 +49,14 @@ std::string suffix_hint(const WheelInput& in) {
 }
 
 }  // namespace
+
+std::string input_label(const WheelInput& input, const MergeOptions& options) {
+  std::string label = detect_label(input);
+  if (!label.empty() || options.name.empty()) return label;
+  std::string file = std::filesystem::path(input.path).filename().string();
+  auto suffix = name_suffix_label(file.substr(0, file.find('-')));
+  return suffix ? suffix->label : std::string();
+}
 
 std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
                                         const std::string& out_dir, DosTime time, Problems& problems) {

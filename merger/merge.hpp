@@ -17,6 +17,11 @@ struct MergeResult {
   MergePlan plan;
 };
 
+// The variant label of an input: PATH=LABEL, a .LABEL suffix, a +LABEL local version, and with
+// --name (options.name) the distribution name's suffix ("cupy_cuda12x-...whl" is cu12); empty
+// when none gives one.
+std::string input_label(const WheelInput& input, const MergeOptions& options);
+
 std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
                                         const std::string& out_dir, DosTime time, Problems& problems);
 
