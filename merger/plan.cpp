@@ -8,6 +8,7 @@
 #include "merger/metadata.hpp"
 #include "merger/record.hpp"
 #include "merger/text.hpp"
+#include "merger/verify.hpp"
 #include "merger/version.hpp"
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace wm {
 
@@ -620,6 +622,25 @@ void Planner::check_collisions() {
                                   : "merged wheel: installs onto the same path as another member",
                         directory ? "one kind of entry per installed path" : "one member per installed path",
                         "also " + archived[clash.other]});
+  }
+  if (problems.size() != before) return;
+  // `wheelmerge verify` takes a name carrying a label for a variant file no manifest lists: a
+  // merge with loaders refuses other files so named (they would not be told apart).
+  if (!plan.variant_files.empty()) {
+    std::unordered_set<std::string> labels, stored;
+    for (const VariantFile& v : plan.variant_files) {
+      labels.insert(v.label);
+      stored.insert(v.stored);
+    }
+    for (const PlannedMember& m : members) {
+      if (stored.count(m.path) || !m.input) continue;
+      if (std::string label = label_in_name(m.path, labels); !label.empty())
+        problems.push_back({ProblemKind::invalid_input, inputs[*m.input].display, m.path,
+                            "a file of every build is named like a variant file",
+                            "no variant label among the dot-separated pieces of its name",
+                            fmt::format("{} (wheelmerge verify would take it for a {} build file no loader lists)",
+                                        label, label)});
+    }
   }
 }
 

@@ -84,10 +84,8 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
     std::unordered_set<std::string> labels(found.front().manifest.variants.begin(), found.front().manifest.variants.end());
     for (const std::string& path : paths) {
       if (listed.count(path) || path.find(".dist-info/") != std::string::npos) continue;
-      std::vector<std::string> pieces = split(path.substr(path.rfind('/') + 1), '.');
-      bool labelled = std::any_of(pieces.begin() + (pieces.front().empty() ? 2 : 1), pieces.end(),
-                                  [&](const std::string& piece) { return labels.count(piece) > 0; });
-      if (labelled) fail(path, "variant file no loader lists", "a file named in a manifest", "none names it");
+      if (!label_in_name(path, labels).empty())
+        fail(path, "variant file no loader lists", "a file named in a manifest", "none names it");
     }
   }
   return found;
@@ -123,6 +121,13 @@ std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
     loaders.push_back({p, source, text_of(p.substr(0, p.size() - suffix.size()) + "/__init__.py")});
   }
   return check_loaders(wheel.display, loaders, paths, problems);
+}
+
+std::string label_in_name(const std::string& path, const std::unordered_set<std::string>& labels) {
+  std::vector<std::string> pieces = split(path.substr(path.rfind('/') + 1), '.');
+  for (size_t i = pieces.front().empty() ? 2 : 1; i < pieces.size(); ++i)
+    if (labels.count(pieces[i])) return pieces[i];
+  return {};
 }
 
 }  // namespace wm

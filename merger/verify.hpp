@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace wm {
@@ -30,6 +31,10 @@ struct FoundLoader {
 // Returns the loaders whose manifests parsed.
 std::vector<FoundLoader> check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
                                        const std::set<std::string>& paths, Problems& problems);
+
+// The variant label `path`'s file name carries, or empty: a label among the name's
+// dot-separated pieces after its stem ("pkg/_ext.cu12.so" carries cu12).
+std::string label_in_name(const std::string& path, const std::unordered_set<std::string>& labels);
 
 struct Wheel;
 // Every wheelmerge loader of `wheel`, in path order, each manifest parsed and checked against

@@ -853,3 +853,20 @@ TEST_CASE("plan: --name still needs one project, and labels that agree with the 
     CHECK(problems[0].expected.find("--name NAME") != std::string::npos);
   }
 }
+
+TEST_CASE("plan: with loaders, a shared file named like a variant file is refused; without, it is kept") {
+  // demo_package has a native extension per build, so the merge has a loader.
+  Problems problems = plan_refused({demo_package("cu12").file("pkg/notes.cu12.txt", "same").done(),
+                                    demo_package("cu13").file("pkg/notes.cu12.txt", "same").done()});
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::invalid_input);
+  CHECK(problems[0].member == "pkg/notes.cu12.txt");
+  CHECK(problems[0].what == "a file of every build is named like a variant file");
+  CHECK(problems[0].found.starts_with("cu12 "));
+  // A label that is not one of the merge's is only a name.
+  Problems none;
+  CHECK(plan_merge({demo_package("cu12").file("pkg/notes.cu11.txt", "same").done(),
+                    demo_package("cu13").file("pkg/notes.cu11.txt", "same").done()},
+                   {}, none));
+  CHECK(none.empty());
+}
