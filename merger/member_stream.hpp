@@ -18,8 +18,12 @@ namespace wm {
 using ChunkSink = std::function<bool(std::span<const uint8_t>)>;
 
 // nullopt when the member was read whole and matched its claims, or the sink stopped early.
+// Deflated members are inflated with ISA-L (inflate.hpp); where it refuses one, the member is
+// streamed again with zlib, whose verdict stands: `restart` is called first, so that the sink
+// forgets what it received.
 std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entry,
-                                     const ChunkSink& sink, const std::string& display_name);
+                                     const ChunkSink& sink, const std::string& display_name,
+                                     const std::function<void()>& restart);
 
 // The whole content of a small member, refused past `limit` bytes.
 std::optional<std::vector<uint8_t>> read_member(const ZipArchive& zip, const ZipEntry& entry,

@@ -86,7 +86,13 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
     if (other) other->update(chunk);
     if (elf) elf->feed(chunk);
     return true;
-  }, w.display);
+  }, w.display, [&] {
+    sha = Digest::sha256();
+    if (other) other = Digest::for_record_algorithm(algorithm);
+    elf.reset();
+    first = true;
+    if (result.text) result.text->clear();
+  });
   if (result.problem) return result;
   result.sha256 = base64url_nopad(sha.finish());
   if (other) result.record_digest = other->finish();
@@ -101,7 +107,10 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
         if (lo < hi) strings.insert(strings.end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
         pos += chunk.size();
         return pos < range->offset + range->size;
-      }, w.display);
+      }, w.display, [&] {
+        pos = 0;
+        strings.clear();
+      });
     }
     std::string beyond_limits;
     result.elf_info = elf->finish(strings, &beyond_limits);

@@ -61,7 +61,10 @@ void check_written(const std::string& path, const std::string& display, const Me
         same = same && at + chunk.size() <= m.content.size() && m.content.compare(at, chunk.size(), reinterpret_cast<const char*>(chunk.data()), chunk.size()) == 0;
         at += chunk.size();
         return true;
-      }, display);
+      }, display, [&] {
+        at = 0;
+        same = true;
+      });
       if (p && p->kind == ProblemKind::interrupted) problems.push_back(*p);  // not a failed check
       else if (p) fail(m.path, p->what, p->expected, p->found);
       else if (!same || at != m.content.size()) fail(m.path, "content", "the planned bytes", "other bytes");

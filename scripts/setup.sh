@@ -10,7 +10,7 @@ cd "$root"
 # loader under emulated CPUs that lack AVX2 or AVX-512.
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
               libfmt-dev libunistring-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
-              python3-venv)
+              python3-venv nasm)
 test_packages=(strace clang-19 libclang-rt-19-dev qemu-user)
 missing=()
 for p in "${apt_packages[@]}" "${test_packages[@]}"; do
@@ -29,5 +29,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
 
+scripts/isal.sh  # the patched ISA-L that wheelmerge inflates with, into .deps/isal
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build

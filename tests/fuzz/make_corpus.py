@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -51,6 +52,7 @@ MAX_LEN = {
     "fuzz_merge": 131072,
     "fuzz_merge_valid": 163840,
     "fuzz_requirement": 4096,
+    "fuzz_inflate": 65536,
 }
 
 # The dictionary each harness runs with, in tests/fuzz/dicts/.
@@ -453,6 +455,32 @@ HEADER_EXTRA = [
 ]
 
 
+def deflate_streams() -> dict[str, bytes]:
+    """Raw deflate data for fuzz_inflate (each behind its step-size byte): zlib at every strategy
+    and several levels, stored, empty, truncated, with trailing bytes, and the hand-made blocks
+    of tests/integration/test_bad_inputs.py (an incomplete literal/length code zlib refuses)."""
+    text = b"".join(b"def f%d(x):\n    return x * %d + %d\n" % (i, i, i * i) for i in range(400))
+    noise = bytes((i * 2654435761 >> 13) & 0xFF for i in range(6000))
+    streams: dict[str, bytes] = {}
+    for level in (0, 1, 6, 9):
+        for sname, strategy in (("default", zlib.Z_DEFAULT_STRATEGY), ("fixed", zlib.Z_FIXED),
+                                ("huffman", zlib.Z_HUFFMAN_ONLY), ("rle", zlib.Z_RLE)):
+            c = zlib.compressobj(level, zlib.DEFLATED, -15, 8, strategy)
+            streams[f"level{level}_{sname}"] = c.compress(text + noise) + c.flush()
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    split = c.compress(text) + c.flush(zlib.Z_FULL_FLUSH) + c.compress(noise) + c.flush()
+    streams["full_flush"] = split
+    streams["empty"] = b"\x03\x00"
+    streams["truncated"] = split[:-7]
+    streams["trailing"] = split + b"PK\x03\x04"
+    streams["incomplete_code"] = bytes.fromhex(
+        "05c001080000008220000000000000000000000000000000000200000000000000000000000000000000"
+        "000000000000000000000000000000000000000000000000000000000000800404")
+    streams["complete_code"] = bytes.fromhex(
+        "05c001040000000010000000000000000001000000000000000000000000000000000000000000008009")
+    return {f"{name}_{step}": bytes([step]) + data for name, data in streams.items() for step in (0, 6, 13)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, nargs="?")
@@ -519,6 +547,7 @@ def main() -> int:
         for chunk in (0, 1, 3):
             seeds["fuzz_elf"][f"elf_{i}_{chunk}"] = bytes([chunk]) + elf(strtab_vaddr_shift=shift, **kw)
     seeds["fuzz_merge_valid"].update(merge_valid_descriptions(real))
+    seeds["fuzz_inflate"].update(deflate_streams())
     for i, s in enumerate(REQUIREMENTS):
         seeds["fuzz_requirement"][f"requirement_{i}"] = s
     requires_dist = sorted({line.split(b":", 1)[1].strip()

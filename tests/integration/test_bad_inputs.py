@@ -186,6 +186,17 @@ class Case:
     args: tuple = ()  # further command-line arguments
 
 
+# One dynamic deflate block coding b"AAA": literal 'A' and end-of-block with 2-bit codes (half the
+# code space unused: an incomplete literal/length code), one 1-bit distance code. RFC 1951 does not
+# forbid it, ISA-L decodes it, zlib (so pip, installer, zipfile) refuses it: "invalid
+# literal/lengths set". With 1-bit codes the same block is complete and every decoder reads it.
+INCOMPLETE_CODE_AAA = bytes.fromhex(
+    "05c001080000008220000000000000000000000000000000000200000000000000000000000000000000"
+    "000000000000000000000000000000000000000000000000000000000000800404")
+COMPLETE_CODE_AA = bytes.fromhex(
+    "05c001040000000010000000000000000001000000000000000000000000000000000000000000008009")
+
+
 def case(id, bad, exit=3, member=(), **kw) -> Case:
     """``member``: a string, or a list whose items are strings (all required) or tuples of
     alternatives (one of them required)."""
@@ -223,6 +234,9 @@ def _latin1_record(rows):
 CASES: list[Case] = [
     # ---- positive controls: the generator writes wheels wheelmerge must accept
     positive("ok_plain"),
+    positive("ok_hand_made_dynamic_block",
+             W(add={"pkg/aa.txt": b"AA"}, entry={"pkg/aa.txt": dict(compressed=COMPLETE_CODE_AA)}),
+             good=W(add={"pkg/aa.txt": b"AA"})),
     positive("ok_stored", W(method=wg.STORED), good=W(method=wg.STORED)),
     positive("ok_data_descriptors",
              W(entries=lambda es: [dataclasses.replace(e, data_descriptor=True) for e in es]),
@@ -378,6 +392,9 @@ CASES: list[Case] = [
     case("usize_claims_1tib_zip64_record_agrees", lying_size(UTIL, BASE_FILES[UTIL], 1 << 40, zip64=True),
          member=UTIL, fast=True),
     case("deflate_stream_corrupt", W(entry={UTIL: dict(compressed=b"\xff" * 20)}), member=UTIL),
+    case("deflate_incomplete_huffman_code",
+         W(add={"pkg/aaa.txt": b"AAA"}, entry={"pkg/aaa.txt": dict(compressed=INCOMPLETE_CODE_AAA)}),
+         member=["pkg/aaa.txt", "invalid literal/lengths set"]),
     case("deflate_stream_truncated",
          W(entry={"pkg/data/table.txt": dict(
              compressed=wg.deflate_raw(BASE_FILES["pkg/data/table.txt"])[:-4])}),
@@ -693,6 +710,15 @@ def test_generator_writes_valid_wheels(c: Case, tmp_path: Path) -> None:
             r = subprocess.run([PYTHON, "-m", "wheel", "unpack", "-d", str(tmp_path / "u" / p.stem), str(p)],
                                capture_output=True, text=True)
             assert r.returncode == 0, f"{p.name}: {r.stdout}{r.stderr}"
+
+
+def test_hand_made_deflate_blocks_as_zlib_reads_them() -> None:
+    """The oracle for the two hand-made blocks above: zlib refuses the incomplete code and reads
+    the complete one."""
+    with pytest.raises(zlib.error, match="invalid literal/lengths set"):
+        zlib.decompressobj(-15).decompress(INCOMPLETE_CODE_AAA)
+    d = zlib.decompressobj(-15)
+    assert d.decompress(COMPLETE_CODE_AA) == b"AA" and d.eof and not d.unused_data
 
 
 def test_generator_is_deterministic() -> None:

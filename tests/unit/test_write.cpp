@@ -42,7 +42,7 @@ std::string content(const ZipArchive& zip, const ZipEntry& e) {
   auto problem = stream_member(zip, e, [&](std::span<const uint8_t> c) {
     out.append(c.begin(), c.end());
     return true;
-  }, "out.whl");
+  }, "out.whl", [&] { out.clear(); });
   REQUIRE_FALSE(problem);
   return out;
 }

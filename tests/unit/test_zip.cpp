@@ -45,7 +45,7 @@ std::string content(const ZipArchive& zip, const ZipEntry& e) {
   auto problem = stream_member(zip, e, [&](std::span<const uint8_t> c) {
     out.append(c.begin(), c.end());
     return true;
-  }, "t.whl");
+  }, "t.whl", [&] { out.clear(); });
   REQUIRE_FALSE(problem);
   return out;
 }
@@ -130,7 +130,7 @@ TEST_CASE("a declared size that lies stops inflating at the claim") {
   auto problem = stream_member(*zip, zip->entries[1], [&](std::span<const uint8_t> c) {
     delivered += c.size();
     return true;
-  }, "t.whl");
+  }, "t.whl", [&] { delivered = 0; });
   REQUIRE(problem);
   CHECK(problem->what == "more data than the declared uncompressed size");
   CHECK(delivered <= 10);
