@@ -128,14 +128,19 @@ std::string manifest_archive_path(const std::string& package_dir, std::string re
   return dir.empty() ? relative : dir + "/" + relative;
 }
 
-std::optional<std::string> site_packages_path(std::string_view member) {
+std::optional<std::string_view> site_packages_view(std::string_view member) {
   // In a valid wheel the one top-level directory named "*.data" is the wheel's data directory.
   size_t slash = member.find('/');
-  if (slash == std::string_view::npos || !member.substr(0, slash).ends_with(".data")) return std::string(member);
+  if (slash == std::string_view::npos || !member.substr(0, slash).ends_with(".data")) return member;
   std::string_view rest = member.substr(slash + 1);
   for (std::string_view key : {"purelib/", "platlib/"})
-    if (rest.starts_with(key)) return std::string(rest.substr(key.size()));
+    if (rest.starts_with(key)) return rest.substr(key.size());
   return std::nullopt;
+}
+
+std::optional<std::string> site_packages_path(std::string_view member) {
+  auto view = site_packages_view(member);
+  return view ? std::optional<std::string>(*view) : std::nullopt;
 }
 
 std::string ManifestResolver::installed(const std::string& loader_path, const std::string& relative) {
@@ -145,9 +150,11 @@ std::string ManifestResolver::installed(const std::string& loader_path, const st
   return manifest_archive_path(slash == std::string::npos ? std::string() : loader->substr(0, slash), relative);
 }
 
-const std::string* ManifestResolver::member(const std::string& installed) const {
+std::optional<std::string_view> ManifestResolver::member(std::string_view installed) const {
   auto it = by_installed_.find(installed);
-  return it == by_installed_.end() ? nullptr : &it->second;
+  if (it == by_installed_.end()) return std::nullopt;
+  return it->second;
 }
+
 
 }  // namespace wm

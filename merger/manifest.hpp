@@ -49,24 +49,27 @@ std::string manifest_archive_path(const std::string& package_dir, std::string re
 // ("demo-1.0.data/platlib/pkg/x.so" -> "pkg/x.so"); nullopt for the other .data keys
 // (scripts, headers, data), which install elsewhere.
 std::optional<std::string> site_packages_path(std::string_view member);
+// The same, as a view of `member` (always a suffix of it).
+std::optional<std::string_view> site_packages_view(std::string_view member);
 
 // Resolves a loader's manifest paths to members as the installed loader does: relative to its
 // package's directory in site-packages, where the root and .data's purelib and platlib meet.
 class ManifestResolver {
  public:
+  // The member names (strings or views) must outlive the resolver: it keeps views of them.
   template <typename Members>
   explicit ManifestResolver(const Members& members) {
-    for (const std::string& m : members)
-      if (auto installed = site_packages_path(m)) by_installed_.emplace(std::move(*installed), m);
+    for (std::string_view m : members)
+      if (auto installed = site_packages_view(m)) by_installed_.emplace(*installed, m);
   }
   // The path `relative` names from the package of the loader at member `loader_path`, relative
   // to site-packages; empty when it leaves site-packages or is no safe name.
   static std::string installed(const std::string& loader_path, const std::string& relative);
-  // The member installed at `installed`, or nullptr when the wheel has none.
-  const std::string* member(const std::string& installed) const;
+  // The member installed at `installed`, or nullopt when the wheel has none.
+  std::optional<std::string_view> member(std::string_view installed) const;
 
  private:
-  std::unordered_map<std::string, std::string> by_installed_;
+  std::unordered_map<std::string_view, std::string_view> by_installed_;
 };
 
 }  // namespace wm

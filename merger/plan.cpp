@@ -394,8 +394,14 @@ void Planner::classify_payload() {
     return std::any_of(options.variant_globs.begin(), options.variant_globs.end(),
                        [&](const std::string& g) { return fnmatch(g.c_str(), path.c_str(), 0) == 0; });
   };
-  std::set<std::string> taken;  // every output path, to refuse a labelled name that already exists
+  // Every output path, to refuse a labelled name that already exists: the payload's paths (views
+  // of the table's keys) and the labelled names given so far.
+  std::unordered_set<std::string_view> taken;
   for (const auto& [path, row] : payload) taken.insert(path);
+  std::unordered_set<std::string> labelled_taken;
+  size_t expected = 0;  // members: one per shared path, one per build of each other path
+  for (const auto& [path, row] : payload) expected += same_everywhere(row) ? 1 : builds();
+  members.reserve(expected + 2 * builds());
   for (const auto& [path, row] : payload) {
     if (same_everywhere(row)) {
       members.push_back(copied(path, 0, *row.front()));
@@ -422,7 +428,7 @@ void Planner::classify_payload() {
         conflict(stored, row, fmt::format("the labelled name of {} is not a safe name ({})", path, why));
         continue;
       }
-      if (!taken.insert(stored).second) {
+      if (taken.count(stored) || !labelled_taken.insert(stored).second) {
         conflict(stored, row, fmt::format("the labelled name of {} is already taken", path));
         continue;
       }
@@ -654,7 +660,9 @@ void Planner::finish_dist_info() {
   auto by_path = [](const PlannedMember& a, const PlannedMember& b) { return a.path < b.path; };
   std::sort(members.begin(), members.end(), by_path);
   std::sort(dist_members.begin(), dist_members.end(), by_path);
-  members.insert(members.end(), dist_members.begin(), dist_members.end());
+  members.reserve(members.size() + dist_members.size() + 1);  // exactly: no doubling at this size
+  members.insert(members.end(), std::make_move_iterator(dist_members.begin()), std::make_move_iterator(dist_members.end()));
+  dist_members.clear();
   std::string record;
   for (const PlannedMember& m : members)
     record += format_record_row({m.path, "sha256=" + m.sha256, std::to_string(m.size)});

@@ -39,8 +39,8 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
   const ManifestResolver resolver(members);
   for (FoundLoader& l : loaders) {
     auto mark = [&](const std::string& relative, const std::string& label) {
-      if (const std::string* member = resolver.member(ManifestResolver::installed(l.loader_path, relative)))
-        variant_of[*member] = label;
+      if (auto member = resolver.member(ManifestResolver::installed(l.loader_path, relative)))
+        variant_of[std::string(*member)] = label;
     };
     for (const auto& [label, build] : l.manifest.builds) {
       for (const auto& [original, stored] : build.files) mark(stored, label);

@@ -27,12 +27,12 @@ bool imports_loader(std::string_view source) {
 }  // namespace
 
 std::vector<FoundLoader> check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
-                                       const std::set<std::string>& paths, Problems& problems) {
+                                       const std::vector<std::string_view>& paths, Problems& problems) {
   auto fail = [&](const std::string& member, std::string what, std::string expected, std::string found) {
     problems.push_back({ProblemKind::invalid_input, display, member, std::move(what), std::move(expected), std::move(found)});
   };
   std::vector<FoundLoader> found;
-  std::set<std::string> listed;  // every file some manifest names
+  std::set<std::string, std::less<>> listed;  // every file some manifest names
   const ManifestResolver resolver(paths);
   for (const LoaderFiles& l : loaders) {
     const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
@@ -69,7 +69,7 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
                "a path relative to the package, inside the wheel", rel);
           return;
         }
-        if (const std::string* member = resolver.member(installed)) listed.insert(*member);
+        if (auto member = resolver.member(installed)) listed.insert(std::string(*member));
         else fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), installed, "no such member");
       };
       for (const auto& [module, rel] : build.modules) check("modules", rel);
@@ -82,18 +82,24 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
   // is labelled when one of its dot-separated pieces after the stem is a variant label.
   if (!found.empty()) {
     std::unordered_set<std::string> labels(found.front().manifest.variants.begin(), found.front().manifest.variants.end());
-    for (const std::string& path : paths) {
+    for (std::string_view path : paths) {
       if (listed.count(path) || path.find(".dist-info/") != std::string::npos) continue;
       if (!label_in_name(path, labels).empty())
-        fail(path, "variant file no loader lists", "a file named in a manifest", "none names it");
+        fail(std::string(path), "variant file no loader lists", "a file named in a manifest", "none names it");
     }
   }
   return found;
 }
 
+std::vector<FoundLoader> check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
+                                       const std::set<std::string>& paths, Problems& problems) {
+  return check_loaders(display, loaders, std::vector<std::string_view>(paths.begin(), paths.end()), problems);
+}
+
 std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
-  std::set<std::string> paths;
-  for (const WheelFile& f : wheel.files) paths.insert(f.path);
+  std::vector<std::string_view> paths;
+  for (const WheelFile& f : wheel.files) paths.push_back(f.path);
+  std::sort(paths.begin(), paths.end());
   // Loaders and their __init__.py are read whole, so what they may hold is bounded in all: a
   // loader is the template and a manifest of paths, far below this.
   constexpr size_t kMaxLoaderBytes = 16 << 20;
@@ -114,8 +120,9 @@ std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
   };
   std::vector<LoaderFiles> loaders;
   const std::string suffix = "/" + std::string(kLoaderModule);
-  for (const std::string& p : paths) {
-    if (p.size() <= suffix.size() || p.compare(p.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+  for (std::string_view view : paths) {
+    if (!view.ends_with(suffix) || view.size() == suffix.size()) continue;
+    const std::string p(view);
     std::string source = text_of(p);
     if (!manifest_of_loader(source)) continue;  // a module of that name that is no wheelmerge loader
     loaders.push_back({p, source, text_of(p.substr(0, p.size() - suffix.size()) + "/__init__.py")});
@@ -123,7 +130,7 @@ std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
   return check_loaders(wheel.display, loaders, paths, problems);
 }
 
-std::string label_in_name(const std::string& path, const std::unordered_set<std::string>& labels) {
+std::string label_in_name(std::string_view path, const std::unordered_set<std::string>& labels) {
   std::vector<std::string> pieces = split(path.substr(path.rfind('/') + 1), '.');
   for (size_t i = pieces.front().empty() ? 2 : 1; i < pieces.size(); ++i)
     if (labels.count(pieces[i])) return pieces[i];

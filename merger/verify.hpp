@@ -26,15 +26,19 @@ struct FoundLoader {
   LoaderManifest manifest;
 };
 
+// `paths`: every member of the wheel, sorted, each once.
 // Every manifest parses, every path it names exists, every labelled variant file is listed by
 // some manifest, the variants agree, and each package's __init__.py imports its loader.
 // Returns the loaders whose manifests parsed.
+std::vector<FoundLoader> check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
+                                       const std::vector<std::string_view>& paths, Problems& problems);
+// The same over a set of paths.
 std::vector<FoundLoader> check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
                                        const std::set<std::string>& paths, Problems& problems);
 
 // The variant label `path`'s file name carries, or empty: a label among the name's
 // dot-separated pieces after its stem ("pkg/_ext.cu12.so" carries cu12).
-std::string label_in_name(const std::string& path, const std::unordered_set<std::string>& labels);
+std::string label_in_name(std::string_view path, const std::unordered_set<std::string>& labels);
 
 struct Wheel;
 // Every wheelmerge loader of `wheel`, in path order, each manifest parsed and checked against

@@ -13,6 +13,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <mutex>
+#include <utility>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -44,7 +47,15 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// What streaming one member found.
+// A member's recorded hash, compactly: RECORD's algorithm and the digest's bytes.
+struct ExpectedHash {
+  uint8_t algorithm = 0;  // 0: none (RECORD's own row, signature files); else an index into kRecordAlgorithms
+  uint8_t length = 0;
+  std::array<uint8_t, 64> digest{};
+};
+constexpr std::string_view kRecordAlgorithms[] = {"", "sha256", "sha384", "sha512"};
+
+// What streaming one member found; the sha256 and ELF information go into the WheelFile.
 struct MemberResult {
   std::optional<Problem> problem;
   std::string sha256;
@@ -199,6 +210,7 @@ bool check_layout(Reader& r) {
 // .data member under a known key, no installer-written file in the dist-info directory.
 void list_files(Reader& r) {
   Wheel& w = r.w;
+  w.files.reserve(w.zip.entries.size());
   for (size_t i = 0; i < w.zip.entries.size(); ++i) {
     const ZipEntry& e = w.zip.entries[i];
     if (e.is_directory()) continue;
@@ -219,9 +231,9 @@ void list_files(Reader& r) {
       if (is_installer_file(rel))
         r.fail(f.path, "installer-written file inside the wheel", "no INSTALLER, REQUESTED or direct_url.json", rel);
     }
-    w.index.emplace(f.path, w.files.size());
     w.files.push_back(std::move(f));
   }
+  w.build_index();
 }
 
 // Installed paths: no two members bound for one path. Where an installer puts each member: the
@@ -385,21 +397,25 @@ void check_metadata(Reader& r, const std::string& text) {
 }
 
 // RECORD rows: the CSV parses (at most kRecordSlack rows beyond one per member), every path is
-// a safe relative file path, no path has two rows. The rows by path.
-std::map<std::string, RecordRow> read_record_rows(Reader& r, const std::string& text) {
+// a safe relative file path, no path has two rows. The rows sorted by path.
+std::vector<RecordRow> read_record_rows(Reader& r, const std::string& text) {
   const std::string record_path = r.record_path();
-  std::map<std::string, RecordRow> rows;
+  std::vector<RecordRow> rows;
   auto parsed = parse_record(text, r.w.display, record_path, r.w.zip.entries.size() + kRecordSlack, r.problems);
   if (!parsed) return rows;
+  rows.reserve(parsed->size());
   for (RecordRow& row : *parsed) {
     if (std::string bad = unsafe_name_reason(row.path); !bad.empty() || row.path.back() == '/') {
       r.fail(record_path, "unsafe path in RECORD", "a relative file path",
              row.path + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
       continue;
     }
-    std::string path = row.path;
-    if (!rows.emplace(path, std::move(row)).second) r.fail(record_path, "duplicate RECORD row", "one row per file", path);
+    rows.push_back(std::move(row));
   }
+  // Stable: the message names each duplicated path once, as often as it is repeated.
+  std::stable_sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) { return a.path < b.path; });
+  for (size_t i = 1; i < rows.size(); ++i)
+    if (rows[i].path == rows[i - 1].path) r.fail(record_path, "duplicate RECORD row", "one row per file", rows[i].path);
   return rows;
 }
 
@@ -407,61 +423,73 @@ std::map<std::string, RecordRow> read_record_rows(Reader& r, const std::string& 
 // warning); RECORD's own row without hash or size; every other row with a hash RECORD may use
 // (RecordHash::parse: algorithm, digest length) and the member's size; no row for a file the
 // archive lacks. Each member's recorded hash, by position in w.files; none for RECORD and
-// signature files. Consumes the rows of RECORD and of signature files.
-std::vector<std::optional<RecordHash>> check_record_entries(Reader& r, std::map<std::string, RecordRow>& rows) {
+// signature files.
+std::vector<ExpectedHash> check_record_entries(Reader& r, const std::vector<RecordRow>& rows) {
   Wheel& w = r.w;
   const std::string record_path = r.record_path();
-  std::vector<std::optional<RecordHash>> hashes(w.files.size());
+  std::vector<ExpectedHash> hashes(w.files.size());
+  std::vector<bool> used(rows.size(), false);
+  auto row_of = [&](const std::string& path) -> std::optional<size_t> {
+    auto it = std::lower_bound(rows.begin(), rows.end(), path, [](const RecordRow& row, const std::string& p) { return row.path < p; });
+    if (it == rows.end() || it->path != path) return std::nullopt;
+    return static_cast<size_t>(it - rows.begin());
+  };
   for (size_t i = 0; i < w.files.size(); ++i) {
     const WheelFile& f = w.files[i];
     std::string rel = top_dir(f.path) == w.dist_info ? f.path.substr(w.dist_info.size() + 1) : std::string();
-    auto it = rows.find(f.path);
+    auto at = row_of(f.path);
+    if (at) used[*at] = true;
     if (is_record_signature(rel)) {
       w.warnings.push_back(fmt::format("{}: {}: dropped (signature files are deprecated and not covered by RECORD)",
                                        w.display, f.path));
-      if (it != rows.end()) rows.erase(it);
       continue;
     }
-    if (it == rows.end()) {
+    if (!at) {
       r.fail(f.path, "file not listed in RECORD", "a RECORD row", "none");
       continue;
     }
-    const RecordRow& row = it->second;
+    const RecordRow& row = rows[*at];
     if (f.path == record_path) {
       if (!row.hash.empty() || !row.size.empty())
         r.fail(record_path, "RECORD's own row carries a hash or size", "RECORD,,",
                fmt::format("{},{},{}", row.path, row.hash, row.size));
-      rows.erase(it);
       continue;
     }
     std::string what, expected, found;
-    hashes[i] = RecordHash::parse(row.hash, what, expected, found);
-    if (!hashes[i]) {
+    auto hash = RecordHash::parse(row.hash, what, expected, found);
+    if (!hash) {
       r.fail(f.path, what, expected, found);
     } else if (row.size.empty() || row.size.find_first_not_of("0123456789") != std::string::npos) {
       r.fail(f.path, "RECORD row without a valid size", "a decimal size", row.size.empty() ? "an empty field" : row.size);
     } else if (row.size != std::to_string(f.size)) {
       r.fail(f.path, "size does not match RECORD", row.size + " bytes (RECORD)", std::to_string(f.size) + " bytes");
+    } else {
+      ExpectedHash& e = hashes[i];
+      e.algorithm = static_cast<uint8_t>(std::find(std::begin(kRecordAlgorithms), std::end(kRecordAlgorithms), hash->algorithm) -
+                                         std::begin(kRecordAlgorithms));
+      e.length = static_cast<uint8_t>(hash->raw.size());
+      std::copy(hash->raw.begin(), hash->raw.end(), e.digest.begin());
     }
   }
-  for (const auto& [path, row] : rows) {
-    if (path != record_path && !w.find(path)) r.fail(record_path, "RECORD lists a file the archive lacks", path, "no such member");
-  }
+  for (size_t k = 0; k < rows.size(); ++k)
+    if (!used[k] && rows[k].path != record_path && (k == 0 || rows[k].path != rows[k - 1].path))
+      r.fail(record_path, "RECORD lists a file the archive lacks", rows[k].path, "no such member");
   return hashes;
 }
 
 // Streaming: every member with a RECORD hash read once, in parallel, largest first: its CRC and
-// size checked, its sha256 (and RECORD's algorithm's digest) computed, ELF files scanned, the
-// text of __init__.py files kept: in archive order while they fit kMaxInitSources in all (a
-// package whose text was not kept is refused only if it needs a loader). Results by position in
-// w.files.
-std::vector<MemberResult> stream_members(const Wheel& w, const std::vector<std::optional<RecordHash>>& hashes) {
-  std::vector<size_t> order;
+// size checked, its sha256 (and RECORD's algorithm's digest) computed and compared with RECORD's,
+// ELF files scanned, the text of __init__.py files kept: in archive order while they fit
+// kMaxInitSources in all (a package whose text was not kept is refused only if it needs a
+// loader). Each worker writes its member's WheelFile; problems are reported in archive order.
+void stream_members(Reader& r, const std::vector<ExpectedHash>& hashes) {
+  Wheel& w = r.w;
+  std::vector<uint32_t> order;
   std::vector<bool> keep_text(w.files.size(), false);
   uint64_t kept = 0;
   for (size_t i = 0; i < w.files.size(); ++i) {
-    if (!hashes[i]) continue;
-    order.push_back(i);
+    if (!hashes[i].algorithm) continue;
+    order.push_back(static_cast<uint32_t>(i));
     if (is_init_file(w.files[i].path) && w.files[i].size <= kMaxInitSources - kept) {
       keep_text[i] = true;
       kept += w.files[i].size;
@@ -470,37 +498,33 @@ std::vector<MemberResult> stream_members(const Wheel& w, const std::vector<std::
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return w.zip.entries[w.files[a].entry].compressed_size > w.zip.entries[w.files[b].entry].compressed_size;
   });
-  std::vector<MemberResult> results(w.files.size());
+  std::mutex lock;  // guards `found` and w.init_sources
+  std::vector<std::pair<size_t, Problem>> found;
   parallel_for(order.size(), [&](size_t k) {
-    size_t i = order[k];
-    results[i] = verify_member_safely(w, w.zip.entries[w.files[i].entry], hashes[i]->algorithm, keep_text[i]);
-  });
-  return results;
-}
-
-// Final comparison: each streamed member's digest is the one RECORD gives; the member's sha256,
-// ELF information and __init__.py text go into the wheel. Streaming problems are reported here,
-// in archive order.
-void compare_with_record(Reader& r, const std::vector<std::optional<RecordHash>>& hashes,
-                         std::vector<MemberResult>& results) {
-  Wheel& w = r.w;
-  for (size_t i = 0; i < w.files.size(); ++i) {
-    if (!hashes[i]) continue;
+    const size_t i = order[k];
     WheelFile& f = w.files[i];
-    MemberResult& result = results[i];
-    if (result.problem) {
-      r.problems.push_back(*result.problem);
-      continue;
+    const ExpectedHash& recorded = hashes[i];
+    const std::string algorithm(kRecordAlgorithms[recorded.algorithm]);
+    MemberResult result = verify_member_safely(w, w.zip.entries[f.entry], algorithm, keep_text[i]);
+    std::optional<Problem> problem = std::move(result.problem);
+    if (!problem) {
+      std::span<const uint8_t> expected(recorded.digest.data(), recorded.length);
+      std::string actual = algorithm == "sha256" ? result.sha256 : base64url_nopad(result.record_digest);
+      if (base64url_nopad(expected) != actual)
+        problem = Problem{ProblemKind::invalid_input, w.display, f.path, "hash does not match RECORD",
+                          algorithm + "=" + base64url_nopad(expected), algorithm + "=" + actual};
+      f.sha256 = std::move(result.sha256);
+      f.elf = result.elf;
+      if (result.elf_info) f.elf_info = std::make_shared<const ElfInfo>(std::move(*result.elf_info));
     }
-    const RecordHash& recorded = *hashes[i];
-    std::string actual = recorded.algorithm == "sha256" ? result.sha256 : base64url_nopad(result.record_digest);
-    if (recorded.digest != actual)
-      r.fail(f.path, "hash does not match RECORD", recorded.text(), recorded.algorithm + "=" + actual);
-    f.sha256 = std::move(result.sha256);
-    f.elf = result.elf;
-    f.elf_info = std::move(result.elf_info);
-    if (result.text) w.init_sources.emplace(f.path, std::move(*result.text));
-  }
+    if (problem || result.text) {
+      std::lock_guard guard(lock);
+      if (problem) found.emplace_back(i, std::move(*problem));
+      else w.init_sources.emplace(f.path, std::move(*result.text));
+    }
+  });
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [i, problem] : found) r.problems.push_back(std::move(problem));
 }
 
 // Signature files are dropped, so they leave the model here: every file but RECORD that was not
@@ -509,15 +533,27 @@ void drop_unstreamed_files(Reader& r) {
   Wheel& w = r.w;
   const std::string record_path = r.record_path();
   std::erase_if(w.files, [&](const WheelFile& f) { return f.sha256.empty() && f.path != record_path; });
-  w.index.clear();
-  for (size_t i = 0; i < w.files.size(); ++i) w.index.emplace(w.files[i].path, i);
+  w.files.shrink_to_fit();
+  w.build_index();
 }
 
 }  // namespace
 
-const WheelFile* Wheel::find(const std::string& p) const {
-  auto it = index.find(p);
-  return it == index.end() ? nullptr : &files[it->second];
+std::optional<size_t> Wheel::position(std::string_view p) const {
+  auto it = std::lower_bound(index.begin(), index.end(), p, [&](uint32_t i, std::string_view q) { return files[i].path < q; });
+  if (it == index.end() || files[*it].path != p) return std::nullopt;
+  return *it;
+}
+
+const WheelFile* Wheel::find(std::string_view p) const {
+  auto at = position(p);
+  return at ? &files[*at] : nullptr;
+}
+
+void Wheel::build_index() {
+  index.resize(files.size());
+  for (size_t i = 0; i < files.size(); ++i) index[i] = static_cast<uint32_t>(i);
+  std::sort(index.begin(), index.end(), [&](uint32_t a, uint32_t b) { return files[a].path < files[b].path; });
 }
 
 bool is_installer_file(const std::string& rel) {
@@ -548,16 +584,19 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
   if (r.failed()) return std::nullopt;
   check_installed_paths(r);
   if (r.failed()) return std::nullopt;
-  auto texts = read_dist_info_texts(r);
-  if (!texts) return std::nullopt;
-  check_wheel_file(r, texts->wheel);
-  check_metadata(r, texts->metadata);
-  auto rows = read_record_rows(r, texts->record);
-  if (r.failed()) return std::nullopt;
-  auto hashes = check_record_entries(r, rows);
-  if (r.failed()) return std::nullopt;
-  auto results = stream_members(r.w, hashes);
-  compare_with_record(r, hashes, results);
+  std::vector<ExpectedHash> hashes;
+  {  // the dist-info texts and RECORD's rows are gone before the members stream
+    auto texts = read_dist_info_texts(r);
+    if (!texts) return std::nullopt;
+    check_wheel_file(r, texts->wheel);
+    check_metadata(r, texts->metadata);
+    std::vector<RecordRow> rows = read_record_rows(r, std::exchange(texts->record, {}));
+    if (r.failed()) return std::nullopt;
+    hashes = check_record_entries(r, rows);
+    if (r.failed()) return std::nullopt;
+  }
+  stream_members(r, hashes);
+  hashes = {};
   drop_unstreamed_files(r);
   if (r.failed()) return std::nullopt;
   return std::move(r.w);

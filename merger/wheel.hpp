@@ -10,6 +10,7 @@
 #include "merger/zip_archive.hpp"
 
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <optional>
 #include <string>
@@ -33,7 +34,7 @@ struct WheelFile {
   std::string sha256;  // urlsafe base64 without padding
   bool executable = false;
   bool elf = false;                  // starts with the ELF magic
-  std::optional<ElfInfo> elf_info;   // for ELF files we could read
+  std::shared_ptr<const ElfInfo> elf_info;  // for ELF files we could read
 };
 
 struct WheelInput {
@@ -53,14 +54,16 @@ struct Wheel {
   Headers metadata;
   std::vector<Requirement> requires_dist;  // METADATA's Requires-Dist, parsed, in order
   std::vector<WheelFile> files;  // every regular member, in archive order
-  std::unordered_map<std::string, size_t> index;  // path -> position in files
+  std::vector<uint32_t> index;   // positions in files, sorted by path (build_index)
   // The text of "__init__.py" files, by path, in archive order while they fit kMaxInitSources
   // bytes in all: the planner puts the loader import into a package's __init__.py without
   // reading the archive again.
   std::unordered_map<std::string, std::string> init_sources;
   std::vector<std::string> warnings;
 
-  const WheelFile* find(const std::string& path) const;
+  const WheelFile* find(std::string_view path) const;
+  std::optional<size_t> position(std::string_view path) const;  // in files
+  void build_index();  // after files change
   std::string base_version() const { return strip_local_label(name.version); }
 };
 

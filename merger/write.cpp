@@ -70,12 +70,13 @@ void check_written(const std::string& path, const std::string& display, const Me
       else if (!same || at != m.content.size()) fail(m.path, "content", "the planned bytes", "other bytes");
     }
   }
+  zip.reset();  // the archive as read back is gone before libzip reads it (below)
   // The loaders against the files written, as `wheelmerge verify` checks them.
-  std::set<std::string> paths;
+  std::vector<std::string_view> paths;
   std::vector<LoaderFiles> loaders;
   std::unordered_map<std::string_view, const PlannedMember*> by_path;
   for (const PlannedMember& m : plan.members) {
-    paths.insert(m.path);
+    paths.push_back(m.path);
     by_path.emplace(m.path, &m);
   }
   auto content_of = [&](const std::string& path) {
@@ -88,6 +89,7 @@ void check_written(const std::string& path, const std::string& display, const Me
     l.init_source = content_of(package + "/__init__.py");
     loaders.push_back(std::move(l));
   }
+  std::sort(paths.begin(), paths.end());
   Problems loader_problems;
   check_loaders(display, loaders, paths, loader_problems);
   for (const Problem& p : loader_problems) fail(p.member, p.what, p.expected, p.found);
@@ -142,23 +144,25 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
     if (!temp_name.empty()) ::unlinkat(dir.fd, temp_name.c_str(), 0);
   };
 
-  ZipWriter writer(out, time);
-  for (const PlannedMember& m : plan.members) {
-    if (int signal = interrupted()) {
-      discard();
-      problems.push_back(interruption(target, {}, signal));
-      return std::nullopt;
+  {  // the writer's central directory records are gone before the output is checked
+    ZipWriter writer(out, time);
+    for (const PlannedMember& m : plan.members) {
+      if (int signal = interrupted()) {
+        discard();
+        problems.push_back(interruption(target, {}, signal));
+        return std::nullopt;
+      }
+      bool ok = m.input ? writer.add_copy(m.path, inputs[*m.input].zip, inputs[*m.input].zip.entries[m.entry], m.executable)
+                         : writer.add_generated(m.path, as_bytes(m.content), m.executable);
+      if (!ok) {
+        discard();
+        return fail("cannot write " + m.path);
+      }
     }
-    bool ok = m.input ? writer.add_copy(m.path, inputs[*m.input].zip, inputs[*m.input].zip.entries[m.entry], m.executable)
-                       : writer.add_generated(m.path, as_bytes(m.content), m.executable);
-    if (!ok) {
+    if (!writer.finish()) {
       discard();
-      return fail("cannot write " + m.path);
+      return fail("cannot write the central directory");
     }
-  }
-  if (!writer.finish()) {
-    discard();
-    return fail("cannot write the central directory");
   }
   const std::string self = temp_name.empty() ? fmt::format("/proc/self/fd/{}", out.fd())
                                              : (fs::path(out_dir) / temp_name).string();

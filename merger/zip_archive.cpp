@@ -576,6 +576,7 @@ bool read_central_directory(Reader& r, const Directory& d) {
   }
   ByteView dir(cd);
   size_t pos = 0;
+  r.zip.entries.reserve(std::min<uint64_t>(d.count, d.size / kCentralSize));  // bounded by the bytes read
   while (pos < dir.size()) {
     if (dir.size() - pos < kCentralSize || dir.u32(pos) != kCentralSig) {
       r.fail({}, "malformed central directory", "a central directory header at offset " +

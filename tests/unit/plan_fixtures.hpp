@@ -60,8 +60,13 @@ class WheelBuilder {
     f.size = content.size();
     f.sha256 = hash_of(content);
     f.executable = executable;
-    w_.index[path] = w_.files.size();
-    w_.files.push_back(std::move(f));
+    if (auto at = w_.position(path)) {  // the same path again: replaced
+      f.entry = w_.files[*at].entry;
+      w_.files[*at] = std::move(f);
+    } else {
+      w_.files.push_back(std::move(f));
+      w_.build_index();
+    }
     if (path == "__init__.py" || path.ends_with("/__init__.py")) w_.init_sources[path] = content;
     return *this;
   }
@@ -69,14 +74,15 @@ class WheelBuilder {
   WheelBuilder& elf(const std::string& path, const std::string& content, const std::string& soname = {},
                     std::vector<std::string> needed = {}) {
     file(path, "\x7f" "ELF" + content);
-    w_.files.back().elf = true;
-    w_.files.back().elf_info = ElfInfo{true, soname, std::move(needed)};
+    WheelFile& f = w_.files[*w_.position(path)];
+    f.elf = true;
+    f.elf_info = std::make_shared<const ElfInfo>(ElfInfo{true, soname, std::move(needed)});
     return *this;
   }
   // An __init__.py too large to have been read: present, but without its text.
   WheelBuilder& large_init(const std::string& path) {
     file(path, "x");
-    w_.files.back().size = kMaxInitSources + 1;
+    w_.files[*w_.position(path)].size = kMaxInitSources + 1;
     w_.init_sources.erase(path);
     return *this;
   }

@@ -118,9 +118,9 @@ LoaderManifest manifest_in(const MergePlan& plan, const std::string& loader_path
 }
 
 size_t entry_of(const Wheel& w, const std::string& path) {
-  auto it = w.index.find(path);
-  REQUIRE_MESSAGE(it != w.index.end(), "no file " << path << " in " << w.display);
-  return w.files[it->second].entry;
+  auto at = w.position(path);
+  REQUIRE_MESSAGE(at.has_value(), "no file " << path << " in " << w.display);
+  return w.files[*at].entry;
 }
 
 // A build of "demo" with a package holding one extension module that differs per build and a
@@ -156,8 +156,8 @@ TEST_CASE("plan: shared files are stored once, copied from the first build in la
     CHECK(m.entry == entry_of(cu12, path));
     if (path == "pkg/util.py") CHECK(m.entry != entry_of(cu13, path));  // added in another order there
     CHECK(m.content.empty());
-    CHECK(m.sha256 == cu12.files[cu12.index.at(path)].sha256);
-    CHECK(m.size == cu12.files[cu12.index.at(path)].size);
+    CHECK(m.sha256 == cu12.files[*cu12.position(path)].sha256);
+    CHECK(m.size == cu12.files[*cu12.position(path)].size);
   }
   CHECK_FALSE(member(plan, "pkg/util.py").executable);
   CHECK(member(plan, "pkg/tool.sh").executable);  // executable in cu13 only
@@ -190,7 +190,7 @@ TEST_CASE("plan: variant extension modules get labelled names and a loader with 
     REQUIRE(m.input);
     CHECK(*m.input == i);
     CHECK(m.entry == entry_of(inputs[i], kCore));
-    CHECK(m.sha256 == inputs[i].files[inputs[i].index.at(kCore)].sha256);
+    CHECK(m.sha256 == inputs[i].files[*inputs[i].position(kCore)].sha256);
   }
   CHECK(plan.loader_packages == std::vector<std::string>{"pkg"});
 

@@ -305,7 +305,7 @@ TEST_CASE("wheel: signature files are dropped with a warning") {
   REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));
   CHECK_FALSE(w->find("pkg-1.0.dist-info/RECORD.jws"));
   CHECK(w->files.size() == b.members().size() - 1);
-  for (size_t i = 0; i < w->files.size(); ++i) CHECK(w->index.at(w->files[i].path) == i);
+  for (size_t i = 0; i < w->files.size(); ++i) CHECK(w->position(w->files[i].path) == i);
   REQUIRE(w->warnings.size() == 1);
   CHECK(w->warnings[0].find("RECORD.jws: dropped") != std::string::npos);
 }
