@@ -119,6 +119,8 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   auto plan = plan_merge(result.inputs, options, problems);
   if (!plan) return std::nullopt;
   result.plan = std::move(*plan);
+  // The writer copies from the archives alone: each input's file list goes before it runs.
+  for (Wheel& w : result.inputs) w.release_files();
   release_free_memory();
   auto output = write_wheel(result.plan, result.inputs, out_dir, time, problems);
   if (!output) return std::nullopt;

@@ -13,6 +13,8 @@ namespace wm {
 
 struct MergeResult {
   std::string output;
+  // The inputs as read, less their file lists (Wheel::release_files: the plan has taken what it
+  // needs, and the writer copies from the archives).
   std::vector<Wheel> inputs;
   MergePlan plan;
 };

@@ -16,6 +16,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <deque>
 #include <cstring>
 #include <map>
 #include <set>
@@ -167,8 +168,9 @@ std::vector<size_t> preload_order(const std::vector<const ElfInfo*>& libs) {
 
 namespace {
 
-// Per path, the file each build has (nullptr where it has none), builds in label order.
-using PathTable = std::map<std::string, std::vector<const WheelFile*>>;
+// Per path, the file each build has (nullptr where it has none), builds in label order. Keys are
+// views: of the inputs' paths, or of Planner::key_storage where a path is renamed.
+using PathTable = std::map<std::string_view, std::vector<const WheelFile*>>;
 using Row = std::vector<const WheelFile*>;
 
 PlannedMember generated(const std::string& path, std::string content, bool executable = false) {
@@ -192,6 +194,7 @@ struct Planner {
   MergePlan plan;
   WheelName out_name;
   std::string data_dir;                  // the merged wheel's .data directory
+  std::deque<std::string> key_storage;   // the path tables' keys that are no input's path
   PathTable payload, dist_info;          // dist_info keyed by the path inside the directory
   std::vector<PlannedMember> members;    // payload, in no particular order until the end
   std::vector<PlannedMember> dist_members;
@@ -370,16 +373,17 @@ bool Planner::build_path_tables() {
       bool in_data = !w.data_dir.empty() && f.path.compare(0, w.data_dir.size() + 1, w.data_dir + "/") == 0;
       PathTable& table = in_dist_info ? dist_info : payload;
       // The .data directory is named with each build's version; the merged one with the merged version.
-      std::string key = in_dist_info ? f.path.substr(w.dist_info.size() + 1)
-                        : in_data    ? data_dir + f.path.substr(w.data_dir.size())
-                                     : f.path;
+      std::string_view key = in_dist_info ? std::string_view(f.path).substr(w.dist_info.size() + 1)
+                             : in_data    ? std::string_view(key_storage.emplace_back(data_dir + f.path.substr(w.data_dir.size())))
+                                          : std::string_view(f.path);
       auto& row = table[key];
       row.resize(builds(), nullptr);
       row[i] = &f;
     }
   }
   const size_t before = problems.size();
-  std::vector<std::string> names;
+  std::vector<std::string_view> names;
+  names.reserve(payload.size());
   for (const auto& [path, row] : payload) names.push_back(path);
   for (const NameClash& clash : find_name_clashes(names))
     problems.push_back(clash_problem(clash, names, ProblemKind::conflict, all_inputs, "across builds"));
@@ -402,7 +406,8 @@ void Planner::classify_payload() {
   size_t expected = 0;  // members: one per shared path, one per build of each other path
   for (const auto& [path, row] : payload) expected += same_everywhere(row) ? 1 : builds();
   members.reserve(expected + 2 * builds());
-  for (const auto& [path, row] : payload) {
+  for (const auto& [key, row] : payload) {
+    const std::string path(key);
     if (same_everywhere(row)) {
       members.push_back(copied(path, 0, *row.front()));
       for (const WheelFile* f : row) members.back().executable |= f->executable;
@@ -441,7 +446,8 @@ void Planner::classify_payload() {
 // Dist-info: WHEEL, RECORD and METADATA are rebuilt (METADATA merged here); SBOMs may differ
 // per build and are kept under labelled names; the rest must be the same everywhere.
 void Planner::carry_dist_info() {
-  for (const auto& [rel, row] : dist_info) {
+  for (const auto& [key, row] : dist_info) {
+    const std::string rel(key);
     if (rel == "RECORD" || rel == "WHEEL" || rel == "METADATA") continue;
     const std::string path = plan.dist_info + "/" + rel;
     if (same_everywhere(row)) {
@@ -581,14 +587,14 @@ void Planner::add_loaders() {
     // Paths starting with the stem sort together: look there, not through the whole table.
     auto shadow = payload.end();
     for (auto it = payload.lower_bound(loader_stem); it != payload.end() && it->first.starts_with(loader_stem); ++it) {
-      const std::string& p = it->first;
+      std::string_view p = it->first;
       if (p.size() > loader_stem.size() && (p[loader_stem.size()] == '.' || p[loader_stem.size()] == '/')) {
         shadow = it;
         break;
       }
     }
     if (shadow != payload.end()) {
-      problems.push_back({ProblemKind::conflict, all_inputs, shadow->first, "the package already has a module of the loader's name",
+      problems.push_back({ProblemKind::conflict, all_inputs, std::string(shadow->first), "the package already has a module of the loader's name",
                           "no " + loader_stem.substr(package.size() + 1) + " module or directory", "this one"});
       continue;
     }
@@ -604,30 +610,34 @@ void Planner::add_loaders() {
 // may land on a file of the other.
 void Planner::check_collisions() {
   const size_t before = problems.size();
-  std::vector<std::string> names;
+  // Views of the members' paths (and of the three dist-info files generated later).
+  std::vector<std::string_view> names;
+  names.reserve(members.size() + dist_members.size());
   for (const auto* group : {&members, &dist_members})
     for (const PlannedMember& m : *group) names.push_back(m.path);
   for (const NameClash& clash : find_name_clashes(names))
     problems.push_back(clash_problem(clash, names, ProblemKind::conflict, all_inputs, "merged wheel"));
   if (problems.size() != before) return;
-  std::vector<std::string> installed, archived;
+  std::vector<std::string_view> installed, archived;
   for (const PlannedMember& m : members) {
     auto root = import_root(m.path);
     if (!root) continue;  // scripts, headers, data: installed elsewhere
-    installed.push_back(m.path.substr(*root));
+    installed.push_back(std::string_view(m.path).substr(*root));
     archived.push_back(m.path);
   }
   // The dist-info installs into site-packages too, with the three files generated later.
+  const std::vector<std::string> generated_files{plan.dist_info + "/WHEEL", plan.dist_info + "/METADATA",
+                                                 plan.dist_info + "/RECORD"};
   for (const PlannedMember& m : dist_members) archived.push_back(m.path);
-  for (const char* generated : {"/WHEEL", "/METADATA", "/RECORD"}) archived.push_back(plan.dist_info + generated);
+  for (const std::string& generated : generated_files) archived.push_back(generated);
   installed.insert(installed.end(), archived.begin() + installed.size(), archived.end());
   for (const NameClash& clash : find_name_clashes(installed)) {
     bool directory = clash.kind == NameClash::Kind::file_and_directory;
-    problems.push_back({ProblemKind::conflict, all_inputs, archived[clash.name],
+    problems.push_back({ProblemKind::conflict, all_inputs, std::string(archived[clash.name]),
                         directory ? "merged wheel: installs where another member needs a directory"
                                   : "merged wheel: installs onto the same path as another member",
                         directory ? "one kind of entry per installed path" : "one member per installed path",
-                        "also " + archived[clash.other]});
+                        "also " + std::string(archived[clash.other])});
   }
   if (problems.size() != before) return;
   // `wheelmerge verify` takes a name carrying a label for a variant file no manifest lists: a

@@ -286,9 +286,12 @@ std::optional<std::string> read_dist_info_text(Reader& r, const std::string& rel
     r.fail(path, "missing", "a " + rel + " file in " + w.dist_info, "none");
     return std::nullopt;
   }
-  auto bytes = read_member(w.zip, w.zip.entries[f->entry], limit, w.display, r.problems);
-  if (!bytes) return std::nullopt;
-  std::string text(bytes->begin(), bytes->end());
+  std::string text;
+  {  // the bytes are gone before the text is checked
+    auto bytes = read_member(w.zip, w.zip.entries[f->entry], limit, w.display, r.problems);
+    if (!bytes) return std::nullopt;
+    text.assign(bytes->begin(), bytes->end());
+  }
   if (text.starts_with("\xef\xbb\xbf")) {
     r.fail(path, rel + " starts with a byte order mark", "UTF-8 without a BOM", "EF BB BF");
     return std::nullopt;
@@ -400,18 +403,16 @@ void check_metadata(Reader& r, const std::string& text) {
 // a safe relative file path, no path has two rows. The rows sorted by path.
 std::vector<RecordRow> read_record_rows(Reader& r, const std::string& text) {
   const std::string record_path = r.record_path();
-  std::vector<RecordRow> rows;
   auto parsed = parse_record(text, r.w.display, record_path, r.w.zip.entries.size() + kRecordSlack, r.problems);
-  if (!parsed) return rows;
-  rows.reserve(parsed->size());
-  for (RecordRow& row : *parsed) {
-    if (std::string bad = unsafe_name_reason(row.path); !bad.empty() || row.path.back() == '/') {
-      r.fail(record_path, "unsafe path in RECORD", "a relative file path",
-             row.path + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
-      continue;
-    }
-    rows.push_back(std::move(row));
-  }
+  if (!parsed) return {};
+  std::vector<RecordRow> rows = std::move(*parsed);
+  std::erase_if(rows, [&](const RecordRow& row) {
+    std::string bad = unsafe_name_reason(row.path);
+    if (bad.empty() && row.path.back() != '/') return false;
+    r.fail(record_path, "unsafe path in RECORD", "a relative file path",
+           row.path + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
+    return true;
+  });
   // Stable: the message names each duplicated path once, as often as it is repeated.
   std::stable_sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) { return a.path < b.path; });
   for (size_t i = 1; i < rows.size(); ++i)
@@ -548,6 +549,12 @@ std::optional<size_t> Wheel::position(std::string_view p) const {
 const WheelFile* Wheel::find(std::string_view p) const {
   auto at = position(p);
   return at ? &files[*at] : nullptr;
+}
+
+void Wheel::release_files() {
+  std::vector<WheelFile>().swap(files);
+  std::vector<uint32_t>().swap(index);
+  std::unordered_map<std::string, std::string>().swap(init_sources);
 }
 
 void Wheel::build_index() {

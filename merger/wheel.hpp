@@ -64,6 +64,9 @@ struct Wheel {
   const WheelFile* find(std::string_view path) const;
   std::optional<size_t> position(std::string_view path) const;  // in files
   void build_index();  // after files change
+  // Frees files, index and init_sources (the bulk of a large wheel's model), keeping the
+  // archive and the dist-info fields.
+  void release_files();
   std::string base_version() const { return strip_local_label(name.version); }
 };
 

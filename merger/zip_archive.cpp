@@ -170,7 +170,7 @@ std::string fold_segment(std::string_view segment) {
 // directory under two spellings, or a directory that is also a file).
 class ClashFinder {
  public:
-  explicit ClashFinder(const std::vector<std::string>& names) : names_(names) {}
+  explicit ClashFinder(const std::vector<std::string_view>& names) : names_(names) {}
 
   std::vector<NameClash> find() {
     find_file_clashes();
@@ -249,7 +249,7 @@ class ClashFinder {
     }
   }
 
-  const std::vector<std::string>& names_;
+  const std::vector<std::string_view>& names_;
   PathIds folded_, spelled_;
   std::vector<NameClash> clashes_;
   std::unordered_map<size_t, size_t> files_;    // folded id of the file -> name index
@@ -259,14 +259,14 @@ class ClashFinder {
 
 }  // namespace
 
-std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) {
+std::vector<NameClash> find_name_clashes(const std::vector<std::string_view>& names) {
   return ClashFinder(names).find();
 }
 
-Problem clash_problem(const NameClash& clash, const std::vector<std::string>& names, ProblemKind kind,
+Problem clash_problem(const NameClash& clash, const std::vector<std::string_view>& names, ProblemKind kind,
                       const std::string& file, std::string_view context) {
-  const std::string& name = names[clash.name];
-  const std::string& other = names[clash.other];
+  const std::string name(names[clash.name]);
+  const std::string other(names[clash.other]);
   Problem p{kind, file, name, {}, {}, {}};
   switch (clash.kind) {
     case NameClash::Kind::duplicate:
@@ -294,7 +294,7 @@ namespace {
 
 // Names must stay distinct and of one kind wherever the wheel is unpacked.
 void check_names(const ZipArchive& zip, Reader& r) {
-  std::vector<std::string> names;
+  std::vector<std::string_view> names;
   names.reserve(zip.entries.size());
   for (const ZipEntry& e : zip.entries) names.push_back(e.name);
   for (const NameClash& clash : find_name_clashes(names))

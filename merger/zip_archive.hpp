@@ -56,10 +56,13 @@ struct NameClash {
   size_t other;  // index of the name it clashes with
 };
 // Every clash among `names`, in a deterministic order; O(total length) expected.
-std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names);
+std::vector<NameClash> find_name_clashes(const std::vector<std::string_view>& names);
+inline std::vector<NameClash> find_name_clashes(const std::vector<std::string>& names) {
+  return find_name_clashes(std::vector<std::string_view>(names.begin(), names.end()));
+}
 // The problem a clash is, naming `file` and the clashing name; `context` (when not empty)
 // goes before what it says ("across builds: member names differ only in case").
-Problem clash_problem(const NameClash& clash, const std::vector<std::string>& names, ProblemKind kind,
+Problem clash_problem(const NameClash& clash, const std::vector<std::string_view>& names, ProblemKind kind,
                       const std::string& file, std::string_view context);
 
 // Why `name` is not a safe archive member name, or empty when it is.
