@@ -30,7 +30,6 @@ Usage: python bench/make_many.py [--out DIR] [--force] [N ...]   (default N: 10 
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import json
 import multiprocessing
@@ -42,6 +41,10 @@ import zipfile
 import zlib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The same zip entries (deflate level, timestamp, attributes) and hashes as the big pair's.
+from make_wheels import COMPRESSLEVEL, DATE_TIME, _b64, _zinfo, sha256_file  # noqa: E402
+
 GENERATOR_VERSION = 1
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "out" / "many"
@@ -51,9 +54,7 @@ NAME = "manypkg"
 VERSION = "1.0"
 TAG = "cp311-cp311-manylinux_2_28_x86_64"
 VARIANTS = ("cu12", "cu13")
-COMPRESSLEVEL = 6
 SEED = "wheelmerge-bench-many-v1"
-DATE_TIME = (2024, 1, 1, 0, 0, 0)
 VARIANT_GLOB = f"{NAME}/_build.py"
 NATIVE = f"{NAME}/_native.cpython-311-x86_64-linux-gnu.so"
 
@@ -127,22 +128,6 @@ def wheel_meta() -> bytes:
 # --------------------------------------------------------------------------- writing
 
 
-def _b64(digest: bytes) -> str:
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def _zinfo(name: str) -> zipfile.ZipInfo:
-    zi = zipfile.ZipInfo(name, date_time=DATE_TIME)
-    zi.compress_type = zipfile.ZIP_DEFLATED
-    if hasattr(zipfile.ZipInfo, "compress_level"):  # Python >= 3.13
-        zi.compress_level = COMPRESSLEVEL
-    else:
-        zi._compresslevel = COMPRESSLEVEL
-    zi.external_attr = 0o100644 << 16
-    zi.create_system = 3
-    return zi
-
-
 def write_wheel(variant: str, out_dir: Path, count: int) -> tuple[str, str, int, int, float]:
     """Write one wheel; return (file name, sha256 hex, size, entries, seconds)."""
     t0 = time.perf_counter()
@@ -166,14 +151,6 @@ def write_wheel(variant: str, out_dir: Path, count: int) -> tuple[str, str, int,
 
 def _write_wheel_star(args):
     return write_wheel(*args)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def cached(out_dir: Path, count: int) -> dict | None:

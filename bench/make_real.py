@@ -36,7 +36,6 @@ Exit status 3 when the wheel cannot be fetched (no network and nothing cached).
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import json
 import os
@@ -52,6 +51,8 @@ ROOT = HERE.parent
 DEFAULT_OUT = HERE / "out" / "real"
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import real_wheels  # noqa: E402  (the corpus and fetcher of the tests)
+sys.path.insert(0, str(HERE))
+from make_wheels import _b64, sha256_file  # noqa: E402
 
 GENERATOR_VERSION = 1
 PROJECT = "cuda-core"
@@ -80,17 +81,6 @@ def params() -> dict:
             "source_sha256": w.sha256, "zlib": zlib.ZLIB_RUNTIME_VERSION,
             "layout": VARIANT_ASSUMPTION}
 
-
-def _b64(digest: bytes) -> str:
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def plan_split(names: list[str], label: str) -> list[tuple[str, str]]:

@@ -550,6 +550,22 @@ def baseline_phases(runs: list[dict]) -> dict | None:
     return None
 
 
+def three_way_figures(part: str, args, cmds, runs: dict, inputs, spec) -> tuple[dict, dict, dict]:
+    """Summaries, verification and the ratios of one part's wheelmerge, baseline and copy floor."""
+    sums = {k: summarize(v) for k, v in runs.items()}
+    if (ph := baseline_phases(runs.get("baseline", []))) is not None:
+        sums["baseline"]["median_phases_s"] = ph
+    ver = {} if args.no_verify else verify_outputs(part, cmds, sums, {c.key: inputs for c in cmds},
+                                                   args.python, spec)
+    wm_s, bl_s, cp_s = sums.get("wheelmerge", {}), sums.get("baseline", {}), sums.get("cp_floor", {})
+    figures = {
+        "speedup (baseline / wheelmerge, median wall)": ratio(bl_s, wm_s),
+        "wheelmerge / copy floor (median wall)": ratio(wm_s, cp_s),
+        "cpu_time_ratio (baseline / wheelmerge)": ratio(bl_s, wm_s, "median_cpu_s"),
+    }
+    return sums, ver, figures
+
+
 def run_part_big(args, timer: Timer, wm: Path) -> dict:
     t0 = time.perf_counter()
     inputs = make_wheels.ensure()
@@ -557,17 +573,10 @@ def run_part_big(args, timer: Timer, wm: Path) -> dict:
     globs = args.variant_file or [DEFAULT_VARIANT_GLOB]
     cmds = three_way("big", args, wm, inputs, globs, "fatpkg", extra_cp_nosync=True)
     runs = timer.run("big", cmds, args.reps)
-    sums = {k: summarize(v) for k, v in runs.items()}
-    if (ph := baseline_phases(runs.get("baseline", []))) is not None:
-        sums["baseline"]["median_phases_s"] = ph
     spec = Spec("fatpkg", "fatpkg/__init__.py", "fatpkg/_wheelmerge.py", "fatpkg")
-    ver = {} if args.no_verify else verify_outputs("big", cmds, sums, {c.key: inputs for c in cmds},
-                                                   args.python, spec)
+    sums, ver, figures = three_way_figures("big", args, cmds, runs, inputs, spec)
     wm_s, bl_s, cp_s = sums.get("wheelmerge", {}), sums.get("baseline", {}), sums.get("cp_floor", {})
-    figures = {
-        "speedup (baseline / wheelmerge, median wall)": ratio(bl_s, wm_s),
-        "wheelmerge / copy floor (median wall)": ratio(wm_s, cp_s),
-        "cpu_time_ratio (baseline / wheelmerge)": ratio(bl_s, wm_s, "median_cpu_s"),
+    figures |= {
         "wheelmerge cores busy (median CPU / median wall)": (
             wm_s["median_cpu_s"] / wm_s["median_wall_s"] if wm_s.get("median_wall_s") else None),
         "copy floor share of sync (1 - cp alone / cp + sync)": (
@@ -694,18 +703,9 @@ def run_part_real(args, timer: Timer, wm: Path) -> dict:
     t_gen = time.perf_counter() - t0
     cmds = three_way("real", args, wm, inputs, [], "cuda/core")
     runs = timer.run("real", cmds, max(args.reps, REAL_MIN_REPS))
-    sums = {k: summarize(v) for k, v in runs.items()}
-    if (ph := baseline_phases(runs.get("baseline", []))) is not None:
-        sums["baseline"]["median_phases_s"] = ph
     spec = Spec("cuda/core", "cuda/core/__init__.py", "cuda/core/_wheelmerge.py", None)
-    ver = {} if args.no_verify else verify_outputs("real", cmds, sums, {c.key: inputs for c in cmds},
-                                                   args.python, spec)
-    wm_s, bl_s, cp_s = sums.get("wheelmerge", {}), sums.get("baseline", {}), sums.get("cp_floor", {})
-    figures = {
-        "speedup (baseline / wheelmerge, median wall)": ratio(bl_s, wm_s),
-        "wheelmerge / copy floor (median wall)": ratio(wm_s, cp_s),
-        "cpu_time_ratio (baseline / wheelmerge)": ratio(bl_s, wm_s, "median_cpu_s"),
-    }
+    sums, ver, figures = three_way_figures("real", args, cmds, runs, inputs, spec)
+    wm_s = sums.get("wheelmerge", {})
     targets = []
     if not args.baseline_only:
         ok = bool(wm_s.get("ok")) and (args.no_verify or ver.get("wheelmerge", {}).get("ok", False))
