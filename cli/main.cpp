@@ -518,6 +518,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   wm::catch_interrupts();
+  // The local zone, named: with TZ unset glibc stats /etc/localtime again on every mktime(),
+  // which libzip calls for each entry it reads (the output check), 0.2 s of a 70,000-entry merge.
+  // The same zone, read once; children (builds) see the same zone too.
+  if (!std::getenv("TZ")) ::setenv("TZ", ":/etc/localtime", 0);
   try {
     auto given = std::find_if(commands.begin(), commands.end(), [](const Subcommand& c) { return c.app->parsed(); });
     int rc = (given == commands.end() ? commands[1] : *given).run();  // exactly one is given; inspect as before

@@ -58,11 +58,27 @@ struct Reader {
                                std::move(what), std::move(expected), std::move(found)});
   }
 
+  // Small reads (local headers, read in directory order, mostly ascending) come from a window
+  // of the file read ahead, one system call per window rather than per entry.
   bool read(uint64_t offset, std::vector<uint8_t>& out, size_t len) {
     if (offset > zip.size || len > zip.size - offset) return false;
     out.resize(len);
-    return zip.file->read_at(offset, out);
+    if (len > kSmallRead) return zip.file->read_at(offset, out);
+    if (offset < window_offset || offset + len > window_offset + window.size()) {
+      window.resize(static_cast<size_t>(std::min<uint64_t>(kWindow, zip.size - offset)));
+      window_offset = offset;
+      if (!zip.file->read_at(offset, window)) {
+        window.clear();
+        return false;
+      }
+    }
+    std::copy_n(window.begin() + static_cast<ptrdiff_t>(offset - window_offset), len, out.begin());
+    return true;
   }
+
+  static constexpr size_t kSmallRead = 64 << 10, kWindow = 256 << 10;
+  std::vector<uint8_t> window;
+  uint64_t window_offset = 0;
 };
 
 std::string hex32(uint64_t v) { return fmt::format("{:#010x}", v); }
@@ -810,7 +826,7 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
   }
   zip.size = file.size();
   zip.file = std::make_shared<File>(std::move(file));
-  Reader r{zip, problems, display_name};
+  Reader r{zip, problems, display_name, {}, 0};
   const size_t before = problems.size();
 
   // The end records, which say where the central directory is.
