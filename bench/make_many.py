@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The same zip entries (deflate level, timestamp, attributes) and hashes as the big pair's.
-from make_wheels import COMPRESSLEVEL, DATE_TIME, _b64, _zinfo, sha256_file  # noqa: E402
+from make_wheels import COMPRESSLEVEL, DATE_TIME, _b64, _zinfo, sha256_file, stamp_if_current  # noqa: E402
 
 GENERATOR_VERSION = 1
 HERE = Path(__file__).resolve().parent
@@ -154,20 +154,7 @@ def _write_wheel_star(args):
 
 
 def cached(out_dir: Path, count: int) -> dict | None:
-    try:
-        stamp = json.loads((out_dir / "stamp.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if stamp.get("params") != params(count):
-        return None
-    for variant in VARIANTS:
-        entry = stamp.get("files", {}).get(wheel_name(variant))
-        path = out_dir / wheel_name(variant)
-        if not entry or not path.is_file() or path.stat().st_size != entry["size"]:
-            return None
-        if sha256_file(path) != entry["sha256"]:
-            return None
-    return stamp
+    return stamp_if_current(out_dir, params(count), [wheel_name(v) for v in VARIANTS])
 
 
 def ensure_one(count: int, out_root: Path = DEFAULT_OUT, force: bool = False,

@@ -52,7 +52,7 @@ DEFAULT_OUT = HERE / "out" / "real"
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import real_wheels  # noqa: E402  (the corpus and fetcher of the tests)
 sys.path.insert(0, str(HERE))
-from make_wheels import _b64, sha256_file  # noqa: E402
+from make_wheels import _b64, sha256_file, stamp_if_current  # noqa: E402
 
 GENERATOR_VERSION = 1
 PROJECT = "cuda-core"
@@ -143,20 +143,7 @@ def write_split(source: Path, label: str, out_dir: Path) -> tuple[str, str, int,
 
 
 def cached(out_dir: Path) -> dict | None:
-    try:
-        stamp = json.loads((out_dir / "stamp.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if stamp.get("params") != params():
-        return None
-    for label in LABELS:
-        path = out_dir / split_name(pinned().filename, label)
-        entry = stamp.get("files", {}).get(path.name)
-        if not entry or not path.is_file() or path.stat().st_size != entry["size"]:
-            return None
-        if sha256_file(path) != entry["sha256"]:
-            return None
-    return stamp
+    return stamp_if_current(out_dir, params(), [split_name(pinned().filename, label) for label in LABELS])
 
 
 def ensure(out_dir: Path = DEFAULT_OUT, force: bool = False, quiet: bool = False) -> list[Path]:

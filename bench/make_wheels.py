@@ -285,23 +285,28 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def cached(out_dir: Path, size_mib: int) -> dict | None:
-    """The stamp, if both wheels exist with the stamped hashes and parameters."""
-    stamp_path = out_dir / "stamp.json"
+def stamp_if_current(out_dir: Path, expected_params: dict, names: list[str]) -> dict | None:
+    """out_dir/stamp.json, if it records `expected_params` and every file of `names` exists with
+    the stamped size and sha256."""
     try:
-        stamp = json.loads(stamp_path.read_text())
+        stamp = json.loads((out_dir / "stamp.json").read_text())
     except (OSError, ValueError):
         return None
-    if stamp.get("params") != params(size_mib):
+    if stamp.get("params") != expected_params:
         return None
-    for variant in VARIANTS:
-        entry = stamp.get("files", {}).get(wheel_name(variant))
-        path = out_dir / wheel_name(variant)
+    for name in names:
+        entry = stamp.get("files", {}).get(name)
+        path = out_dir / name
         if not entry or not path.is_file() or path.stat().st_size != entry["size"]:
             return None
         if sha256_file(path) != entry["sha256"]:
             return None
     return stamp
+
+
+def cached(out_dir: Path, size_mib: int) -> dict | None:
+    """The stamp, if both wheels exist with the stamped hashes and parameters."""
+    return stamp_if_current(out_dir, params(size_mib), [wheel_name(v) for v in VARIANTS])
 
 
 def ensure(out_dir: Path = DEFAULT_OUT, force: bool = False, size_mib: int = KERNEL_MIB,
