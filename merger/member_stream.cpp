@@ -68,6 +68,8 @@ std::optional<Problem> stream_with(InflateEngine engine, const ZipArchive& zip, 
     const bool last = consumed == entry.compressed_size;
     size_t at = 0;
     while (!stream_end && (at < n || last)) {
+      // One chunk of input may inflate to a thousand times its size: a signal is noticed per step.
+      if (int signal = interrupted()) return interruption(display_name, entry.name, signal);
       RawInflater::Step step = inflater->step(in.data() + at, n - at, out.data(), out.size(), last);
       at += step.consumed;
       if (step.status == RawInflater::Status::error)
