@@ -70,7 +70,7 @@ RawInflater::~RawInflater() {
   if (state_->z_open) inflateEnd(&state_->z);
 }
 
-RawInflater::Step RawInflater::step(const uint8_t* in, size_t in_len, uint8_t* out, size_t out_len, bool) {
+RawInflater::Step RawInflater::step(const uint8_t* in, size_t in_len, uint8_t* out, size_t out_len) {
   in_len = std::min(in_len, kMaxStep);
   out_len = std::min(out_len, kMaxStep);
   Step s;

@@ -16,7 +16,7 @@ enum class InflateEngine { isal, zlib };
 
 // The engine stream_member starts with: ISA-L where wheelmerge was built with it, else zlib.
 InflateEngine preferred_inflate_engine();
-// "ISA-L 2.32.1 (patched: zlib's code-set checks)" or "zlib 1.2.13", for --version and reports.
+// "ISA-L 2.32.1 (with zlib's Huffman code-set checks)" or "zlib 1.2.13", for messages.
 std::string inflate_engine_description(InflateEngine engine);
 
 // CRC-32 (ISO-HDLC, as zip and zlib's crc32() compute it) of `len` bytes, continuing `crc`;
@@ -44,9 +44,9 @@ class RawInflater {
   RawInflater& operator=(const RawInflater&) = delete;
 
   InflateEngine engine() const { return engine_; }
-  // Decodes from `in` into `out`. `last` says no input follows `in`. A step that neither
-  // consumes nor produces with all input given means the stream is truncated.
-  Step step(const uint8_t* in, size_t in_len, uint8_t* out, size_t out_len, bool last);
+  // Decodes from `in` into `out`. A step that neither consumes nor produces once all input has
+  // been given means the stream is truncated.
+  Step step(const uint8_t* in, size_t in_len, uint8_t* out, size_t out_len);
 
  private:
   struct State;

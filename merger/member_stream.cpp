@@ -70,7 +70,7 @@ std::optional<Problem> stream_with(InflateEngine engine, const ZipArchive& zip, 
     while (!stream_end && (at < n || last)) {
       // One chunk of input may inflate to a thousand times its size: a signal is noticed per step.
       if (int signal = interrupted()) return interruption(display_name, entry.name, signal);
-      RawInflater::Step step = inflater->step(in.data() + at, n - at, out.data(), out.size(), last);
+      RawInflater::Step step = inflater->step(in.data() + at, n - at, out.data(), out.size());
       at += step.consumed;
       if (step.status == RawInflater::Status::error)
         return fail("corrupt deflate data", "a valid deflate stream", step.message);

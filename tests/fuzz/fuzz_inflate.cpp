@@ -33,8 +33,7 @@ Verdict inflate_all(wm::InflateEngine engine, const uint8_t* data, size_t size, 
   size_t at = 0;
   for (;;) {
     size_t n = std::min(in_chunk, size - at);
-    bool last = at + n == size;
-    auto step = inflater.step(data + at, n, out.data(), out.size(), last);
+    auto step = inflater.step(data + at, n, out.data(), out.size());
     at += step.consumed;
     if (v.output.size() < kMaxOutput)
       v.output.append(reinterpret_cast<const char*>(out.data()), std::min(step.produced, kMaxOutput - v.output.size()));

@@ -44,7 +44,7 @@ Outcome inflate(InflateEngine engine, const std::vector<uint8_t>& data, size_t i
   size_t at = 0;
   for (int guard = 0; guard < 10'000'000; ++guard) {
     size_t n = std::min(in_chunk, data.size() - at);
-    auto step = inflater.step(data.data() + at, n, out.data(), out.size(), at + n == data.size());
+    auto step = inflater.step(data.data() + at, n, out.data(), out.size());
     at += step.consumed;
     o.output.append(reinterpret_cast<const char*>(out.data()), step.produced);
     if (step.status != RawInflater::Status::progress) {
