@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace wm {
 
 std::optional<RecordHash> RecordHash::parse(std::string_view field, std::string& what, std::string& expected,
@@ -36,53 +38,74 @@ std::optional<RecordHash> RecordHash::parse(std::string_view field, std::string&
   return hash;
 }
 
-std::optional<std::vector<RecordRow>> parse_record(std::string_view text,
-                                                   const std::string& display_name,
-                                                   const std::string& member, size_t max_rows,
-                                                   Problems& problems) {
-  std::vector<RecordRow> rows;
+std::optional<RecordRows> parse_record(std::string_view text, const std::string& display_name,
+                                      const std::string& member, size_t max_rows, Problems& problems) {
+  RecordRows parsed;
+  // One row per line at most (a quoted field may span lines): the rows are allocated once.
+  parsed.rows.reserve(std::min<size_t>(max_rows, static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1));
   size_t line = 1;
   size_t i = 0;
-  std::vector<std::string> fields;
+  std::string_view fields[3];
+  size_t count = 0;  // fields of the row so far
   // Errors name the line and, once its first field is read, the row's path.
   auto fail = [&](std::string what, std::string expected, std::string found) {
-    std::string where = fields.size() > 1 && !fields.front().empty() ? fmt::format("line {} (row of {})", line, fields.front())
-                                          : fmt::format("line {}", line);
+    std::string where = count > 1 && !fields[0].empty() ? fmt::format("line {} (row of {})", line, fields[0])
+                                                         : fmt::format("line {}", line);
     problems.push_back({ProblemKind::invalid_input, display_name, member,
                         fmt::format("{}: {}", where, what), std::move(expected), std::move(found)});
     return std::nullopt;
   };
   while (i < text.size()) {
-    if (rows.size() == max_rows)
+    if (parsed.rows.size() == max_rows)
       return fail("more rows than the archive has members", fmt::format("at most {} rows", max_rows), "more");
-    fields.assign(1, std::string());
+    count = 0;
     bool row_done = false;
     while (!row_done) {
-      if (i < text.size() && text[i] == '"') {
-        ++i;
+      std::string_view field;
+      const bool quoted = i < text.size() && text[i] == '"';
+      if (quoted) {
+        const size_t start = ++i;
+        bool doubled = false;  // holds "" for a quote: the field is stored undoubled
         for (;;) {
           if (i >= text.size()) return fail("unterminated quoted field", "a closing quote", "end of file");
           if (text[i] == '"') {
             if (i + 1 < text.size() && text[i + 1] == '"') {
-              fields.back() += '"';
+              doubled = true;
               i += 2;
               continue;
             }
-            ++i;
             break;
           }
           if (text[i] == '\n') ++line;
-          fields.back() += text[i++];
+          ++i;
+        }
+        field = text.substr(start, i - start);
+        ++i;  // the closing quote
+        if (doubled) {
+          std::string& own = parsed.storage.emplace_back();
+          for (size_t k = 0; k < field.size(); ++k) {
+            own += field[k];
+            if (field[k] == '"') ++k;
+          }
+          field = own;
         }
       }
+      const size_t start = i;
       while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
         if (text[i] == '"') return fail("stray quote in a field", "a quote only around a whole field", "one inside");
-        fields.back() += text[i++];
+        ++i;
       }
+      if (i > start) {
+        // Text after a closing quote joins the quoted part, as Python's csv reads it.
+        const std::string_view rest = text.substr(start, i - start);
+        if (quoted) field = parsed.storage.emplace_back(std::string(field) + std::string(rest));
+        else field = rest;
+      }
+      if (count < 3) fields[count] = field;
+      ++count;
       if (i >= text.size()) {
         row_done = true;
       } else if (text[i] == ',') {
-        fields.emplace_back();
         ++i;
       } else {
         if (text[i] == '\r') ++i;
@@ -90,22 +113,17 @@ std::optional<std::vector<RecordRow>> parse_record(std::string_view text,
         row_done = true;
       }
     }
-    if (fields.size() == 1 && fields[0].empty()) {
-      return fail("empty row", "path,hash,size", "an empty line");
-    }
-    if (fields.size() != 3) {
-      return fail("row without exactly 3 fields", "path,hash,size",
-                  fmt::format("{} field{}", fields.size(), fields.size() == 1 ? "" : "s"));
-    }
-    rows.push_back({std::move(fields[0]), std::move(fields[1]), std::move(fields[2])});
+    if (count == 1 && fields[0].empty()) return fail("empty row", "path,hash,size", "an empty line");
+    if (count != 3) return fail("row without exactly 3 fields", "path,hash,size", fmt::format("{} field{}", count, count == 1 ? "" : "s"));
+    parsed.rows.push_back({fields[0], fields[1], fields[2]});
     ++line;
   }
-  return rows;
+  return parsed;
 }
 
 std::string format_record_row(const RecordRow& row) {
-  auto field = [](const std::string& f) {
-    if (f.find_first_of(",\"\r\n") == std::string::npos) return f;
+  auto field = [](std::string_view f) {
+    if (f.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(f);
     std::string quoted = "\"";
     for (char c : f) {
       if (c == '"') quoted += '"';

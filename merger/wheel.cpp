@@ -401,23 +401,24 @@ void check_metadata(Reader& r, const std::string& text) {
 
 // RECORD rows: the CSV parses (at most kRecordSlack rows beyond one per member), every path is
 // a safe relative file path, no path has two rows. The rows sorted by path.
-std::vector<RecordRow> read_record_rows(Reader& r, const std::string& text) {
+// The rows refer to `text`.
+RecordRows read_record_rows(Reader& r, std::string_view text) {
   const std::string record_path = r.record_path();
   auto parsed = parse_record(text, r.w.display, record_path, r.w.zip.entries.size() + kRecordSlack, r.problems);
   if (!parsed) return {};
-  std::vector<RecordRow> rows = std::move(*parsed);
+  std::vector<RecordRow>& rows = parsed->rows;
   std::erase_if(rows, [&](const RecordRow& row) {
-    std::string bad = unsafe_name_reason(row.path);
+    std::string bad = unsafe_name_reason(std::string(row.path));
     if (bad.empty() && row.path.back() != '/') return false;
     r.fail(record_path, "unsafe path in RECORD", "a relative file path",
-           row.path + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
+           std::string(row.path) + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
     return true;
   });
   // Stable: the message names each duplicated path once, as often as it is repeated.
   std::stable_sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) { return a.path < b.path; });
   for (size_t i = 1; i < rows.size(); ++i)
-    if (rows[i].path == rows[i - 1].path) r.fail(record_path, "duplicate RECORD row", "one row per file", rows[i].path);
-  return rows;
+    if (rows[i].path == rows[i - 1].path) r.fail(record_path, "duplicate RECORD row", "one row per file", std::string(rows[i].path));
+  return std::move(*parsed);
 }
 
 // Hashes and sizes against RECORD: every member listed but signature files (dropped, with a
@@ -425,13 +426,13 @@ std::vector<RecordRow> read_record_rows(Reader& r, const std::string& text) {
 // (RecordHash::parse: algorithm, digest length) and the member's size; no row for a file the
 // archive lacks. Each member's recorded hash, by position in w.files; none for RECORD and
 // signature files.
-std::vector<ExpectedHash> check_record_entries(Reader& r, const std::vector<RecordRow>& rows) {
+std::vector<ExpectedHash> check_record_entries(Reader& r, const RecordRows& rows) {
   Wheel& w = r.w;
   const std::string record_path = r.record_path();
   std::vector<ExpectedHash> hashes(w.files.size());
   std::vector<bool> used(rows.size(), false);
   auto row_of = [&](const std::string& path) -> std::optional<size_t> {
-    auto it = std::lower_bound(rows.begin(), rows.end(), path, [](const RecordRow& row, const std::string& p) { return row.path < p; });
+    auto it = std::lower_bound(rows.begin(), rows.end(), path, [](const RecordRow& row, std::string_view p) { return row.path < p; });
     if (it == rows.end() || it->path != path) return std::nullopt;
     return static_cast<size_t>(it - rows.begin());
   };
@@ -461,9 +462,9 @@ std::vector<ExpectedHash> check_record_entries(Reader& r, const std::vector<Reco
     if (!hash) {
       r.fail(f.path, what, expected, found);
     } else if (row.size.empty() || row.size.find_first_not_of("0123456789") != std::string::npos) {
-      r.fail(f.path, "RECORD row without a valid size", "a decimal size", row.size.empty() ? "an empty field" : row.size);
+      r.fail(f.path, "RECORD row without a valid size", "a decimal size", row.size.empty() ? "an empty field" : std::string(row.size));
     } else if (row.size != std::to_string(f.size)) {
-      r.fail(f.path, "size does not match RECORD", row.size + " bytes (RECORD)", std::to_string(f.size) + " bytes");
+      r.fail(f.path, "size does not match RECORD", std::string(row.size) + " bytes (RECORD)", std::to_string(f.size) + " bytes");
     } else {
       ExpectedHash& e = hashes[i];
       e.algorithm = static_cast<uint8_t>(std::find(std::begin(kRecordAlgorithms), std::end(kRecordAlgorithms), hash->algorithm) -
@@ -474,7 +475,7 @@ std::vector<ExpectedHash> check_record_entries(Reader& r, const std::vector<Reco
   }
   for (size_t k = 0; k < rows.size(); ++k)
     if (!used[k] && rows[k].path != record_path && (k == 0 || rows[k].path != rows[k - 1].path))
-      r.fail(record_path, "RECORD lists a file the archive lacks", rows[k].path, "no such member");
+      r.fail(record_path, "RECORD lists a file the archive lacks", std::string(rows[k].path), "no such member");
   return hashes;
 }
 
@@ -597,7 +598,8 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     if (!texts) return std::nullopt;
     check_wheel_file(r, texts->wheel);
     check_metadata(r, texts->metadata);
-    std::vector<RecordRow> rows = read_record_rows(r, std::exchange(texts->record, {}));
+    const std::string record = std::exchange(texts->record, {});
+    const RecordRows rows = read_record_rows(r, record);
     if (r.failed()) return std::nullopt;
     hashes = check_record_entries(r, rows);
     if (r.failed()) return std::nullopt;

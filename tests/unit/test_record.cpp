@@ -26,6 +26,26 @@ TEST_CASE("RECORD rows need exactly three fields") {
   CHECK_FALSE(parse_record("\"a.py,sha256=abc,1\n", "w.whl", "R", 100, problems));
 }
 
+TEST_CASE("RECORD fields read as Python's csv reads them, views into the text where they can be") {
+  Problems problems;
+  const std::string text = "\"a\"\"b.py\",sha256=x,1\n\"ab\"cd.py,sha256=y,2\nplain.py,\"sha256=z\",3\n";
+  auto rows = parse_record(text, "w.whl", "R", 100, problems);
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 3);
+  CHECK((*rows)[0].path == "a\"b.py");    // a doubled quote is one quote
+  CHECK((*rows)[1].path == "abcd.py");     // text after the closing quote joins the field
+  CHECK((*rows)[2].hash == "sha256=z");
+  // Unquoted and plainly quoted fields are slices of the text; only the two rewritten ones are stored.
+  CHECK((*rows)[2].path.data() >= text.data());
+  CHECK((*rows)[2].path.data() < text.data() + text.size());
+  CHECK(rows->storage.size() == 2);
+  RecordRows moved = std::move(*rows);  // the stored fields survive a move of the rows
+  CHECK(moved[0].path == "a\"b.py");
+  CHECK(moved[1].path == "abcd.py");
+  CHECK_FALSE(parse_record("a.py,sha256=abc,1,x,y\n", "w.whl", "R", 100, problems));
+  CHECK(problems.back().found == "5 fields");
+}
+
 TEST_CASE("RECORD holds at most one row per archive member") {
   Problems problems;
   CHECK(parse_record("a,b,1\nc,d,2\n", "w.whl", "R", 2, problems));
