@@ -88,3 +88,14 @@ std::string sha256_record_hash(std::span<const uint8_t> data) {
 }
 
 }  // namespace wm
+
+namespace wm {
+Sha256 sha256_of(std::span<const uint8_t> data) {
+  Digest d = Digest::sha256();
+  d.update(data);
+  const std::vector<uint8_t> bytes = d.finish();
+  Sha256 out{};
+  std::copy(bytes.begin(), bytes.end(), out.begin());
+  return out;
+}
+}  // namespace wm

@@ -1,6 +1,7 @@
 // Streaming message digests (OpenSSL EVP) and the urlsafe base64 without padding that RECORD uses.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,10 +34,14 @@ class Digest {
   const EVP_MD* md_;
 };
 
+// A SHA-256 digest, as bytes (its RECORD form, urlsafe base64, is 43 characters more to keep).
+using Sha256 = std::array<uint8_t, 32>;
+
 std::string base64url_nopad(std::span<const uint8_t> data);
 // nullopt when `text` is not canonical urlsafe base64 without padding.
 std::optional<std::vector<uint8_t>> decode_base64url_nopad(std::string_view text);
 
 std::string sha256_record_hash(std::span<const uint8_t> data);  // "sha256=..."
+Sha256 sha256_of(std::span<const uint8_t> data);
 
 }  // namespace wm

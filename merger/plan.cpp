@@ -177,7 +177,7 @@ PlannedMember generated(const std::string& path, std::string content, bool execu
   PlannedMember m;
   m.path = path;
   m.size = content.size();
-  m.sha256 = sha256_record_hash(as_bytes(content)).substr(7);
+  m.sha256 = sha256_of(as_bytes(content));
   m.content = std::move(content);
   m.executable = executable;
   return m;
@@ -227,7 +227,7 @@ struct Planner {
     std::vector<std::string> found;
     for (size_t i = 0; i < builds(); ++i)
       found.push_back(fmt::format("{} ({}): {}", build(i).label, build(i).display,
-                                  row[i] ? fmt::format("sha256={}, {} bytes", row[i]->sha256, row[i]->size) : "absent"));
+                                  row[i] ? fmt::format("sha256={}, {} bytes", base64url_nopad(*row[i]->sha256), row[i]->size) : "absent"));
     problems.push_back({ProblemKind::conflict, all_inputs, path, std::move(what), "the same bytes in every build",
                         fmt::format("{}", fmt::join(found, "; "))});
   }
@@ -374,7 +374,7 @@ bool Planner::build_path_tables() {
       PathTable& table = in_dist_info ? dist_info : payload;
       // The .data directory is named with each build's version; the merged one with the merged version.
       std::string_view key = in_dist_info ? std::string_view(f.path).substr(w.dist_info.size() + 1)
-                             : in_data    ? std::string_view(key_storage.emplace_back(data_dir + f.path.substr(w.data_dir.size())))
+                             : in_data    ? std::string_view(key_storage.emplace_back(data_dir + std::string(f.path.substr(w.data_dir.size()))))
                                           : std::string_view(f.path);
       auto& row = table[key];
       row.resize(builds(), nullptr);
@@ -565,9 +565,9 @@ void Planner::add_loaders() {
     const std::string init_path = package + "/__init__.py";
     // The path in the input: under .data, named with the input's version.
     const WheelFile& init_file = *payload.at(init_path).front();
-    auto init = first().init_sources.find(init_file.path);
+    auto init = first().init_sources.find(std::string(init_file.path));
     if (init == first().init_sources.end()) {
-      problems.push_back({ProblemKind::invalid_input, first().display, init_file.path, "member too large",
+      problems.push_back({ProblemKind::invalid_input, first().display, std::string(init_file.path), "member too large",
                           fmt::format("at most {} bytes of __init__.py files in all", kMaxInitSources),
                           fmt::format("{} bytes", init_file.size)});
       continue;
@@ -675,11 +675,11 @@ void Planner::finish_dist_info() {
   dist_members.clear();
   std::string record;
   for (const PlannedMember& m : members)
-    record += format_record_row({m.path, "sha256=" + m.sha256, std::to_string(m.size)});
+    record += format_record_row({m.path, "sha256=" + base64url_nopad(*m.sha256), std::to_string(m.size)});
   const std::string record_path = plan.dist_info + "/RECORD";
   record += format_record_row({record_path, "", ""});
   members.push_back(generated(record_path, record));
-  members.back().sha256.clear();
+  members.back().sha256.reset();
   plan.members = std::move(members);
 }
 

@@ -38,7 +38,7 @@ struct PlannedMember {
   std::string content;
   bool executable = false;
   uint64_t size = 0;
-  std::string sha256;  // urlsafe base64 without padding; empty only for RECORD
+  std::optional<Sha256> sha256;  // absent only for RECORD
 };
 
 struct MergePlan {

@@ -35,7 +35,7 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
   // Which stored files belong to which build.
   std::map<std::string, std::string> variant_of;  // stored path -> label
   std::vector<std::string> members;
-  for (const WheelFile& f : wheel->files) members.push_back(f.path);
+  for (const WheelFile& f : wheel->files) members.emplace_back(f.path);
   const ManifestResolver resolver(members);
   for (FoundLoader& l : loaders) {
     auto mark = [&](const std::string& relative, const std::string& label) {
@@ -50,8 +50,8 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
     r.loaders.push_back({std::move(l.loader_path), std::move(l.manifest)});
   }
   for (const WheelFile& f : wheel->files) {
-    InspectReport::File file{f.path, f.size, wheel->zip.entries[f.entry].compressed_size, std::nullopt};
-    if (auto it = variant_of.find(f.path); it != variant_of.end()) {
+    InspectReport::File file{std::string(f.path), f.size, wheel->zip.entries[f.entry].compressed_size, std::nullopt};
+    if (auto it = variant_of.find(file.path); it != variant_of.end()) {
       file.variant = it->second;
       r.variant_bytes[it->second] += f.size;
     } else {

@@ -38,9 +38,9 @@ bool single_use_field(std::string_view key) {
   return std::any_of(std::begin(kSingle), std::end(kSingle), [&](std::string_view k) { return iequals(k, key); });
 }
 
-std::string top_dir(const std::string& path) {
+std::string_view top_dir(std::string_view path) {
   size_t slash = path.find('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
 }
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -58,7 +58,7 @@ constexpr std::string_view kRecordAlgorithms[] = {"", "sha256", "sha384", "sha51
 // What streaming one member found; the sha256 and ELF information go into the WheelFile.
 struct MemberResult {
   std::optional<Problem> problem;
-  std::string sha256;
+  Sha256 sha256{};
   std::vector<uint8_t> record_digest;  // when RECORD uses another algorithm than sha256
   bool elf = false;
   std::optional<ElfInfo> elf_info;
@@ -105,7 +105,8 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
     if (result.text) result.text->clear();
   });
   if (result.problem) return result;
-  result.sha256 = base64url_nopad(sha.finish());
+  const std::vector<uint8_t> digest = sha.finish();
+  std::copy(digest.begin(), digest.end(), result.sha256.begin());
   if (other) result.record_digest = other->finish();
   if (elf) {
     result.elf = true;
@@ -146,8 +147,8 @@ struct Reader {
     w.label = detect_label(input);
     before = problems.size();
   }
-  void fail(std::string member, std::string what, std::string expected = {}, std::string found = {}) {
-    problems.push_back({ProblemKind::invalid_input, w.display, std::move(member), std::move(what),
+  void fail(std::string_view member, std::string what, std::string expected = {}, std::string found = {}) {
+    problems.push_back({ProblemKind::invalid_input, w.display, std::string(member), std::move(what),
                         std::move(expected), std::move(found)});
   }
   bool failed() const { return problems.size() != before; }
@@ -176,7 +177,7 @@ bool check_layout(Reader& r) {
   Wheel& w = r.w;
   std::set<std::string> dist_infos, datas;
   for (const ZipEntry& e : w.zip.entries) {
-    std::string top = top_dir(e.name);
+    std::string top(top_dir(e.name));
     if (ends_with(top, ".dist-info")) dist_infos.insert(top);
     if (ends_with(top, ".data")) datas.insert(top);
     if (top.empty() && (ends_with(e.name, ".dist-info") || ends_with(e.name, ".data")))
@@ -220,14 +221,14 @@ void list_files(Reader& r) {
     f.size = e.uncompressed_size;
     f.executable = e.executable();
     if (!w.data_dir.empty() && top_dir(f.path) == w.data_dir) {
-      std::string rest = f.path.substr(w.data_dir.size() + 1);
+      std::string rest(f.path.substr(w.data_dir.size() + 1));
       std::string key = rest.substr(0, rest.find('/'));
       static const std::set<std::string> kKeys = {"purelib", "platlib", "headers", "scripts", "data"};
       if (rest.find('/') == std::string::npos || !kKeys.count(key))
         r.fail(f.path, "unknown .data directory key", "purelib, platlib, headers, scripts or data", key);
     }
     if (top_dir(f.path) == w.dist_info) {
-      std::string rel = f.path.substr(w.dist_info.size() + 1);
+      std::string rel(f.path.substr(w.dist_info.size() + 1));
       if (is_installer_file(rel))
         r.fail(f.path, "installer-written file inside the wheel", "no INSTALLER, REQUESTED or direct_url.json", rel);
     }
@@ -246,12 +247,12 @@ void check_installed_paths(Reader& r) {
   const Wheel& w = r.w;
   if (w.data_dir.empty()) return;
   std::vector<std::string> installed;
-  std::vector<const std::string*> members;
+  std::vector<const std::string_view*> members;
   for (const WheelFile& f : w.files) {
     std::string_view path = f.path;
     std::string target;  // the dist-info installs into site-packages too
     if (top_dir(f.path) != w.data_dir) {
-      target = "site-packages/" + f.path;
+      target = "site-packages/" + std::string(f.path);
     } else {
       std::string_view rest = path.substr(w.data_dir.size() + 1);
       if (rest.find('/') == std::string_view::npos) continue;  // refused as an unknown key
@@ -266,8 +267,8 @@ void check_installed_paths(Reader& r) {
     members.push_back(&f.path);
   }
   for (const NameClash& clash : find_name_clashes(installed)) {
-    const std::string& member = *members[clash.name];
-    const std::string& other = *members[clash.other];
+    const std::string_view member = *members[clash.name];
+    const std::string other(*members[clash.other]);
     if (clash.kind == NameClash::Kind::file_and_directory)
       r.fail(member, "installs where another member needs a directory", "one kind of entry per installed path", "also " + other);
     else
@@ -431,14 +432,14 @@ std::vector<ExpectedHash> check_record_entries(Reader& r, const RecordRows& rows
   const std::string record_path = r.record_path();
   std::vector<ExpectedHash> hashes(w.files.size());
   std::vector<bool> used(rows.size(), false);
-  auto row_of = [&](const std::string& path) -> std::optional<size_t> {
+  auto row_of = [&](std::string_view path) -> std::optional<size_t> {
     auto it = std::lower_bound(rows.begin(), rows.end(), path, [](const RecordRow& row, std::string_view p) { return row.path < p; });
     if (it == rows.end() || it->path != path) return std::nullopt;
     return static_cast<size_t>(it - rows.begin());
   };
   for (size_t i = 0; i < w.files.size(); ++i) {
     const WheelFile& f = w.files[i];
-    std::string rel = top_dir(f.path) == w.dist_info ? f.path.substr(w.dist_info.size() + 1) : std::string();
+    std::string rel = top_dir(f.path) == w.dist_info ? std::string(f.path.substr(w.dist_info.size() + 1)) : std::string();
     auto at = row_of(f.path);
     if (at) used[*at] = true;
     if (is_record_signature(rel)) {
@@ -511,11 +512,11 @@ void stream_members(Reader& r, const std::vector<ExpectedHash>& hashes) {
     std::optional<Problem> problem = std::move(result.problem);
     if (!problem) {
       std::span<const uint8_t> expected(recorded.digest.data(), recorded.length);
-      std::string actual = algorithm == "sha256" ? result.sha256 : base64url_nopad(result.record_digest);
+      std::string actual = base64url_nopad(algorithm == "sha256" ? std::span<const uint8_t>(result.sha256) : result.record_digest);
       if (base64url_nopad(expected) != actual)
-        problem = Problem{ProblemKind::invalid_input, w.display, f.path, "hash does not match RECORD",
+        problem = Problem{ProblemKind::invalid_input, w.display, std::string(f.path), "hash does not match RECORD",
                           algorithm + "=" + base64url_nopad(expected), algorithm + "=" + actual};
-      f.sha256 = std::move(result.sha256);
+      f.sha256 = result.sha256;
       f.elf = result.elf;
       if (result.elf_info) f.elf_info = std::make_shared<const ElfInfo>(std::move(*result.elf_info));
     }
@@ -534,12 +535,21 @@ void stream_members(Reader& r, const std::vector<ExpectedHash>& hashes) {
 void drop_unstreamed_files(Reader& r) {
   Wheel& w = r.w;
   const std::string record_path = r.record_path();
-  std::erase_if(w.files, [&](const WheelFile& f) { return f.sha256.empty() && f.path != record_path; });
+  std::erase_if(w.files, [&](const WheelFile& f) { return !f.sha256 && f.path != record_path; });
   w.files.shrink_to_fit();
   w.build_index();
 }
 
 }  // namespace
+
+Wheel::Wheel(const Wheel& other) { *this = other; }
+
+Wheel& Wheel::operator=(const Wheel& other) {
+  if (this == &other) return *this;
+  WheelContents::operator=(other);
+  for (WheelFile& f : files) f.path = zip.entries[f.entry].name;
+  return *this;
+}
 
 std::optional<size_t> Wheel::position(std::string_view p) const {
   auto it = std::lower_bound(index.begin(), index.end(), p, [&](uint32_t i, std::string_view q) { return files[i].path < q; });

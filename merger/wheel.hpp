@@ -2,6 +2,7 @@
 // hash, the dist-info files parsed and checked against the file name.
 #pragma once
 
+#include "merger/digest.hpp"
 #include "merger/elf.hpp"
 #include "merger/headers.hpp"
 #include "merger/problem.hpp"
@@ -27,13 +28,15 @@ inline constexpr size_t kMaxRecordFile = 64 << 20;
 // The text of __init__.py files kept for the planner, in all per wheel.
 inline constexpr size_t kMaxInitSources = 64 << 20;
 
+// One regular member. Its path is a view of its archive entry's name (zip.entries[entry].name),
+// valid as long as the Wheel, which re-points it when copied.
 struct WheelFile {
-  size_t entry = 0;  // index into the archive's entries
-  std::string path;
-  uint64_t size = 0;
-  std::string sha256;  // urlsafe base64 without padding
+  uint32_t entry = 0;  // index into the archive's entries
   bool executable = false;
-  bool elf = false;                  // starts with the ELF magic
+  bool elf = false;  // starts with the ELF magic
+  std::string_view path;
+  uint64_t size = 0;
+  std::optional<Sha256> sha256;  // once the member streamed and matched RECORD
   std::shared_ptr<const ElfInfo> elf_info;  // for ELF files we could read
 };
 
@@ -42,7 +45,8 @@ struct WheelInput {
   std::string label;  // given explicitly as PATH=LABEL, else empty
 };
 
-struct Wheel {
+// What a Wheel holds; Wheel adds the copy that keeps its files' views its own.
+struct WheelContents {
   std::string path;
   std::string display;  // the file name, as messages show it
   std::string label;    // "cu12"
@@ -60,6 +64,16 @@ struct Wheel {
   // reading the archive again.
   std::unordered_map<std::string, std::string> init_sources;
   std::vector<std::string> warnings;
+
+};
+
+struct Wheel : WheelContents {
+  Wheel() = default;
+  Wheel(Wheel&&) = default;  // the entries' names stay where they are
+  Wheel& operator=(Wheel&&) = default;
+  // A copy's files view the copy's own entries.
+  Wheel(const Wheel& other);
+  Wheel& operator=(const Wheel& other);
 
   const WheelFile* find(std::string_view path) const;
   std::optional<size_t> position(std::string_view path) const;  // in files

@@ -17,11 +17,8 @@
 
 namespace wm::plantest {
 
-// The RECORD hash (without "sha256=") of `content`: equal contents give equal hashes.
-inline std::string hash_of(const std::string& content) {
-  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(content.data()), content.size());
-  return sha256_record_hash(bytes).substr(7);
-}
+// The sha256 of `content`: equal contents give equal hashes.
+inline Sha256 hash_of(const std::string& content) { return sha256_of(as_bytes(content)); }
 
 inline std::string so_name(const std::string& stem) { return stem + ".cpython-312-x86_64-linux-gnu.so"; }
 
@@ -54,17 +51,24 @@ class WheelBuilder {
   }
 
   WheelBuilder& file(const std::string& path, const std::string& content, bool executable = false) {
+    // Each file has an archive entry of its name (no archive behind it: planning reads nothing
+    // but the model), which its path views, as read_wheel makes them.
     WheelFile f;
-    f.entry = w_.files.size();
-    f.path = path;
     f.size = content.size();
     f.sha256 = hash_of(content);
     f.executable = executable;
     if (auto at = w_.position(path)) {  // the same path again: replaced
       f.entry = w_.files[*at].entry;
+      f.path = w_.files[*at].path;
       w_.files[*at] = std::move(f);
     } else {
+      f.entry = static_cast<uint32_t>(w_.zip.entries.size());
+      ZipEntry e;
+      e.name = path;
+      e.uncompressed_size = content.size();
+      w_.zip.entries.push_back(std::move(e));
       w_.files.push_back(std::move(f));
+      for (WheelFile& g : w_.files) g.path = w_.zip.entries[g.entry].name;  // the entries may have moved
       w_.build_index();
     }
     if (path == "__init__.py" || path.ends_with("/__init__.py")) w_.init_sources[path] = content;

@@ -60,7 +60,7 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   CHECK(merged->name.version == "1.0");
   CHECK(merged->dist_info == "pkg-1.0.dist-info");
   std::vector<std::string> paths;
-  for (const WheelFile& f : merged->files) paths.push_back(f.path);
+  for (const WheelFile& f : merged->files) paths.emplace_back(f.path);
   std::vector<std::string> sorted = paths;
   std::sort(sorted.begin(), sorted.end());
   CHECK(sorted == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD",
