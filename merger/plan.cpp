@@ -403,9 +403,12 @@ void Planner::classify_payload() {
   std::unordered_set<std::string_view> taken;
   for (const auto& [path, row] : payload) taken.insert(path);
   std::unordered_set<std::string> labelled_taken;
-  size_t expected = 0;  // members: one per shared path, one per build of each other path
-  for (const auto& [path, row] : payload) expected += same_everywhere(row) ? 1 : builds();
-  members.reserve(expected + 2 * builds());
+  // Members, allocated once: one per shared path, one per build of each other path, a loader
+  // per package at most, the dist-info's files and the three generated ones.
+  size_t expected = dist_info.size() * builds() + 3;
+  for (const auto& [path, row] : payload)
+    expected += (same_everywhere(row) ? 1 : builds()) + (path == "__init__.py" || path.ends_with("/__init__.py"));
+  members.reserve(expected);
   for (const auto& [key, row] : payload) {
     const std::string path(key);
     if (same_everywhere(row)) {
@@ -670,15 +673,19 @@ void Planner::finish_dist_info() {
   auto by_path = [](const PlannedMember& a, const PlannedMember& b) { return a.path < b.path; };
   std::sort(members.begin(), members.end(), by_path);
   std::sort(dist_members.begin(), dist_members.end(), by_path);
-  members.reserve(members.size() + dist_members.size() + 1);  // exactly: no doubling at this size
   members.insert(members.end(), std::make_move_iterator(dist_members.begin()), std::make_move_iterator(dist_members.end()));
   dist_members.clear();
+  const std::string record_path = plan.dist_info + "/RECORD";
+  // RECORD's text is allocated once: a row is its path, its hash and size and five characters
+  // more, or a little more where the path is quoted.
+  size_t record_size = record_path.size() + 3;
+  for (const PlannedMember& m : members) record_size += m.path.size() + 7 + 43 + std::to_string(m.size).size() + 3;
   std::string record;
+  record.reserve(record_size);
   for (const PlannedMember& m : members)
     record += format_record_row({m.path, "sha256=" + base64url_nopad(*m.sha256), std::to_string(m.size)});
-  const std::string record_path = plan.dist_info + "/RECORD";
   record += format_record_row({record_path, "", ""});
-  members.push_back(generated(record_path, record));
+  members.push_back(generated(record_path, std::move(record)));
   members.back().sha256.reset();
   plan.members = std::move(members);
 }
