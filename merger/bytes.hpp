@@ -5,6 +5,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wm {
@@ -21,6 +22,7 @@ class ByteView {
   uint64_t u64(size_t at) const { return u32(at) | (uint64_t{u32(at + 4)} << 32); }
   ByteView sub(size_t at, size_t len) const { return ByteView(data_ + at, len); }
   std::string str() const { return std::string(reinterpret_cast<const char*>(data_), size_); }
+  std::string_view text() const { return std::string_view(reinterpret_cast<const char*>(data_), size_); }
   bool find_u32(uint32_t value) const {
     for (size_t i = 0; i + 4 <= size_; ++i)
       if (u32(i) == value) return true;

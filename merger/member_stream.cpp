@@ -17,7 +17,7 @@ constexpr size_t kChunk = 1 << 20;
 std::optional<Problem> stream_with(InflateEngine engine, const ZipArchive& zip, const ZipEntry& entry,
                                    const ChunkSink& sink, const std::string& display_name) {
   auto fail = [&](std::string what, std::string expected, std::string found) {
-    return Problem{ProblemKind::invalid_input, display_name, entry.name, std::move(what),
+    return Problem{ProblemKind::invalid_input, display_name, std::string(entry.name), std::move(what),
                    std::move(expected), std::move(found)};
   };
   const bool deflated = entry.method == kMethodDeflate;
@@ -49,7 +49,7 @@ std::optional<Problem> stream_with(InflateEngine engine, const ZipArchive& zip, 
   };
 
   while (consumed < entry.compressed_size || !stream_end) {
-    if (int signal = interrupted()) return interruption(display_name, entry.name, signal);
+    if (int signal = interrupted()) return interruption(display_name, std::string(entry.name), signal);
     size_t n = 0;
     if (consumed < entry.compressed_size) {
       n = static_cast<size_t>(std::min<uint64_t>(in.size(), entry.compressed_size - consumed));
@@ -69,7 +69,7 @@ std::optional<Problem> stream_with(InflateEngine engine, const ZipArchive& zip, 
     size_t at = 0;
     while (!stream_end && (at < n || last)) {
       // One chunk of input may inflate to a thousand times its size: a signal is noticed per step.
-      if (int signal = interrupted()) return interruption(display_name, entry.name, signal);
+      if (int signal = interrupted()) return interruption(display_name, std::string(entry.name), signal);
       RawInflater::Step step = inflater->step(in.data() + at, n - at, out.data(), out.size());
       at += step.consumed;
       if (step.status == RawInflater::Status::error)
@@ -129,7 +129,7 @@ std::optional<std::vector<uint8_t>> read_member(const ZipArchive& zip, const Zip
     return std::nullopt;
   }
   if (too_big) {
-    problems.push_back({ProblemKind::invalid_input, display_name, entry.name, "member too large",
+    problems.push_back({ProblemKind::invalid_input, display_name, std::string(entry.name), "member too large",
                         fmt::format("at most {} bytes", limit),
                         fmt::format("{} bytes", entry.uncompressed_size)});
     return std::nullopt;

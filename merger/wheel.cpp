@@ -76,7 +76,7 @@ MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, const s
     return verify_member(w, entry, algorithm, keep_text);
   } catch (const std::exception& error) {
     MemberResult result;
-    result.problem = Problem{ProblemKind::other, w.display, entry.name, "cannot read the member", {}, error.what()};
+    result.problem = Problem{ProblemKind::other, w.display, std::string(entry.name), "cannot read the member", {}, error.what()};
     return result;
   }
 }
@@ -127,7 +127,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
     std::string beyond_limits;
     result.elf_info = elf->finish(strings, &beyond_limits);
     if (!beyond_limits.empty())
-      result.problem = Problem{ProblemKind::invalid_input, w.display, entry.name, "ELF file beyond wheelmerge's limits",
+      result.problem = Problem{ProblemKind::invalid_input, w.display, std::string(entry.name), "ELF file beyond wheelmerge's limits",
                                fmt::format("at most {} DT_NEEDED entries and names of at most {} bytes", kMaxElfNeeded,
                                            kMaxElfNameBytes),
                                beyond_limits};
@@ -541,15 +541,6 @@ void drop_unstreamed_files(Reader& r) {
 }
 
 }  // namespace
-
-Wheel::Wheel(const Wheel& other) { *this = other; }
-
-Wheel& Wheel::operator=(const Wheel& other) {
-  if (this == &other) return *this;
-  WheelContents::operator=(other);
-  for (WheelFile& f : files) f.path = zip.entries[f.entry].name;
-  return *this;
-}
 
 std::optional<size_t> Wheel::position(std::string_view p) const {
   auto it = std::lower_bound(index.begin(), index.end(), p, [&](uint32_t i, std::string_view q) { return files[i].path < q; });

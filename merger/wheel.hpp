@@ -28,8 +28,8 @@ inline constexpr size_t kMaxRecordFile = 64 << 20;
 // The text of __init__.py files kept for the planner, in all per wheel.
 inline constexpr size_t kMaxInitSources = 64 << 20;
 
-// One regular member. Its path is a view of its archive entry's name (zip.entries[entry].name),
-// valid as long as the Wheel, which re-points it when copied.
+// One regular member. Its path is its archive entry's name, in the archive's NameStore, which
+// copies of the Wheel share.
 struct WheelFile {
   uint32_t entry = 0;  // index into the archive's entries
   bool executable = false;
@@ -45,8 +45,7 @@ struct WheelInput {
   std::string label;  // given explicitly as PATH=LABEL, else empty
 };
 
-// What a Wheel holds; Wheel adds the copy that keeps its files' views its own.
-struct WheelContents {
+struct Wheel {
   std::string path;
   std::string display;  // the file name, as messages show it
   std::string label;    // "cu12"
@@ -65,15 +64,6 @@ struct WheelContents {
   std::unordered_map<std::string, std::string> init_sources;
   std::vector<std::string> warnings;
 
-};
-
-struct Wheel : WheelContents {
-  Wheel() = default;
-  Wheel(Wheel&&) = default;  // the entries' names stay where they are
-  Wheel& operator=(Wheel&&) = default;
-  // A copy's files view the copy's own entries.
-  Wheel(const Wheel& other);
-  Wheel& operator=(const Wheel& other);
 
   const WheelFile* find(std::string_view path) const;
   std::optional<size_t> position(std::string_view path) const;  // in files

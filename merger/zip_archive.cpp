@@ -1,5 +1,7 @@
 #include "merger/zip_archive.hpp"
 
+#include <cstring>
+
 #include "merger/bytes.hpp"
 #include "merger/text.hpp"
 
@@ -52,9 +54,9 @@ struct Reader {
   Problems& problems;
   const std::string& display;
 
-  void fail(std::string member, std::string what, std::string expected = {},
+  void fail(std::string_view member, std::string what, std::string expected = {},
             std::string found = {}) {
-    problems.push_back(Problem{ProblemKind::invalid_input, display, std::move(member),
+    problems.push_back(Problem{ProblemKind::invalid_input, display, std::string(member),
                                std::move(what), std::move(expected), std::move(found)});
   }
 
@@ -325,7 +327,7 @@ bool ZipEntry::executable() const {
   return S_ISREG(mode) && (mode & 0111) != 0;
 }
 
-std::string unsafe_name_reason(const std::string& name) {
+std::string unsafe_name_reason(std::string_view name) {
   if (name.empty()) return "empty name";
   if (name.size() > kMaxNameBytes) return fmt::format("name of {} bytes (at most {})", name.size(), kMaxNameBytes);
   if (!is_valid_utf8(name)) return "name is not valid UTF-8";
@@ -558,6 +560,23 @@ bool check_directory_position(Reader& r, const Directory& d) {
 // One central directory entry from its fixed header `h`, name and extra field: the ZIP64 extra
 // field must hold exactly the values marked 0xffffffff and no extra field may rename the member
 // for some readers (apply_extra), and the entry must be on disk 0.
+}  // namespace
+
+std::string_view NameStore::add(std::string_view name) {
+  if (name.empty()) return {};
+  if (name.size() > left_) {  // a new chunk; the last one's tail stays unused
+    last_size_ = std::max<size_t>(name.size(), 64 << 10);
+    chunks_.push_back(std::make_unique_for_overwrite<char[]>(last_size_));
+    left_ = last_size_;
+  }
+  char* at = chunks_.back().get() + (last_size_ - left_);
+  std::memcpy(at, name.data(), name.size());
+  left_ -= name.size();
+  return {at, name.size()};
+}
+
+namespace {
+
 ZipEntry parse_central_entry(Reader& r, ByteView h, ByteView name, ByteView extra) {
   ZipEntry e;
   e.made_by_host = static_cast<uint8_t>(h.u16(4) >> 8);
@@ -569,7 +588,7 @@ ZipEntry parse_central_entry(Reader& r, ByteView h, ByteView name, ByteView extr
   e.uncompressed_size = h.u32(24);
   e.external_attributes = h.u32(38);
   e.local_header_offset = h.u32(42);
-  e.name = name.str();
+  e.name = r.zip.names->add(name.text());
   Zip64Needs needs{e.uncompressed_size == 0xFFFFFFFF, e.compressed_size == 0xFFFFFFFF,
                    e.local_header_offset == 0xFFFFFFFF, h.u16(34) == 0xFFFF};
   bool had_zip64 = false;
@@ -750,7 +769,7 @@ std::optional<Span> check_local_header(Reader& r, ZipEntry& e) {
                                 Zip64Needs{f.uncompressed == 0xFFFFFFFF, f.compressed == 0xFFFFFFFF},
                                 f.uncompressed, f.compressed, nullptr, local_zip64);
   if (!err.empty()) r.fail(e.name, "local header: " + err);
-  if (lname != e.name) local_mismatch(r, e, "name", e.name, lname);
+  if (lname != e.name) local_mismatch(r, e, "name", std::string(e.name), lname);
   if (lflags != e.flags) local_mismatch(r, e, "flags", hex32(e.flags), hex32(lflags));
   if (lmethod != e.method) local_mismatch(r, e, "compression method", std::to_string(e.method), std::to_string(lmethod));
   e.data_offset = e.local_header_offset + kLocalSize + lname_len + lextra_len;

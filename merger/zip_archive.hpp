@@ -18,17 +18,30 @@ namespace wm {
 inline constexpr uint16_t kMethodStored = 0;
 inline constexpr uint16_t kMethodDeflate = 8;
 
+// Where an archive's entry names live: appended once, never moved, so entries view them and a
+// copied archive shares them.
+class NameStore {
+ public:
+  std::string_view add(std::string_view name);
+
+ private:
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  size_t last_size_ = 0;  // of the last chunk
+  size_t left_ = 0;       // its free bytes, at its end
+};
+
+// One member as the central directory describes it (fields ordered to pack: 64 bytes).
 struct ZipEntry {
-  std::string name;
-  uint16_t version_needed = 0;  // low byte: version, high byte: host
-  uint16_t flags = 0;
-  uint16_t method = 0;
-  uint32_t crc32 = 0;
+  std::string_view name;  // in its archive's NameStore
   uint64_t compressed_size = 0;
   uint64_t uncompressed_size = 0;
   uint64_t local_header_offset = 0;
   uint64_t data_offset = 0;  // first byte of the compressed data
+  uint32_t crc32 = 0;
   uint32_t external_attributes = 0;
+  uint16_t version_needed = 0;  // low byte: version, high byte: host
+  uint16_t flags = 0;
+  uint16_t method = 0;
   uint8_t made_by_host = 0;  // 3 = Unix
 
   bool is_directory() const { return !name.empty() && name.back() == '/'; }
@@ -40,6 +53,13 @@ struct ZipArchive {
   std::shared_ptr<File> file;
   uint64_t size = 0;
   std::vector<ZipEntry> entries;  // in central directory order
+  std::shared_ptr<NameStore> names = std::make_shared<NameStore>();
+
+  // Appends an entry named `name` (stored in `names`).
+  ZipEntry& add(ZipEntry entry, std::string_view name) {
+    entry.name = names->add(name);
+    return entries.emplace_back(entry);
+  }
 };
 
 // Reads and checks the archive's structure. On failure returns nullopt and appends problems
@@ -66,6 +86,6 @@ Problem clash_problem(const NameClash& clash, const std::vector<std::string_view
                       const std::string& file, std::string_view context);
 
 // Why `name` is not a safe archive member name, or empty when it is.
-std::string unsafe_name_reason(const std::string& name);
+std::string unsafe_name_reason(std::string_view name);
 
 }  // namespace wm

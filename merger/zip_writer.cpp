@@ -19,7 +19,7 @@ constexpr uint64_t kMax32 = 0xFFFFFFFF;
 constexpr uint16_t kMadeByUnix = 3 << 8;
 constexpr uint16_t kFlagUtf8 = 0x0800;
 
-bool needs_utf8_flag(const std::string& name) {
+bool needs_utf8_flag(std::string_view name) {
   for (char c : name)
     if (static_cast<uint8_t>(c) >= 0x80) return true;
   return false;
@@ -84,7 +84,7 @@ bool ZipWriter::write_local_header(const Written& w) {
 }
 
 bool ZipWriter::add_copy(const std::string& name, const ZipArchive& from, const ZipEntry& entry, bool executable) {
-  Written w{name, entry.method, entry.crc32, entry.compressed_size, entry.uncompressed_size, offset_, executable};
+  Written w{names_.add(name), entry.method, entry.crc32, entry.compressed_size, entry.uncompressed_size, offset_, executable};
   if (!write_local_header(w)) return false;
   // The kernel copies the bytes between files (no trip through user space where it can).
   loff_t in_off = static_cast<loff_t>(entry.data_offset);
@@ -123,7 +123,7 @@ bool ZipWriter::add_generated(const std::string& name, std::span<const uint8_t> 
     return false;
   }
   uint32_t crc = static_cast<uint32_t>(crc32(0L, content.data(), static_cast<uInt>(content.size())));
-  Written w{name, kMethodDeflate, crc, packed.size(), content.size(), offset_, executable};
+  Written w{names_.add(name), kMethodDeflate, crc, packed.size(), content.size(), offset_, executable};
   if (!write_local_header(w) || !write(packed)) return false;
   entries_.push_back(std::move(w));
   return true;

@@ -38,7 +38,7 @@ class ZipWriter {
 
  private:
   struct Written {
-    std::string name;
+    std::string_view name;  // in names_
     uint16_t method;
     uint32_t crc;
     uint64_t compressed, uncompressed, offset;
@@ -51,6 +51,7 @@ class ZipWriter {
   DosTime time_;
   uint64_t offset_ = 0;
   std::vector<Written> entries_;
+  NameStore names_;
 };
 
 }  // namespace wm

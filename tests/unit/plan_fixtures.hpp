@@ -64,11 +64,9 @@ class WheelBuilder {
     } else {
       f.entry = static_cast<uint32_t>(w_.zip.entries.size());
       ZipEntry e;
-      e.name = path;
       e.uncompressed_size = content.size();
-      w_.zip.entries.push_back(std::move(e));
+      f.path = w_.zip.add(e, path).name;
       w_.files.push_back(std::move(f));
-      for (WheelFile& g : w_.files) g.path = w_.zip.entries[g.entry].name;  // the entries may have moved
       w_.build_index();
     }
     if (path == "__init__.py" || path.ends_with("/__init__.py")) w_.init_sources[path] = content;
