@@ -3,6 +3,7 @@
 #include "merger/label.hpp"
 #include "merger/loader.hpp"
 #include "merger/member_stream.hpp"
+#include "merger/memory.hpp"
 #include "merger/parallel.hpp"
 #include "merger/verify.hpp"
 #include "merger/write.hpp"
@@ -10,9 +11,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <map>
 #include <optional>
 #include <regex>
@@ -21,15 +19,6 @@
 namespace wm {
 
 namespace {
-
-// Gives the pages of freed memory back to the system. glibc keeps one heap per thread: memory
-// the reading workers freed stays resident on theirs while later phases grow another, so peak
-// RSS would be the sum of the phases rather than the largest.
-void release_free_memory() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
 
 // A project name as PEP 508 allows it: letters and digits, inner runs of "-_." allowed.
 bool valid_project_name(const std::string& name) {

@@ -276,6 +276,12 @@ struct Planner {
   bool check_one_build();
   bool build_path_tables();
   void classify_payload();
+  // The path tables go once the members are planned: the last passes (collisions, RECORD) look
+  // at the members alone, and the tables are most of the planner's memory beside them.
+  void drop_path_tables() {
+    PathTable().swap(payload);
+    PathTable().swap(dist_info);
+  }
   void carry_dist_info();
   void group_by_package();
   void add_loaders();
@@ -711,6 +717,7 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& inputs, const Merg
   p.carry_dist_info();
   p.group_by_package();
   p.add_loaders();
+  p.drop_path_tables();
   p.check_collisions();
   if (problems.size() != before || !p.metadata) return std::nullopt;
   p.finish_dist_info();

@@ -3,6 +3,7 @@
 #include "merger/bytes.hpp"
 #include "merger/interrupt.hpp"
 #include "merger/loader.hpp"
+#include "merger/memory.hpp"
 #include "merger/member_stream.hpp"
 #include "merger/verify.hpp"
 
@@ -71,28 +72,30 @@ void check_written(const std::string& path, const std::string& display, const Me
     }
   }
   zip.reset();  // the archive as read back is gone before libzip reads it (below)
-  // The loaders against the files written, as `wheelmerge verify` checks them.
-  std::vector<std::string_view> paths;
-  std::vector<LoaderFiles> loaders;
-  std::unordered_map<std::string_view, const PlannedMember*> by_path;
-  for (const PlannedMember& m : plan.members) {
-    paths.push_back(m.path);
-    by_path.emplace(m.path, &m);
+  {  // the loaders against the files written, as `wheelmerge verify` checks them
+    std::vector<std::string_view> paths;
+    std::vector<LoaderFiles> loaders;
+    std::unordered_map<std::string_view, const PlannedMember*> by_path;
+    for (const PlannedMember& m : plan.members) {
+      paths.push_back(m.path);
+      by_path.emplace(m.path, &m);
+    }
+    auto content_of = [&](const std::string& path) {
+      auto it = by_path.find(path);
+      return it == by_path.end() ? std::string() : it->second->content;
+    };
+    for (const std::string& package : plan.loader_packages) {
+      LoaderFiles l{package + "/" + std::string(kLoaderModule), {}, {}};
+      l.loader_source = content_of(l.loader_path);
+      l.init_source = content_of(package + "/__init__.py");
+      loaders.push_back(std::move(l));
+    }
+    std::sort(paths.begin(), paths.end());
+    Problems loader_problems;
+    check_loaders(display, loaders, paths, loader_problems);
+    for (const Problem& p : loader_problems) fail(p.member, p.what, p.expected, p.found);
   }
-  auto content_of = [&](const std::string& path) {
-    auto it = by_path.find(path);
-    return it == by_path.end() ? std::string() : it->second->content;
-  };
-  for (const std::string& package : plan.loader_packages) {
-    LoaderFiles l{package + "/" + std::string(kLoaderModule), {}, {}};
-    l.loader_source = content_of(l.loader_path);
-    l.init_source = content_of(package + "/__init__.py");
-    loaders.push_back(std::move(l));
-  }
-  std::sort(paths.begin(), paths.end());
-  Problems loader_problems;
-  check_loaders(display, loaders, paths, loader_problems);
-  for (const Problem& p : loader_problems) fail(p.member, p.what, p.expected, p.found);
+  release_free_memory();  // what the checks above freed, before libzip builds its own model
 
   int error = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &error);
