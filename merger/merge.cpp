@@ -93,12 +93,30 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   }
   if (problems.size() != before) return std::nullopt;
 
-  // Every input is read, side by side, so every problem is reported and no core waits for
-  // one input's largest member; problems are kept in input order.
+  // Every input is read, so every problem is reported: opened one after another (RECORD's text
+  // and rows, the bulk of opening, are gone before the next input opens), then the members of
+  // all of them streamed together, so no core waits for one input's largest member. Problems
+  // are kept in input order.
   MergeResult result;
-  std::vector<std::optional<Wheel>> read(inputs.size());
+  std::vector<OpenedWheel> opened;
+  std::vector<size_t> opened_input;  // the input each opened wheel is
   std::vector<Problems> found(inputs.size());
-  parallel_for(inputs.size(), [&](size_t i) { read[i] = read_wheel(labelled[i], found[i]); });
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (auto o = open_wheel(labelled[i], found[i])) {
+      opened.push_back(std::move(*o));
+      opened_input.push_back(i);
+    }
+  }
+  std::vector<Problems> streamed(opened.size());
+  std::vector<std::optional<Wheel>> read(inputs.size());
+  {
+    auto wheels = stream_wheels(std::move(opened), streamed);
+    for (size_t k = 0; k < wheels.size(); ++k) {
+      read[opened_input[k]] = std::move(wheels[k]);
+      Problems& to = found[opened_input[k]];
+      to.insert(to.end(), streamed[k].begin(), streamed[k].end());
+    }
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     problems.insert(problems.end(), found[i].begin(), found[i].end());
     if (read[i]) result.inputs.push_back(std::move(*read[i]));

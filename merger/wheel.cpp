@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <mutex>
+#include <tuple>
 #include <utility>
 #include <filesystem>
 #include <map>
@@ -47,12 +48,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// A member's recorded hash, compactly: RECORD's algorithm and the digest's bytes.
-struct ExpectedHash {
-  uint8_t algorithm = 0;  // 0: none (RECORD's own row, signature files); else an index into kRecordAlgorithms
-  uint8_t length = 0;
-  std::array<uint8_t, 64> digest{};
-};
 constexpr std::string_view kRecordAlgorithms[] = {"", "sha256", "sha384", "sha512"};
 
 // What streaming one member found; the sha256 and ELF information go into the WheelFile.
@@ -427,10 +422,9 @@ RecordRows read_record_rows(Reader& r, std::string_view text) {
 // (RecordHash::parse: algorithm, digest length) and the member's size; no row for a file the
 // archive lacks. Each member's recorded hash, by position in w.files; none for RECORD and
 // signature files.
-std::vector<ExpectedHash> check_record_entries(Reader& r, const RecordRows& rows) {
+void check_record_entries(Reader& r, const RecordRows& rows, OtherDigests& other_digests) {
   Wheel& w = r.w;
   const std::string record_path = r.record_path();
-  std::vector<ExpectedHash> hashes(w.files.size());
   std::vector<bool> used(rows.size(), false);
   auto row_of = [&](std::string_view path) -> std::optional<size_t> {
     auto it = std::lower_bound(rows.begin(), rows.end(), path, [](const RecordRow& row, std::string_view p) { return row.path < p; });
@@ -438,7 +432,7 @@ std::vector<ExpectedHash> check_record_entries(Reader& r, const RecordRows& rows
     return static_cast<size_t>(it - rows.begin());
   };
   for (size_t i = 0; i < w.files.size(); ++i) {
-    const WheelFile& f = w.files[i];
+    WheelFile& f = w.files[i];
     std::string rel = top_dir(f.path) == w.dist_info ? std::string(f.path.substr(w.dist_info.size() + 1)) : std::string();
     auto at = row_of(f.path);
     if (at) used[*at] = true;
@@ -467,75 +461,42 @@ std::vector<ExpectedHash> check_record_entries(Reader& r, const RecordRows& rows
     } else if (row.size != std::to_string(f.size)) {
       r.fail(f.path, "size does not match RECORD", std::string(row.size) + " bytes (RECORD)", std::to_string(f.size) + " bytes");
     } else {
-      ExpectedHash& e = hashes[i];
-      e.algorithm = static_cast<uint8_t>(std::find(std::begin(kRecordAlgorithms), std::end(kRecordAlgorithms), hash->algorithm) -
-                                         std::begin(kRecordAlgorithms));
-      e.length = static_cast<uint8_t>(hash->raw.size());
-      std::copy(hash->raw.begin(), hash->raw.end(), e.digest.begin());
+      f.record_algorithm = static_cast<uint8_t>(
+          std::find(std::begin(kRecordAlgorithms), std::end(kRecordAlgorithms), hash->algorithm) - std::begin(kRecordAlgorithms));
+      if (f.record_algorithm == 1) {  // RECORD's claim, until streaming puts the digest found there
+        f.sha256.emplace();
+        std::copy(hash->raw.begin(), hash->raw.end(), f.sha256->begin());
+      } else {
+        other_digests.emplace_back(static_cast<uint32_t>(i), std::move(hash->raw));
+      }
     }
   }
   for (size_t k = 0; k < rows.size(); ++k)
     if (!used[k] && rows[k].path != record_path && (k == 0 || rows[k].path != rows[k - 1].path))
       r.fail(record_path, "RECORD lists a file the archive lacks", std::string(rows[k].path), "no such member");
-  return hashes;
 }
 
-// Streaming: every member with a RECORD hash read once, in parallel, largest first: its CRC and
-// size checked, its sha256 (and RECORD's algorithm's digest) computed and compared with RECORD's,
-// ELF files scanned, the text of __init__.py files kept: in archive order while they fit
-// kMaxInitSources in all (a package whose text was not kept is refused only if it needs a
-// loader). Each worker writes its member's WheelFile; problems are reported in archive order.
-void stream_members(Reader& r, const std::vector<ExpectedHash>& hashes) {
-  Wheel& w = r.w;
-  std::vector<uint32_t> order;
-  std::vector<bool> keep_text(w.files.size(), false);
+// Which members of `w` keep their text for the planner: the __init__.py files, in archive
+// order while they fit kMaxInitSources in all (a package whose text was not kept is refused
+// only if it needs a loader).
+std::vector<bool> init_texts_to_keep(const Wheel& w) {
+  std::vector<bool> keep(w.files.size(), false);
   uint64_t kept = 0;
   for (size_t i = 0; i < w.files.size(); ++i) {
-    if (!hashes[i].algorithm) continue;
-    order.push_back(static_cast<uint32_t>(i));
-    if (is_init_file(w.files[i].path) && w.files[i].size <= kMaxInitSources - kept) {
-      keep_text[i] = true;
-      kept += w.files[i].size;
+    const WheelFile& f = w.files[i];
+    if (f.record_algorithm && is_init_file(f.path) && f.size <= kMaxInitSources - kept) {
+      keep[i] = true;
+      kept += f.size;
     }
   }
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return w.zip.entries[w.files[a].entry].compressed_size > w.zip.entries[w.files[b].entry].compressed_size;
-  });
-  std::mutex lock;  // guards `found` and w.init_sources
-  std::vector<std::pair<size_t, Problem>> found;
-  parallel_for(order.size(), [&](size_t k) {
-    const size_t i = order[k];
-    WheelFile& f = w.files[i];
-    const ExpectedHash& recorded = hashes[i];
-    const std::string algorithm(kRecordAlgorithms[recorded.algorithm]);
-    MemberResult result = verify_member_safely(w, w.zip.entries[f.entry], algorithm, keep_text[i]);
-    std::optional<Problem> problem = std::move(result.problem);
-    if (!problem) {
-      std::span<const uint8_t> expected(recorded.digest.data(), recorded.length);
-      std::string actual = base64url_nopad(algorithm == "sha256" ? std::span<const uint8_t>(result.sha256) : result.record_digest);
-      if (base64url_nopad(expected) != actual)
-        problem = Problem{ProblemKind::invalid_input, w.display, std::string(f.path), "hash does not match RECORD",
-                          algorithm + "=" + base64url_nopad(expected), algorithm + "=" + actual};
-      f.sha256 = result.sha256;
-      f.elf = result.elf;
-      if (result.elf_info) f.elf_info = std::make_shared<const ElfInfo>(std::move(*result.elf_info));
-    }
-    if (problem || result.text) {
-      std::lock_guard guard(lock);
-      if (problem) found.emplace_back(i, std::move(*problem));
-      else w.init_sources.emplace(f.path, std::move(*result.text));
-    }
-  });
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [i, problem] : found) r.problems.push_back(std::move(problem));
+  return keep;
 }
 
-// Signature files are dropped, so they leave the model here: every file but RECORD that was not
-// streamed.
-void drop_unstreamed_files(Reader& r) {
-  Wheel& w = r.w;
-  const std::string record_path = r.record_path();
-  std::erase_if(w.files, [&](const WheelFile& f) { return !f.sha256 && f.path != record_path; });
+// Signature files are dropped, so they leave the model here: every file but RECORD that RECORD
+// gives no hash for.
+void drop_unstreamed_files(Wheel& w) {
+  const std::string record_path = w.dist_info + "/RECORD";
+  std::erase_if(w.files, [&](const WheelFile& f) { return !f.record_algorithm && f.path != record_path; });
   w.files.shrink_to_fit();
   w.build_index();
 }
@@ -584,16 +545,82 @@ std::string detect_label(const WheelInput& input) {
   return local_version_label(stem.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
 }
 
+// Streaming: every member with a RECORD hash, of every wheel, read once, in parallel, largest
+// first: its CRC and size checked, its sha256 (and RECORD's algorithm's digest) computed and
+// compared with RECORD's, ELF files scanned, the text of __init__.py files kept. Each worker
+// writes its member's WheelFile; each wheel's problems are reported in archive order.
+std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened, std::vector<Problems>& problems) {
+  struct Item {
+    uint32_t wheel, file;
+    uint64_t compressed;
+  };
+  std::vector<Item> order;
+  std::vector<std::vector<bool>> keep_text(opened.size());
+  for (size_t k = 0; k < opened.size(); ++k) {
+    const Wheel& w = opened[k].wheel;
+    keep_text[k] = init_texts_to_keep(w);
+    for (size_t i = 0; i < w.files.size(); ++i)
+      if (w.files[i].record_algorithm)
+        order.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(i), w.zip.entries[w.files[i].entry].compressed_size});
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Item& a, const Item& b) { return a.compressed > b.compressed; });
+  std::mutex lock;  // guards `found` and every wheel's init_sources
+  std::vector<std::tuple<uint32_t, uint32_t, Problem>> found;  // wheel, file, problem
+  parallel_for(order.size(), [&](size_t n) {
+    const Item item = order[n];
+    OpenedWheel& o = opened[item.wheel];
+    Wheel& w = o.wheel;
+    WheelFile& f = w.files[item.file];
+    const std::string algorithm(kRecordAlgorithms[f.record_algorithm]);
+    MemberResult result = verify_member_safely(w, w.zip.entries[f.entry], algorithm, keep_text[item.wheel][item.file]);
+    std::optional<Problem> problem = std::move(result.problem);
+    if (!problem) {
+      std::span<const uint8_t> expected;
+      if (f.record_algorithm == 1) {
+        expected = *f.sha256;
+      } else {
+        auto it = std::lower_bound(o.other_digests.begin(), o.other_digests.end(), item.file,
+                                   [](const auto& d, uint32_t i) { return d.first < i; });
+        expected = it->second;
+      }
+      std::span<const uint8_t> actual = f.record_algorithm == 1 ? std::span<const uint8_t>(result.sha256) : result.record_digest;
+      if (!std::equal(expected.begin(), expected.end(), actual.begin(), actual.end()))
+        problem = Problem{ProblemKind::invalid_input, w.display, std::string(f.path), "hash does not match RECORD",
+                          algorithm + "=" + base64url_nopad(expected), algorithm + "=" + base64url_nopad(actual)};
+      else
+        f.sha256 = result.sha256;
+      f.elf = result.elf;
+      if (result.elf_info) f.elf_info = std::make_shared<const ElfInfo>(std::move(*result.elf_info));
+    }
+    if (problem || result.text) {
+      std::lock_guard guard(lock);
+      if (problem) found.emplace_back(item.wheel, item.file, std::move(*problem));
+      else w.init_sources.emplace(f.path, std::move(*result.text));
+    }
+  });
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return std::pair(std::get<0>(a), std::get<1>(a)) < std::pair(std::get<0>(b), std::get<1>(b));
+  });
+  for (auto& [k, i, problem] : found) problems[k].push_back(std::move(problem));
+  std::vector<std::optional<Wheel>> wheels(opened.size());
+  for (size_t k = 0; k < opened.size(); ++k) {
+    if (!problems[k].empty()) continue;
+    drop_unstreamed_files(opened[k].wheel);
+    wheels[k] = std::move(opened[k].wheel);
+  }
+  return wheels;
+}
+
 // Each step adds its findings to `problems`; reading stops after a step that found any, where
 // later steps would only repeat them (WHEEL, METADATA and RECORD's rows are all checked first).
-std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
+std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problems) {
   Reader r(input, problems);
   if (!read_name_and_archive(r) || !check_layout(r)) return std::nullopt;
   list_files(r);
   if (r.failed()) return std::nullopt;
   check_installed_paths(r);
   if (r.failed()) return std::nullopt;
-  std::vector<ExpectedHash> hashes;
+  OtherDigests other_digests;
   {  // the dist-info texts and RECORD's rows are gone before the members stream
     auto texts = read_dist_info_texts(r);
     if (!texts) return std::nullopt;
@@ -602,14 +629,21 @@ std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
     const std::string record = std::exchange(texts->record, {});
     const RecordRows rows = read_record_rows(r, record);
     if (r.failed()) return std::nullopt;
-    hashes = check_record_entries(r, rows);
+    check_record_entries(r, rows, other_digests);
     if (r.failed()) return std::nullopt;
   }
-  stream_members(r, hashes);
-  hashes = {};
-  drop_unstreamed_files(r);
-  if (r.failed()) return std::nullopt;
-  return std::move(r.w);
+  return OpenedWheel{std::move(r.w), std::move(other_digests)};
+}
+
+std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
+  auto opened = open_wheel(input, problems);
+  if (!opened) return std::nullopt;
+  std::vector<OpenedWheel> one;
+  one.push_back(std::move(*opened));
+  std::vector<Problems> found(1);
+  auto wheels = stream_wheels(std::move(one), found);
+  problems.insert(problems.end(), found[0].begin(), found[0].end());
+  return std::move(wheels[0]);
 }
 
 }  // namespace wm

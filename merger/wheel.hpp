@@ -34,9 +34,14 @@ struct WheelFile {
   uint32_t entry = 0;  // index into the archive's entries
   bool executable = false;
   bool elf = false;  // starts with the ELF magic
+  // RECORD's hash algorithm: 0 for none (RECORD's own row, signature files), 1 sha256, 2 sha384,
+  // 3 sha512.
+  uint8_t record_algorithm = 0;
   std::string_view path;
   uint64_t size = 0;
-  std::optional<Sha256> sha256;  // once the member streamed and matched RECORD
+  // The member's sha256: RECORD's claim (where RECORD uses sha256) until its bytes are
+  // streamed, the digest of its bytes after; in a Wheel that read_wheel returns, both.
+  std::optional<Sha256> sha256;
   std::shared_ptr<const ElfInfo> elf_info;  // for ELF files we could read
 };
 
@@ -77,8 +82,26 @@ struct Wheel {
 // The label an input carries: explicit, ".cuNN" suffix, "+cuNN" local version; empty if none.
 std::string detect_label(const WheelInput& input);
 
+// Digests RECORD gives in another algorithm than sha256, by position in Wheel::files.
+using OtherDigests = std::vector<std::pair<uint32_t, std::vector<uint8_t>>>;
+
+// A wheel read up to its members' bytes: the archive, layout, WHEEL, METADATA and RECORD
+// checked, RECORD's claims in its files.
+struct OpenedWheel {
+  Wheel wheel;
+  OtherDigests other_digests;  // sorted by position
+};
+
 // Reads and validates one wheel. nullopt with problems when it is not valid.
 std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems);
+
+// read_wheel in two steps, so that a merge opens its inputs one after another (RECORD's text
+// and rows are the largest part of reading that does not last) and then streams the members of
+// all of them together, largest first, on every core.
+std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problems);
+// Streams every member of every opened wheel: CRC, size, RECORD hash, ELF scan. Problems of
+// wheel i go to problems[i] (sized like `opened`); a wheel with none is returned.
+std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened, std::vector<Problems>& problems);
 
 // Names in the dist-info directory that installers write and wheels must not carry.
 bool is_installer_file(const std::string& dist_info_relative);
