@@ -210,7 +210,7 @@ struct Planner {
   PlannedMember copied(const std::string& path, size_t i, const WheelFile& f) const {
     PlannedMember m;
     m.path = path;
-    m.input = order[i];
+    m.input = static_cast<uint32_t>(order[i]);
     m.entry = f.entry;
     m.executable = f.executable;
     m.size = f.size;
@@ -404,10 +404,8 @@ void Planner::classify_payload() {
     return std::any_of(options.variant_globs.begin(), options.variant_globs.end(),
                        [&](const std::string& g) { return fnmatch(g.c_str(), path.c_str(), 0) == 0; });
   };
-  // Every output path, to refuse a labelled name that already exists: the payload's paths (views
-  // of the table's keys) and the labelled names given so far.
-  std::unordered_set<std::string_view> taken;
-  for (const auto& [path, row] : payload) taken.insert(path);
+  // A labelled name must not exist already: as a payload path (the table answers) or as a
+  // labelled name given so far.
   std::unordered_set<std::string> labelled_taken;
   // Members, allocated once: one per shared path, one per build of each other path, a loader
   // per package at most, the dist-info's files and the three generated ones.
@@ -442,7 +440,7 @@ void Planner::classify_payload() {
         conflict(stored, row, fmt::format("the labelled name of {} is not a safe name ({})", path, why));
         continue;
       }
-      if (taken.count(stored) || !labelled_taken.insert(stored).second) {
+      if (payload.count(stored) || !labelled_taken.insert(stored).second) {
         conflict(stored, row, fmt::format("the labelled name of {} is already taken", path));
         continue;
       }

@@ -30,15 +30,15 @@ struct VariantFile {
 
 struct PlannedMember {
   std::string path;
-  // Copied compressed from member `entry` of input `input` (an index into plan_merge's
-  // `wheels`)...
-  std::optional<size_t> input;
-  size_t entry = 0;
-  // ...or generated.
+  // Generated: its bytes (empty for a copied member).
   std::string content;
-  bool executable = false;
   uint64_t size = 0;
   std::optional<Sha256> sha256;  // absent only for RECORD
+  bool executable = false;
+  // Copied compressed from member `entry` of input `input` (an index into plan_merge's
+  // `wheels`); no input: generated.
+  uint32_t entry = 0;
+  std::optional<uint32_t> input;
 };
 
 struct MergePlan {
