@@ -410,6 +410,8 @@ def verify_outputs(part: str, cmds: list[Cmd], sums: dict, inputs_of: dict[str, 
         if c.key.startswith("cp"):
             res[c.key] = verify_copies(c.out_dir, inputs_of[c.key])
             continue
+        if c.key == "verify_only":  # writes nothing
+            continue
         outs = sorted(c.out_dir.glob("*.whl")) if c.out_dir.is_dir() else []
         if len(outs) != 1:
             res[c.key] = {"ok": False, "error": f"expected one wheel in {c.out_dir}, "
@@ -539,6 +541,10 @@ def three_way(part: str, args, wm: Path, inputs: list[Path], globs: list[str], p
             cmds.append(Cmd("cp_nosync", "cp alone (no sync; informational)",
                             cp_argv(inputs, merged_dir(part, "cp_nosync"), sync=False),
                             merged_dir(part, "cp_nosync")))
+            # What verifying the inputs alone costs (every member inflated, CRC'd and hashed,
+            # nothing written): the work a merge that checks its inputs cannot avoid.
+            cmds.append(Cmd("verify_only", "wheelmerge verify of both inputs (informational)",
+                            [str(wm), "verify", "-q", *map(str, inputs)], merged_dir(part, "verify_only")))
     return cmds
 
 
@@ -582,6 +588,17 @@ def run_part_big(args, timer: Timer, wm: Path) -> dict:
         "copy floor share of sync (1 - cp alone / cp + sync)": (
             None if ratio(sums.get("cp_nosync", {}), cp_s) is None
             else 1 - ratio(sums["cp_nosync"], cp_s)),
+        # Verifying the inputs is CPU work: on N cores it takes at least its CPU time / N, a
+        # floor for any merge that checks what it copies (docs/scale.md, "Where the time goes").
+        "verification CPU time of the inputs / cores, s (compute floor)": (
+            vf["median_cpu_s"] / len(os.sched_getaffinity(0)) if (vf := sums.get("verify_only", {})).get("median_cpu_s")
+            else None),
+        "wheelmerge / compute floor (median wall)": (
+            wm_s["median_wall_s"] / (vf["median_cpu_s"] / len(os.sched_getaffinity(0)))
+            if wm_s.get("median_wall_s") and (vf := sums.get("verify_only", {})).get("median_cpu_s") else None),
+        "compute floor / copy floor": (
+            (vf["median_cpu_s"] / len(os.sched_getaffinity(0))) / cp_s["median_wall_s"]
+            if cp_s.get("median_wall_s") and (vf := sums.get("verify_only", {})).get("median_cpu_s") else None),
     }
     targets = []
     if not args.baseline_only:
@@ -726,7 +743,8 @@ def f2(x, fmt=".2f", none="-") -> str:
 
 
 LABELS = {"wheelmerge": "wheelmerge", "baseline": "baseline (wheel unpack+pack)",
-          "cp_floor": "copy floor (cp + sync)", "cp_nosync": "cp alone, no sync (info)"}
+          "cp_floor": "copy floor (cp + sync)", "cp_nosync": "cp alone, no sync (info)",
+          "verify_only": "wheelmerge verify of both inputs (info)"}
 
 
 def label_of(key: str) -> str:

@@ -327,3 +327,47 @@ TEST_CASE("wheel: RECORD may use sha512, and the model still holds each file's s
   b.record_hash["pkg/util.py"] = "md5=1B2M2Y8AsgTpgAmY7PhCfg";
   check_refused(b, "pkg/util.py", "weak or unknown hash algorithm in RECORD");
 }
+
+TEST_CASE("wheel: opened wheels stream together, each keeping its own problems and its files' digests") {
+  TempDir a_dir, b_dir, c_dir;
+  WheelBuilder good = valid_wheel();
+  WheelBuilder bad_sha256 = valid_wheel();
+  bad_sha256.record_hash["pkg/util.py"] = "sha256=" + sha256_b64("X = 2\n");
+  WheelBuilder bad_sha512 = valid_wheel();
+  const std::string other = "X = 3\n";
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  REQUIRE(EVP_Digest(other.data(), other.size(), digest, &length, EVP_sha512(), nullptr) == 1);
+  bad_sha512.record_hash["pkg/sub/mod.py"] = "sha512=" + b64url_nopad(digest, length);
+
+  std::vector<OpenedWheel> opened;
+  for (auto [builder, dir] : {std::pair(&bad_sha256, &a_dir), std::pair(&good, &b_dir), std::pair(&bad_sha512, &c_dir)}) {
+    Problems problems;
+    auto o = open_wheel(WheelInput{builder->write(dir->path), {}}, problems);
+    REQUIRE_MESSAGE(o, (problems.empty() ? "" : describe(problems.front())));  // RECORD's claims are not checked yet
+    opened.push_back(std::move(*o));
+  }
+  std::vector<Problems> problems(opened.size());
+  auto wheels = stream_wheels(std::move(opened), problems);
+  REQUIRE(wheels.size() == 3);
+  CHECK_FALSE(wheels[0]);
+  REQUIRE(problems[0].size() == 1);
+  CHECK(problems[0][0].member == "pkg/util.py");
+  CHECK(problems[0][0].what == "hash does not match RECORD");
+  CHECK(problems[0][0].expected == "sha256=" + sha256_b64("X = 2\n"));
+  CHECK(problems[0][0].found == "sha256=" + sha256_b64("X = 1\n"));
+  REQUIRE(wheels[1]);
+  CHECK(problems[1].empty());
+  // Every digest is the bytes' own (RECORD's own row has none).
+  const std::map<std::string, std::string> members = [&] {
+    auto list = good.members();
+    return std::map<std::string, std::string>(list.begin(), list.end());
+  }();
+  CHECK(wheels[1]->files.size() == members.size());
+  for (const WheelFile& f : wheels[1]->files)
+    if (f.path != "pkg-1.0.dist-info/RECORD") CHECK(base64url_nopad(*f.sha256) == sha256_b64(members.at(std::string(f.path))));
+  CHECK_FALSE(wheels[2]);
+  REQUIRE(problems[2].size() == 1);
+  CHECK(problems[2][0].member == "pkg/sub/mod.py");
+  CHECK(problems[2][0].expected.starts_with("sha512=" + b64url_nopad(digest, length)));
+}
