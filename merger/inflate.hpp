@@ -50,6 +50,9 @@ class RawInflater {
 
  private:
   struct State;
+  // One state kept per thread between inflaters: a merge inflates member after member on each
+  // worker, and ISA-L's state is ~87 KB.
+  static std::unique_ptr<State>& spare_state();
   InflateEngine engine_;
   std::unique_ptr<State> state_;
 };

@@ -136,3 +136,28 @@ TEST_CASE("inflate: the build inflates with ISA-L, and its CRC-32 is zlib's") {
   CHECK(pieces == expected);
   CHECK(crc32_update(0, bytes, 0) == 0);
 }
+
+TEST_CASE("inflate: an inflater's state, reused by the next on the thread, starts clean") {
+  const std::string first = sample();
+  const std::string second = "a second, shorter stream " + std::string(3000, 'z');
+  for (InflateEngine engine : {InflateEngine::isal, InflateEngine::zlib}) {
+    CAPTURE(static_cast<int>(engine));
+    {  // left mid-stream: its state, window and half-decoded block go to the next inflater
+      RawInflater abandoned(engine);
+      const std::vector<uint8_t> data = deflate_raw(first, 6);
+      std::vector<uint8_t> out(4096);
+      auto step = abandoned.step(data.data(), data.size() / 2, out.data(), out.size());
+      CHECK(step.status == RawInflater::Status::progress);
+    }
+    // The next one decodes its own stream exactly, in both engines and in either order.
+    for (InflateEngine next : {InflateEngine::isal, InflateEngine::zlib}) {
+      Outcome o = inflate(next, deflate_raw(second, 9), 7, 13);
+      CHECK(o.status == RawInflater::Status::end);
+      CHECK(o.output == second);
+    }
+    // A corrupt stream after a good one is still refused.
+    std::vector<uint8_t> bad = hex("ff");
+    Outcome refused = inflate(engine, bad, 1, 64);
+    CHECK(refused.status == RawInflater::Status::error);
+  }
+}
