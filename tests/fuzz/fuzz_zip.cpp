@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::set<std::string> names;
   for (const wm::ZipEntry& e : zip->entries) {
     FUZZ_CHECK(wm::unsafe_name_reason(e.name).empty(), "accepted an unsafe name: " + wm::printable(e.name));
-    FUZZ_CHECK(names.insert(e.name).second, "accepted a duplicate name: " + wm::printable(e.name));
+    FUZZ_CHECK(names.emplace(e.name).second, "accepted a duplicate name: " + wm::printable(e.name));
     FUZZ_CHECK(e.method == wm::kMethodStored || e.method == wm::kMethodDeflate);
     FUZZ_CHECK(e.data_offset <= size && e.compressed_size <= size - e.data_offset, "data outside the file");
 
