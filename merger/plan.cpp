@@ -186,6 +186,9 @@ PlannedMember generated(const std::string& path, std::string content, bool execu
 // One merge being planned: the inputs, what the passes have decided so far, and the problems
 // found. Each pass is a member function below; plan_merge runs them in order.
 struct Planner {
+  Planner(const std::vector<Wheel>& inputs_, const MergeOptions& options_, Problems& problems_)
+      : inputs(inputs_), options(options_), problems(problems_) {}
+
   const std::vector<Wheel>& inputs;
   const MergeOptions& options;
   Problems& problems;
@@ -708,7 +711,7 @@ std::string labelled_path(const std::string& path, const std::string& label) {
 std::optional<MergePlan> plan_merge(const std::vector<Wheel>& inputs, const MergeOptions& options,
                                     Problems& problems) {
   const size_t before = problems.size();
-  Planner p{inputs, options, problems};
+  Planner p(inputs, options, problems);
   p.order_by_label();
   if (!p.check_one_build() || !p.build_path_tables()) return std::nullopt;
   p.classify_payload();
