@@ -123,12 +123,16 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   }
   if (problems.size() != before) return std::nullopt;
   release_free_memory();  // what reading freed on the workers' heaps, before the plan grows on this one
-  auto plan = plan_merge(result.inputs, options, problems);
+  // The writer copies from the archives alone: each input's file list goes as soon as the
+  // planner has read the last of them, before its last passes (the name checks, RECORD).
+  auto release_files = [&] {
+    for (Wheel& w : result.inputs) w.release_files();
+    release_free_memory();
+  };
+  auto plan = plan_merge(result.inputs, options, problems, release_files);
   if (!plan) return std::nullopt;
   result.plan = std::move(*plan);
-  // The writer copies from the archives alone: each input's file list goes before it runs.
-  for (Wheel& w : result.inputs) w.release_files();
-  release_free_memory();
+  release_free_memory();  // what the planner's last passes freed, before the writer grows
   auto output = write_wheel(result.plan, result.inputs, out_dir, time, problems);
   if (!output) return std::nullopt;
   result.output = *output;

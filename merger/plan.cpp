@@ -709,7 +709,7 @@ std::string labelled_path(const std::string& path, const std::string& label) {
 }
 
 std::optional<MergePlan> plan_merge(const std::vector<Wheel>& inputs, const MergeOptions& options,
-                                    Problems& problems) {
+                                    Problems& problems, const std::function<void()>& files_read) {
   const size_t before = problems.size();
   Planner p(inputs, options, problems);
   p.order_by_label();
@@ -718,7 +718,8 @@ std::optional<MergePlan> plan_merge(const std::vector<Wheel>& inputs, const Merg
   p.carry_dist_info();
   p.group_by_package();
   p.add_loaders();
-  p.drop_path_tables();
+  p.drop_path_tables();  // the last view of the inputs' files: the members carry what they need
+  if (files_read) files_read();
   p.check_collisions();
   if (problems.size() != before || !p.metadata) return std::nullopt;
   p.finish_dist_info();

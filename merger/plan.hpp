@@ -5,6 +5,7 @@
 #include "merger/problem.hpp"
 #include "merger/wheel.hpp"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -55,8 +56,11 @@ struct MergePlan {
 
 // `wheels` may come in any order; the plan is the same for every order. Pure: reads nothing but
 // the models (the text of __init__.py files included).
+// `files_read`, when given, is called once the planner has read the last of the inputs' file
+// lists (Wheel::files, index, init_sources), before its last passes: a caller that owns the
+// inputs may free those lists there, the bulk of a large wheel's model.
 std::optional<MergePlan> plan_merge(const std::vector<Wheel>& wheels, const MergeOptions& options,
-                                    Problems& problems);
+                                    Problems& problems, const std::function<void()>& files_read = {});
 
 // The order to preload private libraries in, as indices into `libs`: each after every library
 // whose SONAME it needs; the given order decides among those ready at once and breaks cycles.

@@ -189,3 +189,30 @@ TEST_CASE("name clashes are found in time linear in the names' length") {
   REQUIRE(clashes.size() == 1);
   CHECK(clashes[0].kind == NameClash::Kind::case_only);
 }
+
+TEST_CASE("zip: a central directory larger than the reader's window, entries across its edges") {
+  // 6,000 entries of ~250-byte names: a directory of ~1.8 MB, read a MiB at a time, so entries
+  // straddle the windows' ends.
+  char name[] = "/tmp/wm_unit_XXXXXX";
+  int fd = mkstemp(name);
+  const std::string path = name;
+  std::vector<std::string> names;
+  {
+    File out(fd);
+    ZipWriter w(out, dos_time_from_epoch(1700000000));
+    for (int i = 0; i < 6000; ++i) {
+      names.push_back("pkg/" + std::string(240, static_cast<char>('a' + i % 26)) + "_" + std::to_string(i) + ".py");
+      REQUIRE(w.add_generated(names.back(), as_bytes(std::to_string(i)), false));
+    }
+    REQUIRE(w.finish());
+  }
+  Problems problems;
+  auto zip = read_zip(path, "big.whl", problems);
+  std::remove(path.c_str());
+  REQUIRE_MESSAGE(zip, (problems.empty() ? "" : problems.front().what));
+  REQUIRE(zip->entries.size() == names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    CHECK(zip->entries[i].name == names[i]);
+    CHECK(zip->entries[i].uncompressed_size == std::to_string(i).size());
+  }
+}
