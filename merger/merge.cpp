@@ -133,7 +133,16 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   if (!plan) return std::nullopt;
   result.plan = std::move(*plan);
   release_free_memory();  // what the planner's last passes freed, before the writer grows
-  auto output = write_wheel(result.plan, result.inputs, out_dir, time, problems);
+  // Once the output is written and read back, libzip checks it alone: the inputs' entries and
+  // the plan's members go first.
+  auto read_back = [&] {
+    for (Wheel& w : result.inputs) {
+      std::vector<ZipEntry>().swap(w.zip.entries);
+      w.zip.names = std::make_shared<NameStore>();
+    }
+    std::vector<PlannedMember>().swap(result.plan.members);
+  };
+  auto output = write_wheel(result.plan, result.inputs, out_dir, time, problems, read_back);
   if (!output) return std::nullopt;
   result.output = *output;
   return result;

@@ -14,9 +14,10 @@ namespace wm {
 struct MergeResult {
   std::string output;
   // The inputs as read, less their file lists (Wheel::release_files: the plan has taken what it
-  // needs, and the writer copies from the archives).
+  // needs, and the writer copies from the archives) and, once the output is written and read
+  // back, their archives' entries.
   std::vector<Wheel> inputs;
-  MergePlan plan;
+  MergePlan plan;  // less its members once the output is written and read back
 };
 
 // The variant label of an input: PATH=LABEL, a .LABEL suffix, a +LABEL local version, and with

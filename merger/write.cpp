@@ -33,7 +33,9 @@ struct Dir {
 
 }  // namespace
 
-void check_written(const std::string& path, const std::string& display, const MergePlan& plan, Problems& problems) {
+void check_written(const std::string& path, const std::string& display, const MergePlan& plan, Problems& problems,
+                   const std::function<void()>& read_back) {
+  const size_t members = plan.members.size();  // read_back may free them
   Problems found;
   auto zip = read_zip(path, display, found);
   auto fail = [&](std::string member, std::string what, std::string expected, std::string actual) {
@@ -95,6 +97,7 @@ void check_written(const std::string& path, const std::string& display, const Me
     check_loaders(display, loaders, paths, loader_problems);
     for (const Problem& p : loader_problems) fail(p.member, p.what, p.expected, p.found);
   }
+  if (read_back) read_back();
   release_free_memory();  // what the checks above freed, before libzip builds its own model
 
   int error = 0;
@@ -106,13 +109,14 @@ void check_written(const std::string& path, const std::string& display, const Me
     zip_error_fini(&ze);
     return;
   }
-  if (zip_get_num_entries(z, 0) != static_cast<zip_int64_t>(plan.members.size()))
-    fail({}, "libzip entry count", std::to_string(plan.members.size()), std::to_string(zip_get_num_entries(z, 0)));
+  if (zip_get_num_entries(z, 0) != static_cast<zip_int64_t>(members))
+    fail({}, "libzip entry count", std::to_string(members), std::to_string(zip_get_num_entries(z, 0)));
   zip_discard(z);
 }
 
 std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<Wheel>& inputs,
-                                       const std::string& out_dir, DosTime time, Problems& problems) {
+                                       const std::string& out_dir, DosTime time, Problems& problems,
+                                       const std::function<void()>& read_back) {
   namespace fs = std::filesystem;
   const std::string target = (fs::path(out_dir) / plan.filename).string();
   auto fail = [&](std::string what, std::string detail = std::strerror(errno)) {
@@ -170,7 +174,7 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
   const std::string self = temp_name.empty() ? fmt::format("/proc/self/fd/{}", out.fd())
                                              : (fs::path(out_dir) / temp_name).string();
   const size_t before = problems.size();
-  check_written(self, target, plan, problems);
+  check_written(self, target, plan, problems, read_back);
   if (problems.size() != before) {
     discard();
     return std::nullopt;
