@@ -153,6 +153,7 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
 
   {  // the writer's central directory records are gone before the output is checked
     ZipWriter writer(out, time);
+    writer.reserve(plan.members.size());
     for (const PlannedMember& m : plan.members) {
       if (int signal = interrupted()) {
         discard();

@@ -35,6 +35,8 @@ class ZipWriter {
   bool add_generated(const std::string& name, std::span<const uint8_t> content, bool executable);
   // Writes the central directory and end records.
   bool finish();
+  // Room for `members` entries' central directory records, allocated once.
+  void reserve(size_t members) { entries_.reserve(members); }
 
  private:
   struct Written {
