@@ -242,7 +242,7 @@ void check_installed_paths(Reader& r) {
   const Wheel& w = r.w;
   if (w.data_dir.empty()) return;
   std::vector<std::string> installed;
-  std::vector<const std::string_view*> members;
+  std::vector<std::string_view> members;
   for (const WheelFile& f : w.files) {
     std::string_view path = f.path;
     std::string target;  // the dist-info installs into site-packages too
@@ -259,11 +259,11 @@ void check_installed_paths(Reader& r) {
       else target = "headers/" + std::string(under);
     }
     installed.push_back(std::move(target));
-    members.push_back(&f.path);
+    members.push_back(f.path);
   }
   for (const NameClash& clash : find_name_clashes(installed)) {
-    const std::string_view member = *members[clash.name];
-    const std::string other(*members[clash.other]);
+    const std::string_view member = members[clash.name];
+    const std::string other(members[clash.other]);
     if (clash.kind == NameClash::Kind::file_and_directory)
       r.fail(member, "installs where another member needs a directory", "one kind of entry per installed path", "also " + other);
     else
@@ -404,7 +404,7 @@ RecordRows read_record_rows(Reader& r, std::string_view text) {
   if (!parsed) return {};
   std::vector<RecordRow>& rows = parsed->rows;
   std::erase_if(rows, [&](const RecordRow& row) {
-    std::string bad = unsafe_name_reason(std::string(row.path));
+    std::string bad = unsafe_name_reason(row.path);
     if (bad.empty() && row.path.back() != '/') return false;
     r.fail(record_path, "unsafe path in RECORD", "a relative file path",
            std::string(row.path) + (bad.empty() ? " (a directory)" : " (" + bad + ")"));
