@@ -600,46 +600,41 @@ ZipEntry parse_central_entry(Reader& r, ByteView h, ByteView name, ByteView extr
   return e;
 }
 
-// Reads the central directory into r.zip.entries, a window of at most kDirectoryWindow bytes at
-// a time (an entry, at most 46 + 3 x 65,535 bytes, always fits one): back-to-back entries
-// filling it exactly, as many as the end record counts. Returns false where the directory
-// cannot be walked; other problems are only added.
+// Reads the central directory into r.zip.entries through the reader's window (an entry, at most
+// 46 + 3 x 65,535 bytes, is read whole): back-to-back entries filling it exactly, as many as the
+// end record counts. Returns false where the directory cannot be walked; other problems are
+// only added.
 bool read_central_directory(Reader& r, const Directory& d) {
-  constexpr uint64_t kDirectoryWindow = 1 << 20;
-  std::vector<uint8_t> window;
-  uint64_t window_start = 0;  // directory offset of window[0]
-  // Makes [pos, pos + len) of the directory readable in `window`; false on a short read.
-  auto have = [&](uint64_t pos, uint64_t len) {
-    if (pos >= window_start && pos + len <= window_start + window.size()) return true;
-    const uint64_t size = std::min<uint64_t>(std::max(kDirectoryWindow, len), d.size - pos);
-    window_start = pos;
-    return r.read(d.offset + pos, window, static_cast<size_t>(size));
-  };
+  std::vector<uint8_t> entry;
   r.zip.entries.reserve(std::min<uint64_t>(d.count, d.size / kCentralSize));  // bounded by the directory's size
   uint64_t pos = 0;
   while (pos < d.size) {
-    if (!have(pos, std::min<uint64_t>(kCentralSize, d.size - pos))) {
+    if (d.size - pos < kCentralSize) {
+      r.fail({}, "malformed central directory", "a central directory header at offset " +
+             std::to_string(d.offset + pos), fmt::format("{} trailing bytes", d.size - pos));
+      return false;
+    }
+    if (!r.read(d.offset + pos, entry, kCentralSize)) {
       r.fail({}, "truncated central directory");
       return false;
     }
-    ByteView dir = ByteView(window).sub(static_cast<size_t>(pos - window_start), window.size() - static_cast<size_t>(pos - window_start));
-    if (d.size - pos < kCentralSize || dir.u32(0) != kCentralSig) {
+    if (ByteView(entry).u32(0) != kCentralSig) {
       r.fail({}, "malformed central directory", "a central directory header at offset " +
              std::to_string(d.offset + pos), "other bytes");
       return false;
     }
-    ByteView h = dir.sub(0, kCentralSize);
+    ByteView h(entry);
     const size_t name_len = h.u16(28), extra_len = h.u16(30), comment_len = h.u16(32);
     const uint64_t entry_len = kCentralSize + name_len + extra_len + comment_len;
     if (d.size - pos < entry_len) {
       r.fail({}, "truncated central directory entry");
       return false;
     }
-    if (!have(pos, entry_len)) {
+    if (!r.read(d.offset + pos, entry, static_cast<size_t>(kCentralSize + name_len + extra_len))) {
       r.fail({}, "truncated central directory");
       return false;
     }
-    dir = ByteView(window).sub(static_cast<size_t>(pos - window_start), static_cast<size_t>(entry_len));
+    ByteView dir(entry);
     r.zip.entries.push_back(parse_central_entry(r, dir.sub(0, kCentralSize), dir.sub(kCentralSize, name_len),
                                                 dir.sub(kCentralSize + name_len, extra_len)));
     pos += entry_len;
