@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <cassert>
 
 namespace wm {
 
@@ -12,15 +13,36 @@ Digest::Digest(const EVP_MD* md) : ctx_(EVP_MD_CTX_new()), md_(md) {
   EVP_DigestInit_ex(ctx_.get(), md_, nullptr);
 }
 
-std::optional<Digest> Digest::for_record_algorithm(std::string_view name) {
-  // The wheel spec asks for sha256 or stronger; installers accept the hashlib-guaranteed ones.
-  if (name == "sha256") return Digest(EVP_sha256());
-  if (name == "sha384") return Digest(EVP_sha384());
-  if (name == "sha512") return Digest(EVP_sha512());
+namespace {
+constexpr std::string_view kRecordAlgorithmNames[] = {"", "sha256", "sha384", "sha512"};
+}  // namespace
+
+std::optional<RecordAlgorithm> parse_record_algorithm(std::string_view name) {
+  for (size_t i = 1; i < std::size(kRecordAlgorithmNames); ++i)
+    if (name == kRecordAlgorithmNames[i]) return static_cast<RecordAlgorithm>(i);
   return std::nullopt;
 }
 
-Digest Digest::sha256() { return Digest(EVP_sha256()); }
+std::string_view record_algorithm_name(RecordAlgorithm algorithm) {
+  return kRecordAlgorithmNames[static_cast<size_t>(algorithm)];
+}
+
+Digest Digest::of(RecordAlgorithm algorithm) {
+  switch (algorithm) {
+    case RecordAlgorithm::sha384: return Digest(EVP_sha384());
+    case RecordAlgorithm::sha512: return Digest(EVP_sha512());
+    case RecordAlgorithm::sha256:
+    case RecordAlgorithm::none: break;
+  }
+  assert(algorithm == RecordAlgorithm::sha256);
+  return Digest(EVP_sha256());
+}
+
+std::optional<Digest> Digest::for_record_algorithm(std::string_view name) {
+  auto algorithm = parse_record_algorithm(name);
+  if (!algorithm) return std::nullopt;
+  return of(*algorithm);
+}
 
 void Digest::update(std::span<const uint8_t> data) {
   EVP_DigestUpdate(ctx_.get(), data.data(), data.size());
@@ -31,6 +53,14 @@ std::vector<uint8_t> Digest::finish() {
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx_.get(), out.data(), &len);
   out.resize(len);
+  return out;
+}
+
+Sha256 Digest::finish_sha256() {
+  assert(EVP_MD_get_type(md_) == NID_sha256);
+  Sha256 out{};
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_.get(), out.data(), &len);
   return out;
 }
 
@@ -93,9 +123,6 @@ namespace wm {
 Sha256 sha256_of(std::span<const uint8_t> data) {
   Digest d = Digest::sha256();
   d.update(data);
-  const std::vector<uint8_t> bytes = d.finish();
-  Sha256 out{};
-  std::copy(bytes.begin(), bytes.end(), out.begin());
-  return out;
+  return d.finish_sha256();
 }
 }  // namespace wm

@@ -15,14 +15,27 @@ using EVP_MD = struct evp_md_st;
 
 namespace wm {
 
+// The hash algorithms RECORD may use (the wheel spec asks for sha256 or stronger; installers
+// accept the hashlib-guaranteed ones); `none` for a file RECORD gives no hash (RECORD's own row,
+// signature files).
+enum class RecordAlgorithm : uint8_t { none, sha256, sha384, sha512 };
+// nullopt for weak (md5, sha1) and unknown names.
+std::optional<RecordAlgorithm> parse_record_algorithm(std::string_view name);
+std::string_view record_algorithm_name(RecordAlgorithm algorithm);  // "sha256"; "" for none
+
+// A SHA-256 digest, as bytes (its RECORD form, urlsafe base64, is 43 characters more to keep).
+using Sha256 = std::array<uint8_t, 32>;
+
 class Digest {
  public:
+  static Digest of(RecordAlgorithm algorithm);  // not `none`
   // The algorithms RECORD may use; nullopt for weak (md5, sha1) and unknown ones.
   static std::optional<Digest> for_record_algorithm(std::string_view name);
-  static Digest sha256();
+  static Digest sha256() { return of(RecordAlgorithm::sha256); }
 
   void update(std::span<const uint8_t> data);
   std::vector<uint8_t> finish();
+  Sha256 finish_sha256();  // finish() of a sha256 Digest, without a heap block
   size_t size() const;  // digest length in bytes
 
  private:
@@ -33,9 +46,6 @@ class Digest {
   std::unique_ptr<EVP_MD_CTX, CtxFree> ctx_;
   const EVP_MD* md_;
 };
-
-// A SHA-256 digest, as bytes (its RECORD form, urlsafe base64, is 43 characters more to keep).
-using Sha256 = std::array<uint8_t, 32>;
 
 std::string base64url_nopad(std::span<const uint8_t> data);
 // nullopt when `text` is not canonical urlsafe base64 without padding.

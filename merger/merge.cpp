@@ -136,10 +136,7 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   // Once the output is written and read back, libzip checks it alone: the inputs' entries and
   // the plan's members go first.
   auto read_back = [&] {
-    for (Wheel& w : result.inputs) {
-      std::vector<ZipEntry>().swap(w.zip.entries);
-      w.zip.names = std::make_shared<NameStore>();
-    }
+    for (Wheel& w : result.inputs) w.zip.release_entries();
     std::vector<PlannedMember>().swap(result.plan.members);
   };
   auto output = write_wheel(result.plan, result.inputs, out_dir, time, problems, read_back);

@@ -20,17 +20,19 @@ std::optional<RecordHash> RecordHash::parse(std::string_view field, std::string&
   RecordHash hash;
   hash.algorithm = field.substr(0, eq);
   hash.digest = field.substr(eq + 1);
-  auto algorithm = Digest::for_record_algorithm(hash.algorithm);
-  if (!algorithm) {
+  auto id = parse_record_algorithm(hash.algorithm);
+  if (!id) {
     what = "weak or unknown hash algorithm in RECORD";
     expected = "sha256, sha384 or sha512";
     found = hash.algorithm;
     return std::nullopt;
   }
+  hash.id = *id;
+  const size_t digest_size = Digest::of(*id).size();
   auto raw = decode_base64url_nopad(hash.digest);
-  if (!raw || raw->size() != algorithm->size()) {
+  if (!raw || raw->size() != digest_size) {
     what = "malformed digest in RECORD";
-    expected = fmt::format("{} bytes of urlsafe base64 without padding", algorithm->size());
+    expected = fmt::format("{} bytes of urlsafe base64 without padding", digest_size);
     found = hash.digest;
     return std::nullopt;
   }

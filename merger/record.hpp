@@ -1,6 +1,7 @@
 // RECORD: the CSV list of every file in a wheel with its hash and size.
 #pragma once
 
+#include "merger/digest.hpp"
 #include "merger/problem.hpp"
 
 #include <cstdint>
@@ -38,6 +39,7 @@ struct RecordRows {
 // digest canonical urlsafe base64 without padding of exactly that algorithm's length.
 struct RecordHash {
   std::string algorithm;      // "sha256"
+  RecordAlgorithm id = RecordAlgorithm::none;
   std::string digest;         // urlsafe base64 without padding, as written
   std::vector<uint8_t> raw;   // the digest decoded
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <mutex>
 #include <tuple>
 #include <utility>
@@ -48,8 +49,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-constexpr std::string_view kRecordAlgorithms[] = {"", "sha256", "sha384", "sha512"};
-
 // What streaming one member found; the sha256 and ELF information go into the WheelFile.
 struct MemberResult {
   std::optional<Problem> problem;
@@ -62,11 +61,11 @@ struct MemberResult {
 
 bool is_init_file(std::string_view path) { return path == "__init__.py" || ends_with(path, "/__init__.py"); }
 
-MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm, bool keep_text);
+MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorithm algorithm, bool keep_text);
 
 // verify_member, with anything it throws (memory exhausted, above all) turned into a problem
 // naming the input and member, as it runs on a worker thread.
-MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, const std::string& algorithm, bool keep_text) {
+MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, RecordAlgorithm algorithm, bool keep_text) {
   try {
     return verify_member(w, entry, algorithm, keep_text);
   } catch (const std::exception& error) {
@@ -76,11 +75,11 @@ MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, const s
   }
 }
 
-MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::string& algorithm, bool keep_text) {
+MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorithm algorithm, bool keep_text) {
   MemberResult result;
   Digest sha = Digest::sha256();
   std::optional<Digest> other;
-  if (algorithm != "sha256") other = Digest::for_record_algorithm(algorithm);
+  if (algorithm != RecordAlgorithm::sha256) other = Digest::of(algorithm);
   std::optional<ElfScanner> elf;
   bool first = true;
   if (keep_text) result.text.emplace();  // bounded: streaming stops at the declared size
@@ -94,14 +93,13 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, const std::str
     return true;
   }, w.display, [&] {
     sha = Digest::sha256();
-    if (other) other = Digest::for_record_algorithm(algorithm);
+    if (other) other = Digest::of(algorithm);
     elf.reset();
     first = true;
     if (result.text) result.text->clear();
   });
   if (result.problem) return result;
-  const std::vector<uint8_t> digest = sha.finish();
-  std::copy(digest.begin(), digest.end(), result.sha256.begin());
+  result.sha256 = sha.finish_sha256();
   if (other) result.record_digest = other->finish();
   if (elf) {
     result.elf = true;
@@ -461,9 +459,8 @@ void check_record_entries(Reader& r, const RecordRows& rows, OtherDigests& other
     } else if (row.size != std::to_string(f.size)) {
       r.fail(f.path, "size does not match RECORD", std::string(row.size) + " bytes (RECORD)", std::to_string(f.size) + " bytes");
     } else {
-      f.record_algorithm = static_cast<uint8_t>(
-          std::find(std::begin(kRecordAlgorithms), std::end(kRecordAlgorithms), hash->algorithm) - std::begin(kRecordAlgorithms));
-      if (f.record_algorithm == 1) {  // RECORD's claim, until streaming puts the digest found there
+      f.record_algorithm = hash->id;
+      if (f.record_algorithm == RecordAlgorithm::sha256) {  // RECORD's claim, until streaming puts the digest found there
         f.sha256.emplace();
         std::copy(hash->raw.begin(), hash->raw.end(), f.sha256->begin());
       } else {
@@ -484,7 +481,7 @@ std::vector<bool> init_texts_to_keep(const Wheel& w) {
   uint64_t kept = 0;
   for (size_t i = 0; i < w.files.size(); ++i) {
     const WheelFile& f = w.files[i];
-    if (f.record_algorithm && is_init_file(f.path) && f.size <= kMaxInitSources - kept) {
+    if (f.record_algorithm != RecordAlgorithm::none && is_init_file(f.path) && f.size <= kMaxInitSources - kept) {
       keep[i] = true;
       kept += f.size;
     }
@@ -496,7 +493,7 @@ std::vector<bool> init_texts_to_keep(const Wheel& w) {
 // gives no hash for.
 void drop_unstreamed_files(Wheel& w) {
   const std::string record_path = w.dist_info + "/RECORD";
-  std::erase_if(w.files, [&](const WheelFile& f) { return !f.record_algorithm && f.path != record_path; });
+  std::erase_if(w.files, [&](const WheelFile& f) { return f.record_algorithm == RecordAlgorithm::none && f.path != record_path; });
   w.files.shrink_to_fit();
   w.build_index();
 }
@@ -560,7 +557,7 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
     const Wheel& w = opened[k].wheel;
     keep_text[k] = init_texts_to_keep(w);
     for (size_t i = 0; i < w.files.size(); ++i)
-      if (w.files[i].record_algorithm)
+      if (w.files[i].record_algorithm != RecordAlgorithm::none)
         order.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(i), w.zip.entries[w.files[i].entry].compressed_size});
   }
   std::stable_sort(order.begin(), order.end(), [](const Item& a, const Item& b) { return a.compressed > b.compressed; });
@@ -571,22 +568,24 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
     OpenedWheel& o = opened[item.wheel];
     Wheel& w = o.wheel;
     WheelFile& f = w.files[item.file];
-    const std::string algorithm(kRecordAlgorithms[f.record_algorithm]);
+    const RecordAlgorithm algorithm = f.record_algorithm;
     MemberResult result = verify_member_safely(w, w.zip.entries[f.entry], algorithm, keep_text[item.wheel][item.file]);
     std::optional<Problem> problem = std::move(result.problem);
     if (!problem) {
       std::span<const uint8_t> expected;
-      if (f.record_algorithm == 1) {
+      if (algorithm == RecordAlgorithm::sha256) {
         expected = *f.sha256;
       } else {
         auto it = std::lower_bound(o.other_digests.begin(), o.other_digests.end(), item.file,
                                    [](const auto& d, uint32_t i) { return d.first < i; });
+        assert(it != o.other_digests.end() && it->first == item.file);  // check_record_entries put one
         expected = it->second;
       }
-      std::span<const uint8_t> actual = f.record_algorithm == 1 ? std::span<const uint8_t>(result.sha256) : result.record_digest;
+      std::span<const uint8_t> actual = algorithm == RecordAlgorithm::sha256 ? std::span<const uint8_t>(result.sha256) : result.record_digest;
       if (!std::equal(expected.begin(), expected.end(), actual.begin(), actual.end()))
         problem = Problem{ProblemKind::invalid_input, w.display, std::string(f.path), "hash does not match RECORD",
-                          algorithm + "=" + base64url_nopad(expected), algorithm + "=" + base64url_nopad(actual)};
+                          fmt::format("{}={}", record_algorithm_name(algorithm), base64url_nopad(expected)),
+                          fmt::format("{}={}", record_algorithm_name(algorithm), base64url_nopad(actual))};
       else
         f.sha256 = result.sha256;
       f.elf = result.elf;

@@ -34,9 +34,7 @@ struct WheelFile {
   uint32_t entry = 0;  // index into the archive's entries
   bool executable = false;
   bool elf = false;  // starts with the ELF magic
-  // RECORD's hash algorithm: 0 for none (RECORD's own row, signature files), 1 sha256, 2 sha384,
-  // 3 sha512.
-  uint8_t record_algorithm = 0;
+  RecordAlgorithm record_algorithm = RecordAlgorithm::none;  // RECORD's, for this file
   std::string_view path;
   uint64_t size = 0;
   // The member's sha256: RECORD's claim (where RECORD uses sha256) until its bytes are

@@ -60,6 +60,12 @@ struct ZipArchive {
     entry.name = names->add(name);
     return entries.emplace_back(entry);
   }
+  // Frees the entries and their names (views into this archive's names go with them); the file
+  // stays open.
+  void release_entries() {
+    std::vector<ZipEntry>().swap(entries);
+    names = std::make_shared<NameStore>();
+  }
 };
 
 // Reads and checks the archive's structure. On failure returns nullopt and appends problems
