@@ -65,4 +65,15 @@ bool File::write_all(std::span<const uint8_t> data) const {
   return true;
 }
 
+bool File::write_at(uint64_t offset, std::span<const uint8_t> data) const {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 }  // namespace wm

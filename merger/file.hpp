@@ -29,6 +29,8 @@ class File {
   bool read_at(uint64_t offset, std::span<uint8_t> buffer) const;
   // Writes all of `data` at the current position; false on error (errno is kept).
   bool write_all(std::span<const uint8_t> data) const;
+  // Writes all of `data` at `offset`, leaving the current position; false on error.
+  bool write_at(uint64_t offset, std::span<const uint8_t> data) const;
 
  private:
   int fd_ = -1;

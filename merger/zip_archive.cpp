@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 #include <sys/stat.h>
@@ -151,128 +152,187 @@ bool is_ascii(std::string_view s) {
 
 namespace {
 
-// Paths interned one segment at a time: a directory's id comes from its parent's id and its own
-// (folded or spelled) segment, so every prefix of every name costs only its last segment, and
-// the whole check is linear in the total length of the names.
-class PathIds {
- public:
-  size_t id(size_t parent, std::string segment) {
-    return ids_.emplace(Key{parent, std::move(segment)}, ids_.size() + 1).first->second;
+// A name folded as case-insensitive, normalising file systems compare it: segment by segment
+// ('/' neither changes case nor composes); ASCII, nearly every name, needs no Unicode tables.
+// Empty where the folded name is the name itself (ASCII without capitals).
+std::string folded_name(std::string_view name) {
+  if (is_ascii(name)) {
+    if (std::none_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) return {};
+    std::string out(name);
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
   }
-
- private:
-  struct Key {
-    size_t parent;
-    std::string segment;
-    bool operator==(const Key&) const = default;
-  };
-  struct Hash {
-    size_t operator()(const Key& k) const { return std::hash<std::string>()(k.segment) ^ (k.parent * 0x9E3779B97F4A7C15ull); }
-  };
-  std::unordered_map<Key, size_t, Hash> ids_;
-};
-
-// Folding a segment at a time gives the same key as folding the name: '/' is a starter that
-// neither changes case nor composes. ASCII, nearly every name, needs no Unicode tables.
-std::string fold_segment(std::string_view segment) {
-  bool ascii = std::all_of(segment.begin(), segment.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
-  if (!ascii) return fold_case(std::string(segment));
-  std::string out(segment);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
+  std::string out;
+  size_t start = 0;
+  for (size_t slash;; start = slash + 1) {
+    slash = name.find('/', start);
+    out += fold_case(std::string(name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start)));
+    if (slash == std::string_view::npos) return out;
+    out += '/';
+  }
 }
 
-// Finds the clashes of find_name_clashes in two passes over the names, which share the interned
-// paths: files first (one folded file path under two names), then directories (one folded
-// directory under two spellings, or a directory that is also a file).
+// Finds the clashes of find_name_clashes by sorting: the names ordered by folded path with '/'
+// below every other byte, so that one folded path's names are adjacent, a file comes just before
+// the names below it as a directory, and the names under one folded directory are contiguous.
+// One pass then compares neighbours, keeping the directories of the last name on a stack.
+// Memory is a key per name (and the folded text of names with capitals or non-ASCII); time is
+// the sort's, O(n log n) comparisons of the names.
 class ClashFinder {
  public:
   explicit ClashFinder(const std::vector<std::string_view>& names) : names_(names) {}
 
   std::vector<NameClash> find() {
-    find_file_clashes();
-    find_directory_clashes();
+    sort_keys();
+    std::optional<uint32_t> file;  // the files of the last folded path, if it was a file's
+    std::string_view file_folded;
+    for (size_t k = 0; k < keys_.size();) {
+      size_t end = k + 1;
+      while (end < keys_.size() && keys_[end].folded == keys_[k].folded) ++end;
+      for (size_t j = k; j < end; ++j) directories(j, file, file_folded);
+      file = same_folded_path(k, end);
+      file_folded = keys_[k].folded;
+      k = end;
+    }
+    close_directories(0);
+    std::sort(clashes_.begin(), clashes_.end(),
+              [](const NameClash& a, const NameClash& b) { return std::pair(a.name, a.other) < std::pair(b.name, b.other); });
     return std::move(clashes_);
   }
 
  private:
-  // The folded and spelled ids of a path's parent directory.
-  struct Walk { size_t parent_folded = 0, parent_spelled = 0; };
-  // The first spelling seen of a folded directory: its spelled id, the name it came from and
-  // where the directory ends in that name.
-  struct Spelling { size_t spelled, name, end; };
+  struct Key {
+    std::string_view folded;
+    uint32_t name;
+  };
+  // A directory of the last name visited, at some depth: the names below it so far.
+  struct Directory {
+    uint32_t first;             // the lowest index below it
+    std::optional<uint32_t> file;  // the lowest index of a file of the same folded path
+    bool reported = false;      // a spelling clash was reported for it
+  };
 
   static NameClash::Kind kind_of(std::string_view a, std::string_view b) {
     return a == b                                           ? NameClash::Kind::duplicate
            : nfc(std::string(a)) == nfc(std::string(b))     ? NameClash::Kind::normalization
                                                             : NameClash::Kind::case_only;
   }
+  // '/' sorts below every other byte.
+  static int rank(char c) { return c == '/' ? 0 : static_cast<uint8_t>(c) + 1; }
 
-  // Walks the directories of `names_[i]` (with its own path when it is a directory entry),
-  // calling visit(folded id, spelled id, end of the prefix in the name); returns the folded and
-  // spelled ids of the last segment's parent and the last segment's folded id.
-  template <class Visit>
-  std::pair<Walk, std::string> walk(size_t i, Visit&& visit) {
-    std::string_view name(names_[i]);
-    bool is_dir = name.ends_with('/');
-    if (is_dir) name.remove_suffix(1);
-    Walk w;
-    size_t start = 0;
-    for (size_t slash = name.find('/');; slash = name.find('/', start)) {
-      size_t end = slash == std::string_view::npos ? name.size() : slash;
-      std::string_view segment = name.substr(start, end - start);
-      if (slash == std::string_view::npos && !is_dir) return std::make_pair(w, fold_segment(segment));
-      size_t f = folded_.id(w.parent_folded, fold_segment(segment));
-      size_t sp = spelled_.id(w.parent_spelled, std::string(segment));
-      visit(f, sp, end);
-      w = Walk{f, sp};
-      if (slash == std::string_view::npos) return std::make_pair(w, std::string());
-      start = slash + 1;
-    }
-  }
-
-  // Files by folded path: a second name for one is a duplicate, or differs only in case or
-  // normalisation.
-  void find_file_clashes() {
+  void sort_keys() {
+    keys_.reserve(names_.size());
+    std::vector<std::pair<uint32_t, std::string>> folded;  // names whose folded text differs
     for (size_t i = 0; i < names_.size(); ++i) {
-      if (names_[i].ends_with('/')) continue;
-      auto [w, last] = walk(i, [](size_t, size_t, size_t) {});
-      auto [it, fresh] = files_.emplace(folded_.id(w.parent_folded, std::move(last)), i);
-      if (!fresh) clashes_.push_back({kind_of(names_[i], names_[it->second]), i, it->second});
+      std::string f = folded_name(names_[i]);
+      if (!f.empty()) folded.emplace_back(static_cast<uint32_t>(i), std::move(f));
     }
+    folded_.reserve(std::accumulate(folded.begin(), folded.end(), size_t{0},
+                                    [](size_t n, const auto& f) { return n + f.second.size(); }));
+    std::vector<std::pair<size_t, size_t>> at;  // offset and length in folded_
+    for (const auto& [i, text] : folded) {
+      at.emplace_back(folded_.size(), text.size());
+      folded_ += text;
+    }
+    size_t next = 0;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      std::string_view f = names_[i];
+      if (next < folded.size() && folded[next].first == i) {
+        f = std::string_view(folded_).substr(at[next].first, at[next].second);
+        ++next;
+      }
+      keys_.push_back({f, static_cast<uint32_t>(i)});
+    }
+    std::sort(keys_.begin(), keys_.end(), [&](const Key& a, const Key& b) {
+      const size_t n = std::min(a.folded.size(), b.folded.size());
+      for (size_t i = 0; i < n; ++i)
+        if (a.folded[i] != b.folded[i]) return rank(a.folded[i]) < rank(b.folded[i]);
+      if (a.folded.size() != b.folded.size()) return a.folded.size() < b.folded.size();
+      if (names_[a.name] != names_[b.name]) return names_[a.name] < names_[b.name];
+      return a.name < b.name;
+    });
   }
 
-  // Directories: one spelling per folded path, and none of them a file.
-  void find_directory_clashes() {
-    for (size_t i = 0; i < names_.size(); ++i)
-      walk(i, [&](size_t f, size_t sp, size_t end) { visit_directory(i, f, sp, end); });
+  // keys_[k, end) share one folded path. Files: each name clashes with the lowest index among
+  // them, which is returned. Directory entries: an identical name twice is a duplicate
+  // (differently spelled ones are a directory's spelling clash, found by directories()).
+  std::optional<uint32_t> same_folded_path(size_t k, size_t end) {
+    uint32_t first = keys_[k].name;
+    for (size_t j = k + 1; j < end; ++j) first = std::min(first, keys_[j].name);
+    const bool files = !names_[keys_[k].name].ends_with('/');
+    for (size_t j = k; j < end; ++j) {
+      const uint32_t i = keys_[j].name;
+      if (files && i != first) clashes_.push_back({kind_of(names_[i], names_[first]), i, first});
+      else if (!files && j > k && names_[i] == names_[keys_[j - 1].name])
+        clashes_.push_back({NameClash::Kind::duplicate, i, keys_[j - 1].name});
+    }
+    if (!files) return std::nullopt;
+    return first;
   }
 
-  // One directory of `names_[i]`, ending at `end` in it, with folded id `f` and spelled id `sp`.
-  void visit_directory(size_t i, size_t f, size_t sp, size_t end) {
-    if (auto file = files_.find(f); file != files_.end() && reported_.insert(f).second)
-      clashes_.push_back({NameClash::Kind::file_and_directory, file->second, i});
-    auto [it, fresh] = dirs_.emplace(f, Spelling{sp, i, end});
-    if (fresh) return;
-    const Spelling& first = it->second;
-    if (first.spelled == sp) {
-      // The same directory entry twice.
-      if (end + 1 == names_[i].size() && names_[i].ends_with('/') && names_[first.name] == names_[i] && first.name != i)
-        clashes_.push_back({NameClash::Kind::duplicate, i, first.name});
-    } else if (reported_.insert(f).second) {
-      clashes_.push_back({kind_of(std::string_view(names_[i]).substr(0, end),
-                                  std::string_view(names_[first.name]).substr(0, first.end)),
-                          i, first.name});
+  // The directories of keys_[j]'s name (every prefix before a '/'): those it shares with the
+  // last name visited stay open, the others close, and its own open. `file` is the lowest index
+  // of the files just before it in sorted order, `file_folded` their folded path (one of its
+  // directories may be that path).
+  void directories(size_t j, std::optional<uint32_t> file, std::string_view file_folded) {
+    const std::string_view folded = keys_[j].folded, name = names_[keys_[j].name];
+    const uint32_t i = keys_[j].name;
+    // The directories it shares with the last name: those whose '/' lies within the folded
+    // texts' common prefix.
+    size_t common = 0, depth = 0;
+    while (common < std::min(folded.size(), last_folded_.size()) && folded[common] == last_folded_[common])
+      depth += folded[common++] == '/';
+    close_directories(depth);
+    // The first shared directory the two names spell differently (each deeper one differs
+    // because it does) is a spelling clash, reported once per directory.
+    size_t spelled = 0;  // how far the names themselves agree
+    while (spelled < std::min(name.size(), last_name_.size()) && name[spelled] == last_name_[spelled]) ++spelled;
+    for (size_t d = 0, slash = name.find('/'); d < open_.size(); ++d, slash = name.find('/', slash + 1)) {
+      if (slash < spelled) continue;
+      if (!open_[d].reported) {
+        open_[d].reported = true;
+        clashes_.push_back({kind_of(name.substr(0, slash), last_name_.substr(0, slash_in(last_name_, d))),
+                            std::max(i, last_index_), std::min(i, last_index_)});
+      }
+      break;
+    }
+    for (Directory& dir : open_) dir.first = std::min(dir.first, i);
+    for (size_t c = common; c < folded.size(); ++c) {
+      if (folded[c] != '/') continue;
+      Directory dir{i, std::nullopt};
+      if (file && file_folded == folded.substr(0, c)) dir.file = file;
+      open_.push_back(dir);
+    }
+    last_folded_ = folded;
+    last_name_ = name;
+    last_index_ = i;
+  }
+
+  // Where the d-th '/' (from 0) is in `name`.
+  static size_t slash_in(std::string_view name, size_t d) {
+    size_t at = name.find('/');
+    for (size_t k = 0; k < d; ++k) at = name.find('/', at + 1);
+    return at;
+  }
+
+  // Closes the open directories deeper than `depth`: a file of a directory's folded path
+  // clashes with the lowest index below it.
+  void close_directories(size_t depth) {
+    while (open_.size() > depth) {
+      const Directory& dir = open_.back();
+      if (dir.file) clashes_.push_back({NameClash::Kind::file_and_directory, *dir.file, dir.first});
+      open_.pop_back();
     }
   }
 
   const std::vector<std::string_view>& names_;
-  PathIds folded_, spelled_;
+  std::string folded_;  // the folded text of names that fold to another text
+  std::vector<Key> keys_;
+  std::vector<Directory> open_;
   std::vector<NameClash> clashes_;
-  std::unordered_map<size_t, size_t> files_;    // folded id of the file -> name index
-  std::unordered_map<size_t, Spelling> dirs_;   // folded id -> first spelling seen
-  std::unordered_set<size_t> reported_;          // folded ids already reported, once each
+  std::string_view last_folded_, last_name_;
+  uint32_t last_index_ = 0;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@ namespace {
 constexpr uint64_t kMax32 = 0xFFFFFFFF;
 constexpr uint16_t kMadeByUnix = 3 << 8;
 constexpr uint16_t kFlagUtf8 = 0x0800;
+// A central directory record at its largest: fixed fields, a name, a ZIP64 extra of three values.
+constexpr size_t kCentralRecordMax = 46 + 0xFFFF + 4 + 3 * 8;
 
 bool needs_utf8_flag(std::string_view name) {
   for (char c : name)
@@ -57,7 +60,9 @@ bool ZipWriter::write(std::span<const uint8_t> data) {
   return true;
 }
 
-bool ZipWriter::write_local_header(const Written& w) {
+bool ZipWriter::write_local_header(const Written& w) { return write(local_header(w)); }
+
+std::vector<uint8_t> ZipWriter::local_header(const Written& w) const {
   // ZIP64 in a local header: both sizes 0xffffffff and both in a 16-byte extra, no offset.
   const bool zip64 = w.compressed >= kMax32 || w.uncompressed >= kMax32;
   const bool zip64_anywhere = zip64 || w.offset >= kMax32;
@@ -80,10 +85,10 @@ bool ZipWriter::write_local_header(const Written& w) {
     put64(h, w.uncompressed);
     put64(h, w.compressed);
   }
-  return write(h);
+  return h;
 }
 
-bool ZipWriter::add_copy(const std::string& name, const ZipArchive& from, const ZipEntry& entry, bool executable) {
+bool ZipWriter::add_copy(std::string_view name, const ZipArchive& from, const ZipEntry& entry, bool executable) {
   Written w{names_.add(name), entry.method, entry.crc32, entry.compressed_size, entry.uncompressed_size, offset_, executable};
   if (!write_local_header(w)) return false;
   // The kernel copies the bytes between files (no trip through user space where it can).
@@ -107,32 +112,57 @@ bool ZipWriter::add_copy(const std::string& name, const ZipArchive& from, const 
   return true;
 }
 
-bool ZipWriter::add_generated(const std::string& name, std::span<const uint8_t> content, bool executable) {
+bool ZipWriter::add_generated(std::string_view name, std::span<const uint8_t> content, bool executable) {
   z_stream z{};
-  deflateInit2(&z, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::vector<uint8_t> packed(deflateBound(&z, static_cast<uLong>(content.size())));
-  z.next_in = const_cast<uint8_t*>(content.data());
-  z.avail_in = static_cast<uInt>(content.size());
-  z.next_out = packed.data();
-  z.avail_out = static_cast<uInt>(packed.size());
-  int rc = deflate(&z, Z_FINISH);
-  packed.resize(z.total_out);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) {
+  if (deflateInit2(&z, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     errno = ENOMEM;
     return false;
   }
-  uint32_t crc = static_cast<uint32_t>(crc32(0L, content.data(), static_cast<uInt>(content.size())));
-  Written w{names_.add(name), kMethodDeflate, crc, packed.size(), content.size(), offset_, executable};
-  if (!write_local_header(w) || !write(packed)) return false;
+  std::unique_ptr<z_stream, int (*)(z_stream*)> end(&z, deflateEnd);
+  // Generated members (RECORD, METADATA, loaders) stay far below 4 GiB: no ZIP64 header, so the
+  // header written before the data has its final length and is rewritten in place once the
+  // compressed size is known. The data goes out a buffer at a time, never held whole.
+  if (content.size() >= kMax32 || deflateBound(&z, static_cast<uLong>(content.size())) >= kMax32) {
+    errno = EFBIG;
+    return false;
+  }
+  const uint32_t crc = static_cast<uint32_t>(crc32_z(0L, content.data(), content.size()));
+  Written w{names_.add(name), kMethodDeflate, crc, 0, content.size(), offset_, executable};
+  if (!write_local_header(w)) return false;
+  const uint64_t data_start = offset_;
+  std::vector<uint8_t> buffer(std::min<size_t>(1 << 18, deflateBound(&z, static_cast<uLong>(content.size()))));
+  z.next_in = const_cast<uint8_t*>(content.data());
+  z.avail_in = static_cast<uInt>(content.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = buffer.data();
+    z.avail_out = static_cast<uInt>(buffer.size());
+    rc = deflate(&z, Z_FINISH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      errno = ENOMEM;
+      return false;
+    }
+    if (!write(std::span(buffer).first(buffer.size() - z.avail_out))) return false;
+  }
+  w.compressed = offset_ - data_start;
+  if (!out_.write_at(w.offset, local_header(w))) return false;  // now with the compressed size
   entries_.push_back(std::move(w));
   return true;
 }
 
 bool ZipWriter::finish() {
   const uint64_t cd_offset = offset_;
+  // Written a window at a time: a directory of many members is never held whole.
+  constexpr size_t kWindow = 1 << 20;
   std::vector<uint8_t> cd;
+  cd.reserve(kWindow + kCentralRecordMax);
+  uint64_t cd_size = 0;
   for (const Written& w : entries_) {
+    if (cd.size() >= kWindow) {
+      if (!write(cd)) return false;
+      cd_size += cd.size();
+      cd.clear();
+    }
     // Only the overflowing fields go into the ZIP64 extra, in the order the format fixes.
     std::vector<uint8_t> extra;
     if (w.uncompressed >= kMax32) put64(extra, w.uncompressed);
@@ -165,7 +195,8 @@ bool ZipWriter::finish() {
     }
   }
   if (!write(cd)) return false;
-  const uint64_t cd_size = cd.size(), count = entries_.size();
+  cd_size += cd.size();
+  const uint64_t count = entries_.size();
   std::vector<uint8_t> end;
   if (count >= 0xFFFF || cd_offset >= kMax32 || cd_size >= kMax32) {
     const uint64_t z64_offset = offset_;

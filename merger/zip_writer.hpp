@@ -30,9 +30,9 @@ class ZipWriter {
   ZipWriter(const File& out, DosTime time) : out_(out), time_(time) {}
 
   // Copies an input member's compressed bytes unchanged. False on an I/O error (errno set).
-  bool add_copy(const std::string& name, const ZipArchive& from, const ZipEntry& entry, bool executable);
+  bool add_copy(std::string_view name, const ZipArchive& from, const ZipEntry& entry, bool executable);
   // Deflates `content` with the one fixed setting wheelmerge uses for generated files.
-  bool add_generated(const std::string& name, std::span<const uint8_t> content, bool executable);
+  bool add_generated(std::string_view name, std::span<const uint8_t> content, bool executable);
   // Writes the central directory and end records.
   bool finish();
   // Room for `members` entries' central directory records, allocated once.
@@ -47,6 +47,7 @@ class ZipWriter {
     bool executable;
   };
   bool write_local_header(const Written& w);
+  std::vector<uint8_t> local_header(const Written& w) const;
   bool write(std::span<const uint8_t> data);
 
   const File& out_;
