@@ -111,27 +111,24 @@ std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entr
   return stream_with(InflateEngine::zlib, zip, entry, sink, display_name);
 }
 
-std::optional<std::vector<uint8_t>> read_member(const ZipArchive& zip, const ZipEntry& entry,
-                                                size_t limit, const std::string& display_name,
-                                                Problems& problems) {
-  std::vector<uint8_t> content;
-  bool too_big = false;
+std::optional<std::string> read_member(const ZipArchive& zip, const ZipEntry& entry,
+                                       size_t limit, const std::string& display_name,
+                                       Problems& problems) {
+  auto too_large = [&] {
+    problems.push_back({ProblemKind::invalid_input, display_name, std::string(entry.name), "member too large",
+                        fmt::format("at most {} bytes", limit),
+                        fmt::format("{} bytes", entry.uncompressed_size)});
+    return std::nullopt;
+  };
+  if (entry.uncompressed_size > limit) return too_large();
+  std::string content;
+  content.reserve(static_cast<size_t>(entry.uncompressed_size));  // streaming never goes past it
   auto problem = stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
-    if (content.size() + chunk.size() > limit) {
-      too_big = true;
-      return false;
-    }
-    content.insert(content.end(), chunk.begin(), chunk.end());
+    content.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
     return true;
   }, display_name, [&] { content.clear(); });
   if (problem) {
     problems.push_back(*problem);
-    return std::nullopt;
-  }
-  if (too_big) {
-    problems.push_back({ProblemKind::invalid_input, display_name, std::string(entry.name), "member too large",
-                        fmt::format("at most {} bytes", limit),
-                        fmt::format("{} bytes", entry.uncompressed_size)});
     return std::nullopt;
   }
   return content;

@@ -25,8 +25,9 @@ std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entr
                                      const ChunkSink& sink, const std::string& display_name,
                                      const std::function<void()>& restart);
 
-// The whole content of a small member, refused past `limit` bytes.
-std::optional<std::vector<uint8_t>> read_member(const ZipArchive& zip, const ZipEntry& entry,
+// The whole content of a small member, refused past `limit` bytes. Its declared size, once within
+// the limit, is reserved: the content is allocated once, at the size streaming allows.
+std::optional<std::string> read_member(const ZipArchive& zip, const ZipEntry& entry,
                                                 size_t limit, const std::string& display_name,
                                                 Problems& problems);
 

@@ -115,8 +115,7 @@ std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
       return {};
     }
     budget -= f->size;
-    auto bytes = read_member(wheel.zip, wheel.zip.entries[f->entry], f->size, wheel.display, problems);
-    return bytes ? std::string(bytes->begin(), bytes->end()) : std::string();
+    return read_member(wheel.zip, wheel.zip.entries[f->entry], f->size, wheel.display, problems).value_or(std::string());
   };
   std::vector<LoaderFiles> loaders;
   const std::string suffix = "/" + std::string(kLoaderModule);

@@ -280,12 +280,9 @@ std::optional<std::string> read_dist_info_text(Reader& r, const std::string& rel
     r.fail(path, "missing", "a " + rel + " file in " + w.dist_info, "none");
     return std::nullopt;
   }
-  std::string text;
-  {  // the bytes are gone before the text is checked
-    auto bytes = read_member(w.zip, w.zip.entries[f->entry], limit, w.display, r.problems);
-    if (!bytes) return std::nullopt;
-    text.assign(bytes->begin(), bytes->end());
-  }
+  auto read = read_member(w.zip, w.zip.entries[f->entry], limit, w.display, r.problems);
+  if (!read) return std::nullopt;
+  std::string text = std::move(*read);
   if (text.starts_with("\xef\xbb\xbf")) {
     r.fail(path, rel + " starts with a byte order mark", "UTF-8 without a BOM", "EF BB BF");
     return std::nullopt;

@@ -30,7 +30,7 @@ std::string member_text(const Wheel& w, const std::string& member) {
   Problems problems;
   auto bytes = read_member(w.zip, w.zip.entries[f->entry], f->size, w.display, problems);
   REQUIRE(bytes);
-  return std::string(bytes->begin(), bytes->end());
+  return std::move(*bytes);
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST_CASE("report: verify refuses an invalid wheel, and a merged wheel whose loa
     if (f.path.find(".dist-info/") != std::string::npos || f.path == kCu13) continue;
     auto bytes = read_member(merged->zip, merged->zip.entries[f.entry], f.size, merged->display, read_problems);
     REQUIRE(bytes);
-    rebuilt.files[std::string(f.path)] = std::string(bytes->begin(), bytes->end());
+    rebuilt.files[std::string(f.path)] = std::move(*bytes);
   }
   const std::string path = rebuilt.write(dir.path / "rebuilt");
   problems.clear();
