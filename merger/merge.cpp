@@ -106,6 +106,7 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
       opened.push_back(std::move(*o));
       opened_input.push_back(i);
     }
+    release_free_memory();  // what opening freed (its checks, RECORD's text), before the next opens
   }
   std::vector<Problems> streamed(opened.size());
   std::vector<std::optional<Wheel>> read(inputs.size());
@@ -133,13 +134,18 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   if (!plan) return std::nullopt;
   result.plan = std::move(*plan);
   release_free_memory();  // what the planner's last passes freed, before the writer grows
-  // Once the output is written and read back, libzip checks it alone: the inputs' entries and
-  // the plan's members go first.
-  auto read_back = [&] {
+  // The output is read back against the plan alone, then libzip checks it alone: the inputs'
+  // entries go once every member is written, the plan's members once it is read back.
+  WriteHooks hooks;
+  hooks.copied = [&] {
     for (Wheel& w : result.inputs) w.zip.release_entries();
-    std::vector<PlannedMember>().swap(result.plan.members);
+    release_free_memory();
   };
-  auto output = write_wheel(result.plan, result.inputs, out_dir, time, problems, read_back);
+  hooks.read_back = [&] {
+    std::vector<PlannedMember>().swap(result.plan.members);
+    result.plan.text = std::make_shared<PlanText>();  // the members' paths and contents
+  };
+  auto output = write_wheel(result.plan, result.inputs, out_dir, time, problems, hooks);
   if (!output) return std::nullopt;
   result.output = *output;
   return result;

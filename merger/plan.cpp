@@ -4,6 +4,7 @@
 #include "merger/label.hpp"
 #include "merger/loader.hpp"
 #include "merger/manifest.hpp"
+#include "merger/memory.hpp"
 #include "merger/bytes.hpp"
 #include "merger/metadata.hpp"
 #include "merger/record.hpp"
@@ -20,6 +21,8 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -168,20 +171,78 @@ std::vector<size_t> preload_order(const std::vector<const ElfInfo*>& libs) {
 
 namespace {
 
-// Per path, the file each build has (nullptr where it has none), builds in label order. Keys are
-// views: of the inputs' paths, or of Planner::key_storage where a path is renamed.
-using PathTable = std::map<std::string_view, std::vector<const WheelFile*>>;
-using Row = std::vector<const WheelFile*>;
+// Per path, the file each build has (nullptr where it has none), builds in label order.
+using Row = std::span<const WheelFile* const>;
 
-PlannedMember generated(const std::string& path, std::string content, bool executable = false) {
-  PlannedMember m;
-  m.path = path;
-  m.size = content.size();
-  m.sha256 = sha256_of(as_bytes(content));
-  m.content = std::move(content);
-  m.executable = executable;
-  return m;
-}
+// Every path of every build and its row, sorted by path: keys and rows in two flat arrays (a
+// key's row is `builds` pointers), built by sorting what add() collected. Keys are views: of
+// the inputs' paths, or of Planner::key_storage where a path is renamed.
+class PathTable {
+ public:
+  void reserve(size_t files) { added_.reserve(files); }
+  void add(std::string_view key, size_t build, const WheelFile* file) {
+    added_.push_back({key, static_cast<uint32_t>(build), static_cast<uint32_t>(added_.size()), file});
+  }
+  // Sorts what was added into the table (a build's second file of one key replaces its first).
+  void seal(size_t builds) {
+    builds_ = builds;
+    std::sort(added_.begin(), added_.end(),
+              [](const Added& a, const Added& b) { return a.key != b.key ? a.key < b.key : a.order < b.order; });
+    size_t keys = 0;
+    for (size_t i = 0; i < added_.size(); ++i) keys += i == 0 || added_[i].key != added_[i - 1].key;
+    keys_.reserve(keys);
+    rows_.reserve(keys * builds);
+    for (size_t i = 0; i < added_.size(); ++i) {
+      if (i == 0 || added_[i].key != added_[i - 1].key) {
+        keys_.push_back(added_[i].key);
+        rows_.resize(rows_.size() + builds, nullptr);
+      }
+      rows_[rows_.size() - builds + added_[i].build] = added_[i].file;
+    }
+    std::vector<Added>().swap(added_);
+  }
+  size_t size() const { return keys_.size(); }
+  std::string_view key(size_t i) const { return keys_[i]; }
+  Row row(size_t i) const { return Row(rows_).subspan(i * builds_, builds_); }
+  // The first key not below `key`.
+  size_t lower_bound(std::string_view key) const {
+    return static_cast<size_t>(std::lower_bound(keys_.begin(), keys_.end(), key) - keys_.begin());
+  }
+  bool contains(std::string_view key) const {
+    size_t i = lower_bound(key);
+    return i < size() && keys_[i] == key;
+  }
+  Row at(std::string_view key) const {
+    size_t i = lower_bound(key);
+    if (i == size() || keys_[i] != key) throw std::out_of_range("no such path: " + std::string(key));
+    return row(i);
+  }
+
+  struct Iterator {
+    const PathTable* table;
+    size_t i;
+    std::pair<std::string_view, Row> operator*() const { return {table->key(i), table->row(i)}; }
+    Iterator& operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return i != o.i; }
+  };
+  Iterator begin() const { return {this, 0}; }
+  Iterator end() const { return {this, size()}; }
+
+ private:
+  struct Added {
+    std::string_view key;
+    uint32_t build, order;  // order: of addition
+    const WheelFile* file;
+  };
+  std::vector<Added> added_;
+  std::vector<std::string_view> keys_;
+  std::vector<const WheelFile*> rows_;
+  size_t builds_ = 0;
+};
+
 
 // One merge being planned: the inputs, what the passes have decided so far, and the problems
 // found. Each pass is a member function below; plan_merge runs them in order.
@@ -204,15 +265,24 @@ struct Planner {
   std::optional<MergedMetadata> metadata;
   std::map<std::string, std::vector<const VariantFile*>> by_package;  // package dir -> its variant files
   std::vector<const VariantFile*> outside;  // private libraries outside every package
-  std::set<std::string> patched_inits;      // __init__.py files replaced by their patched text
+  std::set<std::string, std::less<>> patched_inits;  // __init__.py files replaced by their patched text
 
   size_t builds() const { return order.size(); }
   const Wheel& build(size_t i) const { return inputs[order[i]]; }
   const Wheel& first() const { return build(0); }
 
-  PlannedMember copied(const std::string& path, size_t i, const WheelFile& f) const {
+  // A generated member: its path and content kept in the plan's text.
+  PlannedMember generated(std::string_view path, std::string content) {
     PlannedMember m;
-    m.path = path;
+    m.path = plan.text->paths.add(path);
+    m.size = content.size();
+    m.sha256 = sha256_of(as_bytes(content));
+    m.content = plan.text->contents.emplace_back(std::move(content));
+    return m;
+  }
+  PlannedMember copied(std::string_view path, size_t i, const WheelFile& f) {
+    PlannedMember m;
+    m.path = plan.text->paths.add(path);
     m.input = static_cast<uint32_t>(order[i]);
     m.entry = f.entry;
     m.executable = f.executable;
@@ -242,7 +312,7 @@ struct Planner {
   }
   // Where import names start in `path`: where its site-packages path (site_packages_path)
   // begins; nullopt for the .data keys that install elsewhere and hold no packages.
-  static std::optional<size_t> import_root(const std::string& path) {
+  static std::optional<size_t> import_root(std::string_view path) {
     auto installed = site_packages_path(path);
     if (!installed) return std::nullopt;
     return path.size() - installed->size();
@@ -282,8 +352,8 @@ struct Planner {
   // The path tables go once the members are planned: the last passes (collisions, RECORD) look
   // at the members alone, and the tables are most of the planner's memory beside them.
   void drop_path_tables() {
-    PathTable().swap(payload);
-    PathTable().swap(dist_info);
+    payload = PathTable();
+    dist_info = PathTable();
   }
   void carry_dist_info();
   void group_by_package();
@@ -375,21 +445,26 @@ bool Planner::check_one_build() {
 // different builds that would be one file (or a file and a directory) where the wheel is
 // installed are refused: "pkg/\u00e9.py" in one build and "pkg/e\u0301.py" in the other.
 bool Planner::build_path_tables() {
+  size_t files = 0;
+  for (const Wheel& w : inputs) files += w.files.size();
+  payload.reserve(files);  // a few more than it gets: the dist-info's files
   for (size_t i = 0; i < builds(); ++i) {
     const Wheel& w = build(i);
+    const std::string dist_info_dir = w.dist_info + "/", data_dir_prefix = w.data_dir + "/";
     for (const WheelFile& f : w.files) {
-      bool in_dist_info = f.path.compare(0, w.dist_info.size() + 1, w.dist_info + "/") == 0;
-      bool in_data = !w.data_dir.empty() && f.path.compare(0, w.data_dir.size() + 1, w.data_dir + "/") == 0;
+      bool in_dist_info = f.path.starts_with(dist_info_dir);
+      bool in_data = !w.data_dir.empty() && f.path.starts_with(data_dir_prefix);
       PathTable& table = in_dist_info ? dist_info : payload;
       // The .data directory is named with each build's version; the merged one with the merged version.
       std::string_view key = in_dist_info ? std::string_view(f.path).substr(w.dist_info.size() + 1)
                              : in_data    ? std::string_view(key_storage.emplace_back(data_dir + std::string(f.path.substr(w.data_dir.size()))))
                                           : std::string_view(f.path);
-      auto& row = table[key];
-      row.resize(builds(), nullptr);
-      row[i] = &f;
+      table.add(key, i, &f);
     }
   }
+  payload.seal(builds());
+  dist_info.seal(builds());
+  release_free_memory();  // what sealing sorted, before the members are allocated
   const size_t before = problems.size();
   std::vector<std::string_view> names;
   names.reserve(payload.size());
@@ -443,7 +518,7 @@ void Planner::classify_payload() {
         conflict(stored, row, fmt::format("the labelled name of {} is not a safe name ({})", path, why));
         continue;
       }
-      if (payload.count(stored) || !labelled_taken.insert(stored).second) {
+      if (payload.contains(stored) || !labelled_taken.insert(stored).second) {
         conflict(stored, row, fmt::format("the labelled name of {} is already taken", path));
         continue;
       }
@@ -595,16 +670,16 @@ void Planner::add_loaders() {
     // a labelled variant would be mapped onto it) would be imported instead of the loader.
     const std::string loader_stem = package + "/" + std::string(kLoaderModule.substr(0, kLoaderModule.find('.')));
     // Paths starting with the stem sort together: look there, not through the whole table.
-    auto shadow = payload.end();
-    for (auto it = payload.lower_bound(loader_stem); it != payload.end() && it->first.starts_with(loader_stem); ++it) {
-      std::string_view p = it->first;
+    std::optional<std::string_view> shadow;
+    for (size_t at = payload.lower_bound(loader_stem); at < payload.size() && payload.key(at).starts_with(loader_stem); ++at) {
+      std::string_view p = payload.key(at);
       if (p.size() > loader_stem.size() && (p[loader_stem.size()] == '.' || p[loader_stem.size()] == '/')) {
-        shadow = it;
+        shadow = p;
         break;
       }
     }
-    if (shadow != payload.end()) {
-      problems.push_back({ProblemKind::conflict, all_inputs, std::string(shadow->first), "the package already has a module of the loader's name",
+    if (shadow) {
+      problems.push_back({ProblemKind::conflict, all_inputs, std::string(*shadow), "the package already has a module of the loader's name",
                           "no " + loader_stem.substr(package.size() + 1) + " module or directory", "this one"});
       continue;
     }
@@ -653,7 +728,8 @@ void Planner::check_collisions() {
   // `wheelmerge verify` takes a name carrying a label for a variant file no manifest lists: a
   // merge with loaders refuses other files so named (they would not be told apart).
   if (!plan.variant_files.empty()) {
-    std::unordered_set<std::string> labels, stored;
+    std::unordered_set<std::string> labels;
+    std::unordered_set<std::string_view> stored;  // views of plan.variant_files
     for (const VariantFile& v : plan.variant_files) {
       labels.insert(v.label);
       stored.insert(v.stored);
@@ -661,7 +737,7 @@ void Planner::check_collisions() {
     for (const PlannedMember& m : members) {
       if (stored.count(m.path) || !m.input) continue;
       if (std::string label = label_in_name(m.path, labels); !label.empty())
-        problems.push_back({ProblemKind::invalid_input, inputs[*m.input].display, m.path,
+        problems.push_back({ProblemKind::invalid_input, inputs[*m.input].display, std::string(m.path),
                             "a file of every build is named like a variant file",
                             "no variant label among the dot-separated pieces of its name",
                             fmt::format("{} (wheelmerge verify would take it for a {} build file no loader lists)",

@@ -5,7 +5,9 @@
 #include "merger/problem.hpp"
 #include "merger/wheel.hpp"
 
+#include <deque>
 #include <functional>
+#include <memory>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,18 +31,26 @@ struct VariantFile {
   std::string stored;    // path in the merged wheel
 };
 
+// Where a plan's member paths and generated contents live: appended, never moved, shared by
+// copies of the plan (a path is stored once, not in a heap block per member).
+struct PlanText {
+  NameStore paths;
+  std::deque<std::string> contents;
+};
+
 struct PlannedMember {
-  std::string path;
-  // Generated: its bytes (empty for a copied member).
-  std::string content;
+  std::string_view path;  // in the plan's text
+  // Generated: its bytes, in the plan's text (empty for a copied member).
+  std::string_view content;
   uint64_t size = 0;
-  std::optional<Sha256> sha256;  // absent only for RECORD
-  bool executable = false;
   // Copied compressed from member `entry` of input `input` (an index into plan_merge's
   // `wheels`); no input: generated.
   uint32_t entry = 0;
   std::optional<uint32_t> input;
+  std::optional<Sha256> sha256;  // absent only for RECORD
+  bool executable = false;
 };
+static_assert(sizeof(PlannedMember) <= 88);
 
 struct MergePlan {
   std::string filename;
@@ -48,6 +58,7 @@ struct MergePlan {
   std::vector<std::string> labels;
   std::vector<std::string> tags;
   std::vector<PlannedMember> members;  // in output order, RECORD last
+  std::shared_ptr<PlanText> text = std::make_shared<PlanText>();  // the members' paths and contents
   std::vector<VariantFile> variant_files;
   std::vector<std::string> loader_packages;  // package directories that got a loader
   size_t shared_files = 0;

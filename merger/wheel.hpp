@@ -30,18 +30,19 @@ inline constexpr size_t kMaxInitSources = 64 << 20;
 
 // One regular member. Its path is its archive entry's name, in the archive's NameStore, which
 // copies of the Wheel share.
-struct WheelFile {
-  uint32_t entry = 0;  // index into the archive's entries
-  bool executable = false;
-  bool elf = false;  // starts with the ELF magic
-  RecordAlgorithm record_algorithm = RecordAlgorithm::none;  // RECORD's, for this file
+struct WheelFile {  // fields ordered to pack: 80 bytes
   std::string_view path;
   uint64_t size = 0;
+  std::shared_ptr<const ElfInfo> elf_info;  // for ELF files we could read
+  uint32_t entry = 0;  // index into the archive's entries
   // The member's sha256: RECORD's claim (where RECORD uses sha256) until its bytes are
   // streamed, the digest of its bytes after; in a Wheel that read_wheel returns, both.
   std::optional<Sha256> sha256;
-  std::shared_ptr<const ElfInfo> elf_info;  // for ELF files we could read
+  bool executable = false;
+  bool elf = false;  // starts with the ELF magic
+  RecordAlgorithm record_algorithm = RecordAlgorithm::none;  // RECORD's, for this file
 };
+static_assert(sizeof(WheelFile) <= 80);
 
 struct WheelInput {
   std::string path;

@@ -38,8 +38,8 @@ void check_written(const std::string& path, const std::string& display, const Me
   const size_t members = plan.members.size();  // read_back may free them
   Problems found;
   auto zip = read_zip(path, display, found);
-  auto fail = [&](std::string member, std::string what, std::string expected, std::string actual) {
-    problems.push_back({ProblemKind::other, display, std::move(member), "output check failed: " + std::move(what),
+  auto fail = [&](std::string_view member, std::string what, std::string expected, std::string actual) {
+    problems.push_back({ProblemKind::other, display, std::string(member), "output check failed: " + std::move(what),
                         std::move(expected), std::move(actual)});
   };
   if (!zip) {
@@ -116,7 +116,7 @@ void check_written(const std::string& path, const std::string& display, const Me
 
 std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<Wheel>& inputs,
                                        const std::string& out_dir, DosTime time, Problems& problems,
-                                       const std::function<void()>& read_back) {
+                                       const WriteHooks& hooks) {
   namespace fs = std::filesystem;
   const std::string target = (fs::path(out_dir) / plan.filename).string();
   auto fail = [&](std::string what, std::string detail = std::strerror(errno)) {
@@ -164,7 +164,7 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
                          : writer.add_generated(m.path, as_bytes(m.content), m.executable);
       if (!ok) {
         discard();
-        return fail("cannot write " + m.path);
+        return fail("cannot write " + std::string(m.path));
       }
     }
     if (!writer.finish()) {
@@ -172,10 +172,11 @@ std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<
       return fail("cannot write the central directory");
     }
   }
+  if (hooks.copied) hooks.copied();
   const std::string self = temp_name.empty() ? fmt::format("/proc/self/fd/{}", out.fd())
                                              : (fs::path(out_dir) / temp_name).string();
   const size_t before = problems.size();
-  check_written(self, target, plan, problems, read_back);
+  check_written(self, target, plan, problems, hooks.read_back);
   if (problems.size() != before) {
     discard();
     return std::nullopt;

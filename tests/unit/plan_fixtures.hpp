@@ -18,7 +18,7 @@
 namespace wm::plantest {
 
 // The sha256 of `content`: equal contents give equal hashes.
-inline Sha256 hash_of(const std::string& content) { return sha256_of(as_bytes(content)); }
+inline Sha256 hash_of(std::string_view content) { return sha256_of(as_bytes(content)); }
 
 inline std::string so_name(const std::string& stem) { return stem + ".cpython-312-x86_64-linux-gnu.so"; }
 

@@ -101,7 +101,7 @@ const PlannedMember& member(const MergePlan& plan, const std::string& path) {
 
 std::vector<std::string> paths(const MergePlan& plan) {
   std::vector<std::string> out;
-  for (const PlannedMember& m : plan.members) out.push_back(m.path);
+  for (const PlannedMember& m : plan.members) out.emplace_back(m.path);
   return out;
 }
 
@@ -658,7 +658,7 @@ TEST_CASE("plan: RECORD comes last with one row per member, and WHEEL is generat
   for (size_t i = 0; i + 1 < plan.members.size(); ++i) {
     const PlannedMember& m = plan.members[i];
     CHECK(m.sha256.has_value());
-    expected += m.path + ",sha256=" + base64url_nopad(*m.sha256) + "," + std::to_string(m.size) + "\n";
+    expected += std::string(m.path) + ",sha256=" + base64url_nopad(*m.sha256) + "," + std::to_string(m.size) + "\n";
     if (!m.input) {
       CHECK(m.sha256 == hash_of(m.content));
       CHECK(m.size == m.content.size());
@@ -780,8 +780,8 @@ TEST_CASE("plan: preload paths of a .data/platlib package are relative to where 
         std::vector<std::string>{"../pkg.libs/libx.cu12.so.1", "../pkg.libs/liby.cu12.so.1"});
   // verify resolves them the same way, to the members that hold them.
   std::set<std::string> members;
-  for (const PlannedMember& m : plan.members) members.insert(m.path);
-  std::vector<LoaderFiles> loaders{{loader, member(plan, loader).content, member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content}};
+  for (const PlannedMember& m : plan.members) members.emplace(m.path);
+  std::vector<LoaderFiles> loaders{{loader, std::string(member(plan, loader).content), std::string(member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content)}};
   Problems problems;
   check_loaders("demo.whl", loaders, members, problems);
   CHECK_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front().what));

@@ -133,7 +133,9 @@ TEST_CASE("write: the plan is what was written, as check_written sees it") {
     auto wheel = std::find_if(other.members.begin(), other.members.end(),
                               [&](const PlannedMember& m) { return m.path == other.dist_info + "/WHEEL"; });
     REQUIRE(wheel != other.members.end());
-    wheel->content.back() = wheel->content.back() == 'x' ? 'y' : 'x';  // same size
+    std::string changed(wheel->content);
+    changed.back() = changed.back() == 'x' ? 'y' : 'x';  // same size
+    wheel->content = other.text->contents.emplace_back(std::move(changed));
     check_written(*written, "out.whl", other, problems);
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].member == other.dist_info + "/WHEEL");
