@@ -173,26 +173,24 @@ std::string folded_name(std::string_view name) {
   }
 }
 
-// Finds the clashes of find_name_clashes by sorting: the names ordered by folded path with '/'
-// below every other byte, so that one folded path's names are adjacent, a file comes just before
-// the names below it as a directory, and the names under one folded directory are contiguous.
-// One pass then compares neighbours, keeping the directories of the last name on a stack.
-// Memory is a key per name (and the folded text of names with capitals or non-ASCII); time is
-// the sort's, O(n log n) comparisons of the names.
+// Finds the clashes of find_name_clashes by sorting: the names ordered by folded path, so that
+// one folded path's names are adjacent and the names starting with any prefix (those under a
+// folded directory, those below a file's path) are contiguous. One pass then compares
+// neighbours, keeping on stacks the directories of the last name and the files whose paths
+// prefix it. Memory is a key per name (and the folded text of names with capitals or
+// non-ASCII); time is the sort's (O(n log n) comparisons, each a memcmp) and one pass over the
+// names.
 class ClashFinder {
  public:
   explicit ClashFinder(const std::vector<std::string_view>& names) : names_(names) {}
 
   std::vector<NameClash> find() {
     sort_keys();
-    std::optional<uint32_t> file;  // the files of the last folded path, if it was a file's
-    std::string_view file_folded;
     for (size_t k = 0; k < keys_.size();) {
       size_t end = k + 1;
       while (end < keys_.size() && keys_[end].folded == keys_[k].folded) ++end;
-      for (size_t j = k; j < end; ++j) directories(j, file, file_folded);
-      file = same_folded_path(k, end);
-      file_folded = keys_[k].folded;
+      for (size_t j = k; j < end; ++j) directories(j);
+      if (auto file = same_folded_path(k, end)) files_.push_back({keys_[k].folded, *file});
       k = end;
     }
     close_directories(0);
@@ -218,8 +216,6 @@ class ClashFinder {
            : nfc(std::string(a)) == nfc(std::string(b))     ? NameClash::Kind::normalization
                                                             : NameClash::Kind::case_only;
   }
-  // '/' sorts below every other byte.
-  static int rank(char c) { return c == '/' ? 0 : static_cast<uint8_t>(c) + 1; }
 
   void sort_keys() {
     keys_.reserve(names_.size());
@@ -245,11 +241,8 @@ class ClashFinder {
       keys_.push_back({f, static_cast<uint32_t>(i)});
     }
     std::sort(keys_.begin(), keys_.end(), [&](const Key& a, const Key& b) {
-      const size_t n = std::min(a.folded.size(), b.folded.size());
-      for (size_t i = 0; i < n; ++i)
-        if (a.folded[i] != b.folded[i]) return rank(a.folded[i]) < rank(b.folded[i]);
-      if (a.folded.size() != b.folded.size()) return a.folded.size() < b.folded.size();
-      if (names_[a.name] != names_[b.name]) return names_[a.name] < names_[b.name];
+      if (int c = a.folded.compare(b.folded)) return c < 0;
+      if (int c = names_[a.name].compare(names_[b.name])) return c < 0;
       return a.name < b.name;
     });
   }
@@ -272,12 +265,13 @@ class ClashFinder {
   }
 
   // The directories of keys_[j]'s name (every prefix before a '/'): those it shares with the
-  // last name visited stay open, the others close, and its own open. `file` is the lowest index
-  // of the files just before it in sorted order, `file_folded` their folded path (one of its
-  // directories may be that path).
-  void directories(size_t j, std::optional<uint32_t> file, std::string_view file_folded) {
+  // last name visited stay open, the others close, and its own open; a directory whose folded
+  // path is a file's is that file's clash.
+  void directories(size_t j) {
     const std::string_view folded = keys_[j].folded, name = names_[keys_[j].name];
     const uint32_t i = keys_[j].name;
+    // Files whose path no longer prefixes the names (sorted, none after this one does either).
+    while (!files_.empty() && !folded.starts_with(files_.back().folded)) files_.pop_back();
     // The directories it shares with the last name: those whose '/' lies within the folded
     // texts' common prefix.
     size_t common = 0, depth = 0;
@@ -298,10 +292,14 @@ class ClashFinder {
       break;
     }
     for (Directory& dir : open_) dir.first = std::min(dir.first, i);
+    // The files left prefix this name, shortest first: each directory opened here is at most
+    // one of them.
+    size_t f = 0;
     for (size_t c = common; c < folded.size(); ++c) {
       if (folded[c] != '/') continue;
       Directory dir{i, std::nullopt};
-      if (file && file_folded == folded.substr(0, c)) dir.file = file;
+      while (f < files_.size() && files_[f].folded.size() < c) ++f;
+      if (f < files_.size() && files_[f].folded.size() == c) dir.file = files_[f].first;
       open_.push_back(dir);
     }
     last_folded_ = folded;
@@ -330,6 +328,13 @@ class ClashFinder {
   std::string folded_;  // the folded text of names that fold to another text
   std::vector<Key> keys_;
   std::vector<Directory> open_;
+  // Files whose folded path prefixes the last name, nested (each prefixes the next): the lowest
+  // index among a path's files.
+  struct FilePath {
+    std::string_view folded;
+    uint32_t first;
+  };
+  std::vector<FilePath> files_;
   std::vector<NameClash> clashes_;
   std::string_view last_folded_, last_name_;
   uint32_t last_index_ = 0;
