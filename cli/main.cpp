@@ -7,6 +7,7 @@
 #include "merger/label.hpp"
 #include "cli/render.hpp"
 #include "merger/merge.hpp"
+#include "merger/variants.hpp"
 #include "merger/problem.hpp"
 #include "merger/text.hpp"
 #include "merger/verify.hpp"
@@ -123,6 +124,29 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
                         {"loaders", result->plan.loader_packages},
                         {"warnings", result->plan.warnings},
                         {"seconds", seconds}};
+    fmt::print("{}\n", j.dump(2));
+  }
+  return 0;
+}
+
+int run_variants(const Output& out, const std::vector<std::string>& args, const std::string& out_dir,
+                 const wm::VariantsOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<wm::WheelInput> inputs;
+  for (const std::string& a : args) inputs.push_back(parse_input(a));
+  wm::Problems problems;
+  auto result = wm::write_variants(inputs, options, out_dir, output_time(out), problems);
+  if (!result) return out.fail(problems);
+  for (const std::string& w : result->warnings) out.warning(w);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const std::string& w : result->wheels) out.detail(w);
+  out.info(fmt::format("wrote {} variant wheels ({}) and {}{} in {:.2f}s", result->wheels.size(),
+                       fmt::join(result->labels, ", "), result->index,
+                       result->merged ? ", with the merged wheel " + *result->merged : std::string(), seconds));
+  if (out.json) {
+    nlohmann::json j = {{"variant_wheels", result->wheels}, {"labels", result->labels}, {"index", result->index},
+                        {"merged", result->merged ? nlohmann::json(*result->merged) : nlohmann::json()},
+                        {"warnings", result->warnings}, {"seconds", seconds}};
     fmt::print("{}\n", j.dump(2));
   }
   return 0;
@@ -397,6 +421,35 @@ Subcommand add_merge(CLI::App& app, Output& out) {
           }};
 }
 
+Subcommand add_variants(CLI::App& app, Output& out) {
+  struct Args {
+    std::vector<std::string> wheels;
+    std::string out_dir = ".";
+    wm::VariantsOptions options;
+    std::vector<std::string> build_info;
+  };
+  auto a = std::make_shared<Args>();
+  auto* variants = app.add_subcommand(
+      "variants", "write PEP 825 variant wheels of the builds, their {name}-{version}-variants.json and, with --with-merged, "
+                  "the merged wheel as the fallback for other installers");
+  variants->add_option("wheels", a->wheels, "input wheels, each optionally PATH=LABEL (cuNN)")->required();
+  variants->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
+  variants->add_flag("--with-merged", a->options.with_merged, "also write the merged wheel (as `merge` does)");
+  repeatable(variants->add_option("--variant-file", a->options.merge.variant_globs,
+                                  "for the merged wheel: glob of other paths that may differ per build"));
+  variants->add_flag("--driver-fallback", a->options.merge.driver_fallback,
+                     "for the merged wheel: let the loader use the driver's CUDA version");
+  repeatable(variants->add_option("--build-info", a->build_info,
+                                  "for the merged wheel: LABEL:KEY=VALUE recorded in the loader's build_info()"));
+  variants->add_option("--name", a->options.merge.name,
+                       "the release's distribution name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy)");
+  add_common(variants, out);
+  return {variants, [&out, a] {
+            if (auto bad = take_build_info(a->build_info, a->wheels, a->options.merge)) return out.fail({*bad});
+            return run_variants(out, a->wheels, a->out_dir, a->options);
+          }};
+}
+
 Subcommand add_inspect(CLI::App& app, Output& out) {
   auto path = std::make_shared<std::string>();
   auto* inspect = app.add_subcommand("inspect", "validate a wheel and show its variants");
@@ -491,7 +544,7 @@ Subcommand add_toolkit(CLI::App& app, Output& out) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  static const std::set<std::string> kCommands = {"merge", "inspect", "build", "toolkit", "verify", "ci", "config"};
+  static const std::set<std::string> kCommands = {"merge", "variants", "inspect", "build", "toolkit", "verify", "ci", "config"};
   if (!args.empty() && !kCommands.count(args[0]) && !args[0].starts_with('-'))
     args.insert(args.begin(), "merge");
 
@@ -501,9 +554,9 @@ int main(int argc, char** argv) {
   Output out;
   out.color = isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
   // In the order `--help` lists them.
-  const std::vector<Subcommand> commands = {add_merge(app, out),  add_inspect(app, out), add_build(app, out),
-                                            add_verify(app, out), add_ci(app, out),      add_config(app, out),
-                                            add_toolkit(app, out)};
+  const std::vector<Subcommand> commands = {add_merge(app, out),  add_inspect(app, out),  add_variants(app, out),
+                                            add_build(app, out),  add_verify(app, out),   add_ci(app, out),
+                                            add_config(app, out), add_toolkit(app, out)};
 
   std::vector<const char*> cargv = {argv[0]};
   for (const std::string& a : args) cargv.push_back(a.c_str());

@@ -59,8 +59,8 @@ std::string input_label(const WheelInput& input, const MergeOptions& options) {
   return suffix ? suffix->label : std::string();
 }
 
-std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
-                                        const std::string& out_dir, DosTime time, Problems& problems) {
+std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inputs, const MergeOptions& options,
+                                              Problems& problems) {
   const size_t before = problems.size();
   if (inputs.size() < 2) {
     problems.push_back({ProblemKind::usage, {}, {}, "merge needs two or more wheels", "at least 2",
@@ -97,7 +97,7 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   // and rows, the bulk of opening, are gone before the next input opens), then the members of
   // all of them streamed together, so no core waits for one input's largest member. Problems
   // are kept in input order.
-  MergeResult result;
+  std::vector<Wheel> wheels;
   std::vector<OpenedWheel> opened;
   std::vector<size_t> opened_input;  // the input each opened wheel is
   std::vector<Problems> found(inputs.size());
@@ -111,19 +111,30 @@ std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, c
   std::vector<Problems> streamed(opened.size());
   std::vector<std::optional<Wheel>> read(inputs.size());
   {
-    auto wheels = stream_wheels(std::move(opened), streamed);
-    for (size_t k = 0; k < wheels.size(); ++k) {
-      read[opened_input[k]] = std::move(wheels[k]);
+    auto streamed_wheels = stream_wheels(std::move(opened), streamed);
+    for (size_t k = 0; k < streamed_wheels.size(); ++k) {
+      read[opened_input[k]] = std::move(streamed_wheels[k]);
       Problems& to = found[opened_input[k]];
       to.insert(to.end(), streamed[k].begin(), streamed[k].end());
     }
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     problems.insert(problems.end(), found[i].begin(), found[i].end());
-    if (read[i]) result.inputs.push_back(std::move(*read[i]));
+    if (read[i]) wheels.push_back(std::move(*read[i]));
   }
   if (problems.size() != before) return std::nullopt;
   release_free_memory();  // what reading freed on the workers' heaps, before the plan grows on this one
+  return wheels;
+}
+
+std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
+                                        const std::string& out_dir, DosTime time, Problems& problems) {
+  MergeResult result;
+  {
+    auto read = read_inputs(inputs, options, problems);
+    if (!read) return std::nullopt;
+    result.inputs = std::move(*read);
+  }
   // The writer copies from the archives alone: each input's file list goes as soon as the
   // planner has read the last of them, before its last passes (the name checks, RECORD).
   auto release_files = [&] {

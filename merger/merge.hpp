@@ -25,6 +25,11 @@ struct MergeResult {
 // when none gives one.
 std::string input_label(const WheelInput& input, const MergeOptions& options);
 
+// The inputs read and checked for a merge (two or more, each with a valid label of one
+// selector, no label twice), every member verified; nullopt with every problem found.
+std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inputs, const MergeOptions& options,
+                                              Problems& problems);
+
 std::optional<MergeResult> merge_wheels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
                                         const std::string& out_dir, DosTime time, Problems& problems);
 

@@ -535,6 +535,14 @@ void Planner::carry_dist_info() {
     const std::string rel(key);
     if (rel == "RECORD" || rel == "WHEEL" || rel == "METADATA") continue;
     const std::string path = plan.dist_info + "/" + rel;
+    if (options.dist_info_files.count(rel)) {
+      for (size_t i = 0; i < builds(); ++i)
+        if (row[i])
+          problems.push_back({ProblemKind::invalid_input, build(i).display, std::string(row[i]->path),
+                              "the input already has a dist-info file the output generates",
+                              "no " + rel + " (give each build as it was built, not a variant wheel)", rel});
+      continue;
+    }
     if (same_everywhere(row)) {
       dist_members.push_back(copied(path, 0, *row.front()));
     } else if (rel.rfind("sboms/", 0) == 0) {
@@ -711,8 +719,9 @@ void Planner::check_collisions() {
     archived.push_back(m.path);
   }
   // The dist-info installs into site-packages too, with the three files generated later.
-  const std::vector<std::string> generated_files{plan.dist_info + "/WHEEL", plan.dist_info + "/METADATA",
-                                                 plan.dist_info + "/RECORD"};
+  std::vector<std::string> generated_files{plan.dist_info + "/WHEEL", plan.dist_info + "/METADATA",
+                                           plan.dist_info + "/RECORD"};
+  for (const auto& [rel, content] : options.dist_info_files) generated_files.push_back(plan.dist_info + "/" + rel);
   for (const PlannedMember& m : dist_members) archived.push_back(m.path);
   for (const std::string& generated : generated_files) archived.push_back(generated);
   installed.insert(installed.end(), archived.begin() + installed.size(), archived.end());
@@ -753,6 +762,7 @@ void Planner::finish_dist_info() {
   if (!out_name.build.empty()) wheel += "Build: " + out_name.build + "\n";
   dist_members.push_back(generated(plan.dist_info + "/WHEEL", wheel));
   dist_members.push_back(generated(plan.dist_info + "/METADATA", metadata->text));
+  for (const auto& [rel, content] : options.dist_info_files) dist_members.push_back(generated(plan.dist_info + "/" + rel, content));
   auto by_path = [](const PlannedMember& a, const PlannedMember& b) { return a.path < b.path; };
   std::sort(members.begin(), members.end(), by_path);
   std::sort(dist_members.begin(), dist_members.end(), by_path);

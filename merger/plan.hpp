@@ -22,6 +22,9 @@ struct MergeOptions {
   // The merged distribution's name (`--name`), given where the inputs are distributions of
   // different names ("cupy-cuda12x", "cupy-cuda13x" -> "cupy"); empty: the inputs' common name.
   std::string name;
+  // Generated files added to the dist-info: path inside it -> content (a variant wheel's
+  // variant.json). RECORD, WHEEL and METADATA are always generated and cannot be given here.
+  std::map<std::string, std::string> dist_info_files;
 };
 
 // A file that differs per build, stored under a labelled name.

@@ -1,0 +1,170 @@
+#include "merger/variants.hpp"
+
+#include "merger/plan.hpp"
+#include "merger/write.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+namespace wm {
+
+namespace {
+
+// The provider entry of a namespace, as installers recognise it. uv runs no provider plugins:
+// it serves the `nvidia` namespace itself, and only for exactly this requirement and plugin API.
+nlohmann::json provider(const std::string& name_space) {
+  if (name_space == "nvidia")
+    return {{"requires", {"nvidia-variant-provider>=0.0.1,<1.0.0"}},
+            {"plugin-api", "nvidia_variant_provider.plugin:NvidiaVariantPlugin"}};
+  return nlohmann::json::object();
+}
+
+// "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl" -> "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64-cu12.whl"
+std::string variant_filename(const std::string& filename, const std::string& label) {
+  return filename.substr(0, filename.size() - 4) + "-" + label + ".whl";
+}
+
+// Writes `text` to `dir/name` through a temporary file renamed into place.
+bool write_text_file(const std::string& dir, const std::string& name, const std::string& text, std::string& error) {
+  namespace fs = std::filesystem;
+  const std::string target = (fs::path(dir) / name).string();
+  const std::string temp = (fs::path(dir) / fmt::format(".{}.{}.tmp", name, ::getpid())).string();
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+    if (!out) {
+      error = std::strerror(errno);
+      std::remove(temp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(temp.c_str(), target.c_str()) != 0) {
+    error = std::strerror(errno);
+    std::remove(temp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<VariantProperties> variant_properties(const VariantLabel& label, std::string& why) {
+  if (label.selector() != Selector::cuda) {
+    why = fmt::format("{} ({} builds have no variant provider installers know; merge them instead)", label.str(),
+                      selector_name(label.selector()));
+    return std::nullopt;
+  }
+  VariantProperties v;
+  v.label = label.str();
+  // A build for CUDA N runs on a driver of CUDA N or later: the provider prefers the highest
+  // bound a driver meets, so a CUDA 13 driver gets the cu13 build and a CUDA 12 driver cu12.
+  v.properties["nvidia"]["cuda_version_lower_bound"] = {std::to_string(label.cuda_major())};
+  return v;
+}
+
+std::string variants_document(const std::vector<VariantProperties>& variants) {
+  nlohmann::json doc = nlohmann::json::object();  // keys sorted: the bytes depend on the content alone
+  doc["$schema"] = std::string(kVariantSchema);
+  std::set<std::string> namespaces;
+  nlohmann::json listed = nlohmann::json::object();
+  for (const VariantProperties& v : variants) {
+    listed[v.label] = v.properties;
+    for (const auto& [name_space, features] : v.properties) namespaces.insert(name_space);
+  }
+  doc["default-priorities"]["namespace"] = namespaces;
+  doc["providers"] = nlohmann::json::object();
+  for (const std::string& name_space : namespaces) doc["providers"][name_space] = provider(name_space);
+  doc["variants"] = listed;
+  return doc.dump(2) + "\n";
+}
+
+std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inputs, const VariantsOptions& options,
+                                             const std::string& out_dir, DosTime time, Problems& problems) {
+  const size_t before = problems.size();
+  auto read = read_inputs(inputs, options.merge, problems);
+  if (!read) return std::nullopt;
+  std::vector<Wheel>& wheels = *read;
+  std::sort(wheels.begin(), wheels.end(),
+            [](const Wheel& a, const Wheel& b) { return *VariantLabel::parse(a.label) < *VariantLabel::parse(b.label); });
+
+  // Every output planned before any is written: each build alone, as a merge of one build with
+  // its variant.json, under the release's name and version.
+  std::vector<VariantProperties> variants;
+  for (const Wheel& w : wheels) {
+    std::string why;
+    if (auto v = variant_properties(*VariantLabel::parse(w.label), why)) variants.push_back(std::move(*v));
+    else problems.push_back({ProblemKind::usage, w.path, {}, "no variant properties for this build's label",
+                             "a CUDA label (cuNN)", why});
+  }
+  if (problems.size() != before) return std::nullopt;
+  std::vector<std::vector<Wheel>> alone;  // each plan's input, kept for the writer
+  std::vector<MergePlan> plans;
+  for (size_t i = 0; i < wheels.size(); ++i) {
+    MergeOptions one = options.merge;
+    one.dist_info_files["variant.json"] = variants_document({variants[i]});
+    alone.push_back({wheels[i]});
+    auto plan = plan_merge(alone.back(), one, problems);
+    if (!plan) continue;
+    plan->filename = variant_filename(plan->filename, variants[i].label);
+    // One build has nothing to choose among: no loader, and no warning that there is none.
+    plan->warnings.erase(std::remove_if(plan->warnings.begin(), plan->warnings.end(),
+                                        [](const std::string& w) { return w.find("has no loader") != std::string::npos; }),
+                         plan->warnings.end());
+    if (!plans.empty() && plan->dist_info != plans.front().dist_info)
+      problems.push_back({ProblemKind::invalid_input, wheels[i].display, {}, "a different release than the other builds",
+                          "the name and version of " + plans.front().dist_info.substr(0, plans.front().dist_info.size() - 10),
+                          plan->dist_info.substr(0, plan->dist_info.size() - 10)});
+    plans.push_back(std::move(*plan));
+  }
+  std::optional<MergePlan> merged;
+  if (options.with_merged) merged = plan_merge(wheels, options.merge, problems);
+  if (problems.size() != before) return std::nullopt;
+
+  VariantsResult result;
+  auto undo = [&] {
+    for (const std::string& path : result.wheels) std::remove(path.c_str());
+    if (result.merged) std::remove(result.merged->c_str());
+  };
+  for (size_t i = 0; i < plans.size(); ++i) {
+    auto written = write_wheel(plans[i], alone[i], out_dir, time, problems);
+    if (!written) {
+      undo();
+      return std::nullopt;
+    }
+    result.wheels.push_back(*written);
+    result.labels.push_back(variants[i].label);
+    result.warnings.insert(result.warnings.end(), plans[i].warnings.begin(), plans[i].warnings.end());
+  }
+  if (merged) {
+    auto written = write_wheel(*merged, wheels, out_dir, time, problems);
+    if (!written) {
+      undo();
+      return std::nullopt;
+    }
+    result.merged = *written;
+    result.warnings.insert(result.warnings.end(), merged->warnings.begin(), merged->warnings.end());
+  }
+  // {name}-{version}-variants.json: the name and version as in the wheels' file names.
+  const std::string& release = plans.front().dist_info;
+  const std::string index = release.substr(0, release.size() - std::string(".dist-info").size()) + "-variants.json";
+  std::string error;
+  if (!write_text_file(out_dir, index, variants_document(variants), error)) {
+    undo();
+    problems.push_back({ProblemKind::other, (std::filesystem::path(out_dir) / index).string(), {},
+                        "cannot write the variants index", {}, error});
+    return std::nullopt;
+  }
+  result.index = (std::filesystem::path(out_dir) / index).string();
+  return result;
+}
+
+}  // namespace wm
