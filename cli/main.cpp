@@ -228,6 +228,9 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   if (!result) return out.fail(problems);
   for (const std::string& w : result->merge.plan.warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (result->variant_wheels)
+    out.info(fmt::format("wrote {} variant wheels ({}) and {}", result->variant_wheels->wheels.size(),
+                         fmt::join(result->variant_wheels->labels, ", "), result->variant_wheels->index));
   out.info(fmt::format("wrote {} in {:.1f}s (logs in {})", result->merge.output, seconds, result->log_dir));
   if (out.json) {
     nlohmann::json summaries = nlohmann::json::array();
@@ -235,6 +238,10 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
     nlohmann::json j = {{"output", result->merge.output}, {"variants", summaries}, {"log_dir", result->log_dir},
                         {"shared", result->merge.plan.shared_files},
                         {"variant_files", result->merge.plan.variant_files.size()}, {"seconds", seconds}};
+    if (result->variant_wheels) {
+      j["variant_wheels"] = result->variant_wheels->wheels;
+      j["variants_index"] = result->variant_wheels->index;
+    }
     fmt::print("{}\n", j.dump(2));
   }
   return 0;
@@ -480,6 +487,8 @@ Subcommand add_build(CLI::App& app, Output& out) {
   build->add_option("--log-dir", o.log_dir, "where each variant's log is kept");
   repeatable(build->add_option("--variant-file", o.merge.variant_globs, "glob of other paths that may differ per build"));
   build->add_flag("--driver-fallback", o.merge.driver_fallback, "see merge --driver-fallback");
+  build->add_flag("--variants", o.variants,
+                  "also write PEP 825 variant wheels of the builds and their {name}-{version}-variants.json (see variants)");
   add_common(build, out);
   return {build, [&out, a] { return run_build(out, a->options, a->cuda, a->variants, a->settings); }};
 }

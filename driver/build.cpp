@@ -509,10 +509,10 @@ void build_jobs(std::vector<VariantJob>& jobs, int workers, const ProjectConfig&
 }
 
 // The merge of the built variants, with what each was built against recorded for the loader's
-// build_info() (values the command line gives for a label win).
-std::optional<MergeResult> merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabel>& labels,
-                                          const BuildOptions& options, const BuildConfig& config,
-                                          const ProgressSink& progress, Problems& problems) {
+// build_info() (values the command line gives for a label win); with --variants, then the
+// variant wheels and their index beside it.
+bool merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabel>& labels, const BuildOptions& options,
+                    const BuildConfig& config, const ProgressSink& progress, BuildResult& result, Problems& problems) {
   std::vector<WheelInput> inputs;
   MergeOptions merge = options.merge;
   merge.variant_globs.insert(merge.variant_globs.end(), config.variant_files.begin(), config.variant_files.end());
@@ -528,7 +528,18 @@ std::optional<MergeResult> merge_variants(std::vector<VariantJob>& jobs, const s
   std::string warning;
   DosTime time = output_time_from_environment(warning);
   if (!warning.empty()) progress("warning: " + warning);
-  return merge_wheels(inputs, merge, options.out_dir, time, problems);
+  auto merged = merge_wheels(inputs, merge, options.out_dir, time, problems);
+  if (!merged) return false;
+  result.merge = std::move(*merged);
+  if (!options.variants) return true;
+  progress(fmt::format("writing the variant wheels of {}", fmt::join(names, " and ")));
+  auto variants = write_variants(inputs, VariantsOptions{merge, false}, options.out_dir, time, problems);
+  if (!variants) {
+    std::remove(result.merge.output.c_str());  // all or nothing
+    return false;
+  }
+  result.variant_wheels = std::move(*variants);
+  return true;
 }
 
 }  // namespace
@@ -548,6 +559,12 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   if (!project) return std::nullopt;
   const std::vector<VariantLabel> labels = build_labels(options, project->wheelmerge, problems);
   check_isolation(labels, options, project->wheelmerge, problems);
+  for (const VariantLabel& label : options.variants ? labels : std::vector<VariantLabel>{}) {
+    std::string why;
+    if (!variant_properties(label, why))
+      problems.push_back({ProblemKind::usage, options.project_dir, {}, "--variants: no variant properties for a build's label",
+                          "CUDA labels (cuNN)", why});
+  }
   const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
   std::vector<VariantJob> jobs = variant_jobs(labels, options, project->wheelmerge, problems);
   if (problems.size() != before) return std::nullopt;
@@ -576,10 +593,9 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
     return std::nullopt;
   }
   for (VariantJob& job : jobs) result.variants.push_back(job.build);
-  auto merged = merge_variants(jobs, labels, options, project->wheelmerge, progress, problems);
+  const bool merged = merge_variants(jobs, labels, options, project->wheelmerge, progress, result, problems);
   cleanup();
   if (!merged) return std::nullopt;
-  result.merge = std::move(*merged);
   return result;
 }
 

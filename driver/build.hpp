@@ -5,6 +5,7 @@
 
 #include "driver/config.hpp"
 #include "merger/merge.hpp"
+#include "merger/variants.hpp"
 #include "driver/process.hpp"
 #include "driver/toolkit.hpp"
 #include "merger/label.hpp"
@@ -35,6 +36,7 @@ struct BuildOptions {
   std::vector<std::string> find_links;
   std::string log_dir;  // empty: a new directory under the system's temporary directory
   MergeOptions merge;   // command-line additions to the configuration's
+  bool variants = false;  // --variants: also the variant wheels and their index (merger/variants.hpp)
 };
 
 struct VariantBuild {
@@ -52,6 +54,7 @@ struct BuildResult {
   std::string log_dir;
   std::vector<VariantBuild> variants;
   MergeResult merge;
+  std::optional<VariantsResult> variant_wheels;  // with BuildOptions::variants
 };
 
 using ProgressSink = std::function<void(const std::string&)>;

@@ -819,6 +819,42 @@ def test_json_summary(wheelmerge_bin, toolkits, tmp_path):
     assert built.stderr.rstrip().splitlines()[-1].startswith(f"wrote {s['output']}"), built.stderr
 
 
+def test_variants_option_writes_the_variant_wheels_and_their_index_beside_the_merged_wheel(
+        wheelmerge_bin, toolkits, tmp_path):
+    """`build --variants`: the merged wheel, one variant wheel per build holding that build's own
+    files as built (here its _buildenv.py), and the index file; docs/variants.md."""
+    project = copy_project("envprobe", tmp_path)
+    out = tmp_path / "out"
+    result = wheelmerge(wheelmerge_bin, "build", project, "-o", out, "--json", "--variants", "--no-isolation",
+                        "--python", str(PYTHON), *toolkits.args(), tmp_path=tmp_path)
+    assert result.returncode == 0, describe(result)
+    s = json.loads(result.stdout)
+    files = sorted(p.name for p in out.iterdir())
+    merged = Path(s["output"]).name
+    stem = merged[: -len(".whl")]
+    assert files == sorted([merged, f"{stem}-cu12.whl", f"{stem}-cu13.whl", Path(s["variants_index"]).name]), files
+    assert [Path(w).name for w in s["variant_wheels"]] == [f"{stem}-cu12.whl", f"{stem}-cu13.whl"]
+    index = json.loads(Path(s["variants_index"]).read_text())
+    assert sorted(index["variants"]) == list(LABELS)
+    for label, wheel in zip(LABELS, s["variant_wheels"]):
+        with zipfile.ZipFile(wheel) as z:
+            names = z.namelist()
+            assert not any("_wheelmerge" in n for n in names), names
+            assert "envprobe/_buildenv.py" in names, names
+            variant = json.loads(z.read(next(n for n in names if n.endswith(".dist-info/variant.json"))))
+        assert variant["variants"] == {label: index["variants"][label]}
+
+
+def test_variants_option_refuses_labels_without_a_provider_before_building(wheelmerge_bin, tmp_path):
+    project = copy_project("cpuflags", tmp_path)
+    out = tmp_path / "out"
+    result = wheelmerge(wheelmerge_bin, "build", project, "-o", out, "--variants", "--no-isolation",
+                        "--python", str(PYTHON), tmp_path=tmp_path)
+    assert result.returncode == 2, describe(result)
+    assert "--variants: no variant properties for a build's label" in result.stderr, describe(result)
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_no_temporary_files_left_behind(wheelmerge_bin, toolkits, tmp_path):
     """After a successful build only the logs remain in the temporary directory (and nothing at
     all when --log-dir puts them elsewhere): no source copies, build environments or wheels."""
