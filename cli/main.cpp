@@ -517,6 +517,8 @@ Subcommand add_ci(CLI::App& app, Output& out) {
   ci_init->add_option("--cuda", a->cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
   ci_init->add_flag("--container", a->workflow.container, "build in NVIDIA's CUDA container images");
   ci_init->add_flag("--publish", a->workflow.publish, "publish the merged wheels to PyPI on version tags");
+  ci_init->add_flag("--variants", a->workflow.variants,
+                    "also build PEP 825 variant wheels and their index; with --publish, attach them to the tag's release");
   ci_init->add_option("--import-name", a->workflow.import_name, "the package to import in the test job (default: from [project] name)");
   ci_init->add_option("--ref", a->workflow.ref, "the ref of wheelmerge's reusable workflow (default: main)");
   ci_init->add_flag("--force", a->force, "replace an existing workflow file");

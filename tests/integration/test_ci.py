@@ -239,7 +239,7 @@ def marked_steps() -> list[tuple[Path, str]]:
 
 def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
     steps = marked_steps()
-    assert {name for _, name in steps} == {"plan", "cuda-env", "build", "test", "install", "merge"}
+    assert {name for _, name in steps} == {"plan", "cuda-env", "build", "test", "install", "merge", "variants"}
     for path, name in steps:
         shown = json.loads(run([tool_python(), STEP, path, name, "--show"]).stdout)
         document = linters.yaml(path)
@@ -476,14 +476,18 @@ def test_rehearsal_selects_cu12_and_cu13(rehearsal: Rehearsal, wheelmerge_bin: P
     assert "wmdemo: selected cu13 with cuda-bindings 13.0.3" in log, log
     assert re.search(r"all 6 jobs passed: plan, build py3\.\d+ cu12, build py3\.\d+ cu13, merge py3\.\d+, "
                      r"test py3\.\d+ cu12, test py3\.\d+ cu13", log), log
-    for name in ("plan", "cuda-env", "build", "merge", "test"):
+    for name in ("plan", "cuda-env", "build", "merge", "variants", "test"):
         assert f"run step '{name}'" in log
     artifacts = Path(rehearsal.result.stdout.strip().splitlines()[-1])
     assert artifacts == rehearsal.directory / "artifacts"
-    names = sorted(p.relative_to(artifacts).as_posix() for p in artifacts.rglob("*.whl"))
-    assert len(names) == 3, names
+    names = sorted(p.relative_to(artifacts).as_posix() for p in artifacts.rglob("*") if p.is_file())
+    assert len(names) == 6, names
     assert re.fullmatch(r"merged-py3\.\d+/wmdemo-0\.1\.0-cp3\d+-cp3\d+-linux_x86_64\.whl", names[0]), names
-    for name, major in zip(names[1:], ("12", "13")):
+    # The variant step's artifact: a variant wheel per build and their index (docs/variants.md).
+    for name, major in zip(names[1:3], ("12", "13")):
+        assert re.fullmatch(rf"variants-py3\.\d+/wmdemo-0\.1\.0-cp3\d+-cp3\d+-linux_x86_64-cu{major}\.whl", name), names
+    assert re.fullmatch(r"variants-py3\.\d+/wmdemo-0\.1\.0-variants\.json", names[3]), names
+    for name, major in zip(names[4:], ("12", "13")):
         assert re.fullmatch(rf"wheel-py3\.\d+-cu{major}/wmdemo-0\.1\.0-cp3\d+-cp3\d+-linux_x86_64"
                             rf"\.cu{major}\.whl", name), names
     merged = next(artifacts.glob("merged-*/*.whl"))

@@ -18,6 +18,8 @@ OPTION_SETS = {
     "container-publish": ["--container", "--publish"],
     "py312-pinned-ref": ["--python", "3.12", "--cuda", "12,13", "--ref", "v0.1.0"],
     "one-python": ["--python", "3.13", "--container"],
+    "variants-publish": ["--variants", "--publish"],
+    "variants": ["--variants"],
 }
 
 
