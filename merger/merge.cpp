@@ -103,6 +103,11 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
   std::vector<Problems> found(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (auto o = open_wheel(labelled[i], found[i])) {
+      if (!o->wheel.name.variant.empty()) {  // one build already chosen by an installer's rules
+        found[i].push_back({ProblemKind::invalid_input, o->wheel.display, {}, "a variant wheel (PEP 825) as input",
+                            "each build as it was built", "the variant label " + o->wheel.name.variant});
+        continue;
+      }
       opened.push_back(std::move(*o));
       opened_input.push_back(i);
     }

@@ -4,28 +4,20 @@
 #include "merger/write.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace wm {
 
 namespace {
-
-// The provider entry of a namespace, as installers recognise it. uv runs no provider plugins:
-// it serves the `nvidia` namespace itself, and only for exactly this requirement and plugin API.
-nlohmann::json provider(const std::string& name_space) {
-  if (name_space == "nvidia")
-    return {{"requires", {"nvidia-variant-provider>=0.0.1,<1.0.0"}},
-            {"plugin-api", "nvidia_variant_provider.plugin:NvidiaVariantPlugin"}};
-  return nlohmann::json::object();
-}
 
 // "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl" -> "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64-cu12.whl"
 std::string variant_filename(const std::string& filename, const std::string& label) {
@@ -71,22 +63,6 @@ std::optional<VariantProperties> variant_properties(const VariantLabel& label, s
   return v;
 }
 
-std::string variants_document(const std::vector<VariantProperties>& variants) {
-  nlohmann::json doc = nlohmann::json::object();  // keys sorted: the bytes depend on the content alone
-  doc["$schema"] = std::string(kVariantSchema);
-  std::set<std::string> namespaces;
-  nlohmann::json listed = nlohmann::json::object();
-  for (const VariantProperties& v : variants) {
-    listed[v.label] = v.properties;
-    for (const auto& [name_space, features] : v.properties) namespaces.insert(name_space);
-  }
-  doc["default-priorities"]["namespace"] = namespaces;
-  doc["providers"] = nlohmann::json::object();
-  for (const std::string& name_space : namespaces) doc["providers"][name_space] = provider(name_space);
-  doc["variants"] = listed;
-  return doc.dump(2) + "\n";
-}
-
 std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inputs, const VariantsOptions& options,
                                              const std::string& out_dir, DosTime time, Problems& problems) {
   const size_t before = problems.size();
@@ -110,7 +86,10 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
   std::vector<MergePlan> plans;
   for (size_t i = 0; i < wheels.size(); ++i) {
     MergeOptions one = options.merge;
-    one.dist_info_files["variant.json"] = variants_document({variants[i]});
+    std::string document = variants_document({variants[i]});
+    if (std::string why = variant_document_problem(document, variants[i].label); !why.empty())  // as verify reads it
+      throw std::logic_error("the variant.json written for " + variants[i].label + " is invalid: " + why);
+    one.dist_info_files["variant.json"] = std::move(document);
     alone.push_back({wheels[i]});
     auto plan = plan_merge(alone.back(), one, problems);
     if (!plan) continue;

@@ -8,6 +8,7 @@
 
 #include "merger/label.hpp"
 #include "merger/merge.hpp"
+#include "merger/variant_metadata.hpp"
 #include "merger/problem.hpp"
 #include "merger/zip_writer.hpp"
 
@@ -18,26 +19,10 @@
 
 namespace wm {
 
-// The metadata schema written: PEP 850's draft (PEP 825's plus `providers`), the one that both
-// uv's wheel-variants preview and variantlib read today. PEP 825's own draft schema has no
-// providers, so uv installs no variant by hardware from it.
-inline constexpr std::string_view kVariantSchema = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json";
-
-// One build's variant: its label (the file name's last component) and its properties,
-// namespace -> feature -> values.
-struct VariantProperties {
-  std::string label;
-  std::map<std::string, std::map<std::string, std::vector<std::string>>> properties;
-};
-
 // The properties of a build's label, or nullopt with `why`: a CUDA build needs a driver of at
 // least its CUDA major (nvidia :: cuda_version_lower_bound). Labels of other selectors have no
 // provider an installer knows today (torch, x86-64 levels).
 std::optional<VariantProperties> variant_properties(const VariantLabel& label, std::string& why);
-
-// variant.json (one variant) or the index file (every variant): the same document, its keys
-// sorted, two-space indented, ending in a newline.
-std::string variants_document(const std::vector<VariantProperties>& variants);
 
 struct VariantsOptions {
   MergeOptions merge;        // labels, --name, --variant-file and the rest, as for `merge`

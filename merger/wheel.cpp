@@ -8,6 +8,7 @@
 #include "merger/parallel.hpp"
 #include "merger/record.hpp"
 #include "merger/text.hpp"
+#include "merger/variant_metadata.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -390,6 +391,18 @@ void check_metadata(Reader& r, const std::string& text) {
     r.fail(metadata_member, "Version does not match the file name", w.name.version, meta_version.value_or("none"));
 }
 
+// A variant wheel (PEP 825: a label after the platform tags in its name): its variant.json
+// names that label alone, in a form installers read (variant_document_problem).
+void check_variant_metadata(Reader& r) {
+  const std::string& label = r.w.name.variant;
+  if (label.empty()) return;
+  auto text = read_dist_info_text(r, "variant.json", kMaxVariantFile);
+  if (!text) return;
+  if (std::string why = variant_document_problem(*text, label); !why.empty())
+    r.fail(r.w.dist_info + "/variant.json", "invalid variant metadata",
+           fmt::format("PEP 825 variant metadata for the file name's label {}", label), why);
+}
+
 // RECORD rows: the CSV parses (at most kRecordSlack rows beyond one per member), every path is
 // a safe relative file path, no path has two rows. The rows sorted by path.
 // The rows refer to `text`.
@@ -622,6 +635,7 @@ std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problem
     if (!texts) return std::nullopt;
     check_wheel_file(r, texts->wheel);
     check_metadata(r, texts->metadata);
+    check_variant_metadata(r);
     const std::string record = std::exchange(texts->record, {});
     const RecordRows rows = read_record_rows(r, record);
     if (r.failed()) return std::nullopt;

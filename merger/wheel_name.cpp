@@ -87,6 +87,12 @@ std::string strip_local_label(std::string_view version) {
   return std::string(version.substr(0, version.find('+')));
 }
 
+bool is_variant_label(std::string_view label) {
+  return !label.empty() && std::all_of(label.begin(), label.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_' || c == '.';
+  });
+}
+
 std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::string& why) {
   constexpr std::string_view kExt = ".whl";
   if (filename.size() <= kExt.size() || filename.substr(filename.size() - kExt.size()) != kExt) {
@@ -101,17 +107,37 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
     stem = stem.substr(0, dot);
   }
   std::vector<std::string> parts = split(stem, '-');
-  if (parts.size() != 5 && parts.size() != 6) {
-    why = fmt::format("{} dash-separated parts where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}} has 5 or 6",
+  if (parts.size() < 5 || parts.size() > 7) {
+    why = fmt::format("{} dash-separated parts where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}}"
+                      "[-{{variant}}] has 5 to 7",
                       parts.size());
     return std::nullopt;
   }
   w.name = parts[0];
   w.version = parts[1];
-  if (parts.size() == 6) {
+  // PEP 825: a variant label is the last component. Six parts are a build tag (which starts
+  // with a digit, as no python tag does) or a variant label; seven are both. A last component
+  // that reads as a platform tag is one: "pkg-1.0-x-py3-none-linux_x86_64.whl" has a bad build
+  // tag, not a variant "linux_x86_64".
+  auto platform_like = [](const std::string& tag) {
+    return tag == "any" || tag.starts_with("win") || parse_platform_tag(tag).family != PlatformTag::Family::other;
+  };
+  const bool variant = parts.size() == 7 ||
+                       (parts.size() == 6 && !std::isdigit(static_cast<unsigned char>(parts[2].empty() ? '0' : parts[2].front())) &&
+                        !platform_like(parts.back()));
+  const bool build = parts.size() == 7 || (parts.size() == 6 && !variant);
+  if (build) {
     w.build = parts[2];
-    if (!std::isdigit(static_cast<unsigned char>(w.build.front()))) {
+    if (w.build.empty() || !std::isdigit(static_cast<unsigned char>(w.build.front()))) {
       why = "build tag \"" + w.build + "\" does not start with a digit";
+      return std::nullopt;
+    }
+  }
+  if (variant) {
+    w.variant = parts.back();
+    parts.pop_back();
+    if (!is_variant_label(w.variant)) {
+      why = "variant label \"" + w.variant + "\" is not made of 0-9, a-z, _ and . (PEP 825)";
       return std::nullopt;
     }
   }
@@ -154,8 +180,9 @@ std::vector<std::string> WheelName::expanded_tags() const {
 std::string WheelName::filename() const {
   std::string out = name + "-" + version;
   if (!build.empty()) out += "-" + build;
-  out += fmt::format("-{}-{}-{}.whl", fmt::join(python, "."), fmt::join(abi, "."), fmt::join(platform, "."));
-  return out;
+  out += fmt::format("-{}-{}-{}", fmt::join(python, "."), fmt::join(abi, "."), fmt::join(platform, "."));
+  if (!variant.empty()) out += "-" + variant;
+  return out + ".whl";
 }
 
 PlatformTag parse_platform_tag(std::string_view tag) {

@@ -15,11 +15,15 @@ struct WheelName {
   std::string build;    // build tag, empty when absent
   std::vector<std::string> python, abi, platform;  // the dot-separated tag sets
   std::string suffix_label;                        // "cu12" from "...-linux_x86_64.cu12.whl"
+  std::string variant;  // PEP 825's variant label, the last component: "cu12" from "...-linux_x86_64-cu12.whl"
 
   // Every python-abi-platform combination, sorted.
   std::vector<std::string> expanded_tags() const;
-  std::string filename() const;  // "{name}-{version}[-{build}]-{py}-{abi}-{plat}.whl"
+  std::string filename() const;  // "{name}-{version}[-{build}]-{py}-{abi}-{plat}[-{variant}].whl"
 };
+
+// PEP 825's variant label grammar: one or more of 0-9, a-z, "_" and ".".
+bool is_variant_label(std::string_view label);
 
 // Parses a file name (no directory). On failure returns nullopt and says why in `why`.
 std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::string& why);

@@ -199,3 +199,63 @@ def test_output_is_reproducible(wheelmerge_bin, demo_wheels, outputs, tmp_path: 
     wheelmerge(wheelmerge_bin, "variants", demo_wheels.cu13, demo_wheels.cu12, "--with-merged", "-o", again)
     for name in outputs["files"]:
         assert (again / name).read_bytes() == (outputs["dir"] / name).read_bytes(), name
+
+
+def test_verify_reads_variant_wheels_and_checks_their_metadata(wheelmerge_bin, outputs) -> None:
+    wheels = [variant_wheel(outputs, label) for label in LABELS]
+    result = wheelmerge(wheelmerge_bin, "verify", *wheels, "--json")
+    reports = json.loads(result.stdout)["wheels"]
+    assert [r["valid"] for r in reports] == [True, True], reports
+
+
+def rewritten(source: Path, target: Path, member: str, data: bytes) -> Path:
+    """`source` with `member` replaced by `data`, RECORD updated to match: a well-formed wheel."""
+    with zipfile.ZipFile(source) as z:
+        entries = [(i, z.read(i)) for i in z.infolist()]
+    record_name = next(i.filename for i, _ in entries if i.filename.endswith(".dist-info/RECORD"))
+    files = {i.filename: (data if i.filename == member else content) for i, content in entries}
+    rows = []
+    for name, content in files.items():
+        if name == record_name:
+            rows.append(f"{name},,")
+        else:
+            digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=").decode()
+            rows.append(f"{name},sha256={digest},{len(content)}")
+    files[record_name] = ("\n".join(rows) + "\n").encode()
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for info, _ in entries:
+            out.writestr(info, files[info.filename])
+    return target
+
+
+def test_verify_refuses_variant_metadata_for_another_label(wheelmerge_bin, outputs, tmp_path: Path) -> None:
+    source = variant_wheel(outputs, "cu12")
+    with zipfile.ZipFile(source) as z:
+        metadata = json.loads(z.read(DIST_INFO + "variant.json"))
+    metadata["variants"] = {"cu13": metadata["variants"]["cu12"]}
+    bad = rewritten(source, tmp_path / source.name, DIST_INFO + "variant.json", json.dumps(metadata).encode())
+    result = wheelmerge(wheelmerge_bin, "verify", bad, check=False)
+    assert result.returncode == 3, result.stderr
+    assert f"{DIST_INFO}variant.json: invalid variant metadata" in result.stderr, result.stderr
+    assert "not the file name's label \"cu12\" alone" in result.stderr, result.stderr
+
+
+def test_verify_refuses_a_variant_wheel_without_variant_metadata(wheelmerge_bin, demo_wheels, tmp_path: Path) -> None:
+    # The cu12 build's own file under a variant name: its dist-info is named for 0.1.0+cu12.
+    with zipfile.ZipFile(demo_wheels.cu12) as z:
+        dist_info = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD")).split("/")[0]
+    assert dist_info == "wmdemo-0.1.0+cu12.dist-info"
+    named = tmp_path / "wmdemo-0.1.0+cu12-cp311-cp311-linux_x86_64-cu12.whl"
+    named.write_bytes(demo_wheels.cu12.read_bytes())
+    result = wheelmerge(wheelmerge_bin, "verify", named, check=False)
+    assert result.returncode == 3, result.stderr
+    assert "variant.json: missing" in result.stderr, result.stderr
+
+
+def test_a_variant_wheel_is_refused_as_a_merge_input(wheelmerge_bin, outputs, demo_wheels, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = wheelmerge(wheelmerge_bin, "merge", f"{variant_wheel(outputs, 'cu12')}=cu12", demo_wheels.cu13, "-o", out,
+                        check=False)
+    assert result.returncode == 3, result.stderr
+    assert "a variant wheel (PEP 825) as input" in result.stderr, result.stderr
+    assert not out.exists() or not any(out.iterdir())

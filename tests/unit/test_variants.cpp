@@ -39,3 +39,43 @@ TEST_CASE("variants document: the schema, nvidia's provider, every label; sorted
   CHECK(one == expected);
   CHECK(both.find("\"$schema\"") < both.find("\"default-priorities\""));
 }
+
+TEST_CASE("variant.json as the strict reader checks it") {
+  std::string why;
+  const std::string good = variants_document({*variant_properties(*VariantLabel::parse("cu12"), why)});
+  CHECK(variant_document_problem(good, "cu12") == "");
+  CHECK(variant_document_problem(good, "cu13").find("not the file name's label \"cu13\" alone") != std::string::npos);
+  auto edited = [&](auto&& edit) {
+    auto doc = nlohmann::json::parse(good);
+    edit(doc);
+    return variant_document_problem(doc.dump(), "cu12");
+  };
+  CHECK(edited([](auto& d) { d["$schema"] = "https://variants-schema.wheelnext.dev/v0.2.0.json"; }).find("not a schema installers know") !=
+        std::string::npos);
+  CHECK(edited([](auto& d) { d.erase("default-priorities"); }) == "no default-priorities.namespace");
+  CHECK(edited([](auto& d) { d["default-priorities"]["namespace"] = nlohmann::json::array(); }).find("not a non-empty list") !=
+        std::string::npos);
+  CHECK(edited([](auto& d) { d["default-priorities"]["namespace"] = {"nvidia", "nvidia"}; }).find("twice") != std::string::npos);
+  CHECK(edited([](auto& d) { d["variants"]["cu12"]["nvidia"]["cuda_version_lower_bound"] = {"12", "12"}; }).find("twice") !=
+        std::string::npos);
+  CHECK(edited([](auto& d) { d["variants"]["cu12"]["nvidia"]["cuda_version_lower_bound"] = {"Twelve"}; }).find("names are made of") !=
+        std::string::npos);
+  CHECK(edited([](auto& d) { d["variants"]["cu12"]["amd"]["rocm"] = {"6"}; }) ==
+        "namespace amd is not in default-priorities.namespace");
+  CHECK(edited([](auto& d) { d["providers"].erase("nvidia"); }).find("the same namespaces, as variantlib requires") !=
+        std::string::npos);
+  CHECK(edited([](auto& d) { d["variants"]["cu11"] = d["variants"]["cu12"]; }).find("alone") != std::string::npos);
+  // PEP 825's own schema needs no providers.
+  CHECK(edited([](auto& d) {
+          d["$schema"] = "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json";
+          d.erase("providers");
+        }) == "");
+  CHECK(variant_document_problem("[1]", "cu12") == "not a JSON object");
+  CHECK(variant_document_problem("{", "cu12") == "not a JSON object");
+  CHECK(variant_document_problem(std::string(100000, '[') + std::string(100000, ']'), "cu12") == "nested more than 16 deep");
+  auto null_doc = nlohmann::json::parse(good);
+  null_doc["variants"] = {{"null", nlohmann::json::object()}};
+  CHECK(variant_document_problem(null_doc.dump(), "null") == "");
+  null_doc["variants"]["null"]["nvidia"]["x"] = {"1"};
+  CHECK(variant_document_problem(null_doc.dump(), "null") == "the null variant has properties");
+}

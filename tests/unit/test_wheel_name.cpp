@@ -26,6 +26,30 @@ TEST_CASE("a .cuNN suffix before .whl is the variant label") {
   CHECK(w->filename() == "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
 }
 
+TEST_CASE("PEP 825 variant wheel names: the label is the last component") {
+  std::string why;
+  auto w = parse_wheel_filename("pkg-1.0-cp311-cp311-manylinux_2_28_x86_64-cu12.whl", why);
+  REQUIRE_MESSAGE(w, why);
+  CHECK(w->variant == "cu12");
+  CHECK(w->build.empty());
+  CHECK(w->platform == std::vector<std::string>{"manylinux_2_28_x86_64"});
+  CHECK(w->filename() == "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64-cu12.whl");
+  auto both = parse_wheel_filename("pkg-1.0-2-py3-none-any-null.whl", why);
+  REQUIRE_MESSAGE(both, why);
+  CHECK(both->build == "2");
+  CHECK(both->variant == "null");
+  CHECK(both->filename() == "pkg-1.0-2-py3-none-any-null.whl");
+  auto plain = parse_wheel_filename("pkg-1.0-2-py3-none-any.whl", why);
+  REQUIRE(plain);
+  CHECK(plain->variant.empty());
+  CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-cp311-linux_x86_64-CU12.whl", why));
+  CHECK(why.find("variant label") != std::string::npos);
+  CHECK_FALSE(parse_wheel_filename("pkg-1.0-1-cp311-cp311-linux_x86_64-cu-12.whl", why));
+  CHECK(is_variant_label("torch.2_9"));
+  CHECK_FALSE(is_variant_label(""));
+  CHECK_FALSE(is_variant_label("a-b"));
+}
+
 TEST_CASE("malformed file names are refused with a reason") {
   std::string why;
   CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-linux_x86_64.whl", why));
