@@ -16,6 +16,16 @@ namespace {
 std::string json_list(const std::vector<std::string>& quoted_items) {
   return fmt::format("[{}]", fmt::join(quoted_items, ", "));
 }
+
+// A step downloading every artifact whose name matches `pattern` into one directory.
+void download_artifacts(YAML::Emitter& out, const std::string& pattern, const std::string& path) {
+  out << YAML::BeginMap << YAML::Key << "uses" << YAML::Value << "actions/download-artifact@v7";
+  out << YAML::Key << "with" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "pattern" << YAML::Value << pattern;
+  out << YAML::Key << "path" << YAML::Value << path;
+  out << YAML::Key << "merge-multiple" << YAML::Value << true;
+  out << YAML::EndMap << YAML::EndMap;
+}
 }  // namespace
 
 std::string caller_workflow(const WorkflowOptions& o) {
@@ -70,12 +80,7 @@ std::string caller_workflow(const WorkflowOptions& o) {
     out << YAML::Key << "environment" << YAML::Value << "pypi";
     out << YAML::Key << "permissions" << YAML::Value << YAML::BeginMap << YAML::Key << "id-token" << YAML::Value << "write" << YAML::EndMap;
     out << YAML::Key << "steps" << YAML::Value << YAML::BeginSeq;
-    out << YAML::BeginMap << YAML::Key << "uses" << YAML::Value << "actions/download-artifact@v7";
-    out << YAML::Key << "with" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "pattern" << YAML::Value << "merged-*";
-    out << YAML::Key << "path" << YAML::Value << "dist";
-    out << YAML::Key << "merge-multiple" << YAML::Value << true;
-    out << YAML::EndMap << YAML::EndMap;
+    download_artifacts(out, "merged-*", "dist");
     out << YAML::BeginMap << YAML::Key << "uses" << YAML::Value << "pypa/gh-action-pypi-publish@release/v1" << YAML::EndMap;
     out << YAML::EndSeq << YAML::EndMap;
   }
@@ -88,12 +93,7 @@ std::string caller_workflow(const WorkflowOptions& o) {
     out << YAML::Key << "runs-on" << YAML::Value << "ubuntu-24.04";
     out << YAML::Key << "permissions" << YAML::Value << YAML::BeginMap << YAML::Key << "contents" << YAML::Value << "write" << YAML::EndMap;
     out << YAML::Key << "steps" << YAML::Value << YAML::BeginSeq;
-    out << YAML::BeginMap << YAML::Key << "uses" << YAML::Value << "actions/download-artifact@v7";
-    out << YAML::Key << "with" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "pattern" << YAML::Value << "variants-*";
-    out << YAML::Key << "path" << YAML::Value << "variants";
-    out << YAML::Key << "merge-multiple" << YAML::Value << true;
-    out << YAML::EndMap << YAML::EndMap;
+    download_artifacts(out, "variants-*", "variants");
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "Attach the variant wheels and their index to the release";
     out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "GH_TOKEN" << YAML::Value << "${{ github.token }}";

@@ -94,6 +94,12 @@ wm::WheelInput parse_input(const std::string& arg) {
   return {arg, {}};
 }
 
+std::vector<wm::WheelInput> parse_inputs(const std::vector<std::string>& args) {
+  std::vector<wm::WheelInput> inputs;
+  for (const std::string& a : args) inputs.push_back(parse_input(a));
+  return inputs;
+}
+
 wm::DosTime output_time(const Output& out) {
   std::string warning;
   wm::DosTime time = wm::output_time_from_environment(warning);
@@ -104,10 +110,8 @@ wm::DosTime output_time(const Output& out) {
 int run_merge(const Output& out, const std::vector<std::string>& args, const std::string& out_dir,
               const wm::MergeOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  std::vector<wm::WheelInput> inputs;
-  for (const std::string& a : args) inputs.push_back(parse_input(a));
   wm::Problems problems;
-  auto result = wm::merge_wheels(inputs, options, out_dir, output_time(out), problems);
+  auto result = wm::merge_wheels(parse_inputs(args), options, out_dir, output_time(out), problems);
   if (!result) return out.fail(problems);
   for (const std::string& w : result->plan.warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -132,10 +136,8 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
 int run_variants(const Output& out, const std::vector<std::string>& args, const std::string& out_dir,
                  const wm::VariantsOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  std::vector<wm::WheelInput> inputs;
-  for (const std::string& a : args) inputs.push_back(parse_input(a));
   wm::Problems problems;
-  auto result = wm::write_variants(inputs, options, out_dir, output_time(out), problems);
+  auto result = wm::write_variants(parse_inputs(args), options, out_dir, output_time(out), problems);
   if (!result) return out.fail(problems);
   for (const std::string& w : result->warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
