@@ -32,7 +32,10 @@ nlohmann::json to_json(const InspectReport& r) {
                      {"variant", f.variant ? nlohmann::json(*f.variant) : nlohmann::json(nullptr)}});
   return {{"file", r.file}, {"valid", true}, {"name", r.name}, {"version", r.version}, {"tags", r.tags},
           {"root_is_purelib", r.root_is_purelib}, {"generator", r.generator}, {"warnings", r.warnings},
-          {"merged", r.merged()}, {"variants", r.variants}, {"loaders", loaders}, {"files", files},
+          {"merged", r.merged()}, {"variants", r.variants},
+          {"variant", r.variant_label.empty() ? nlohmann::json(nullptr)
+                                              : nlohmann::json{{"label", r.variant_label}, {"properties", r.variant_properties}}},
+          {"loaders", loaders}, {"files", files},
           {"shared_bytes", r.shared_bytes}, {"variant_bytes", r.variant_bytes}};
 }
 
@@ -40,6 +43,8 @@ void print_text(const InspectReport& r) {
   // Every value comes from the wheel: printed escaped.
   fmt::print("{} {}: valid wheel\n", printable(r.name), printable(r.version));
   fmt::print("tags: {}\n", fmt::join(r.tags, ", "));
+  if (!r.variant_label.empty())
+    fmt::print("variant wheel {}: {}\n", printable(r.variant_label), printable(fmt::format("{}", fmt::join(r.variant_properties, ", "))));
   if (!r.merged()) {
     fmt::print("not a merged wheel: no wheelmerge loader\n");
     return;

@@ -1,6 +1,8 @@
 #include "merger/report.hpp"
 
 #include "merger/loader.hpp"
+#include "merger/member_stream.hpp"
+#include "merger/variant_metadata.hpp"
 #include "merger/verify.hpp"
 #include "merger/wheel.hpp"
 
@@ -32,6 +34,12 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
   r.root_is_purelib = wheel->wheel_fields.one("Root-Is-Purelib").value_or("");
   r.generator = wheel->wheel_fields.one("Generator").value_or("");
   r.warnings = wheel->warnings;
+  if (!wheel->name.variant.empty()) {  // its variant.json was checked as the wheel was read
+    r.variant_label = wheel->name.variant;
+    if (const WheelFile* f = wheel->find(wheel->dist_info + "/variant.json"))
+      if (auto text = read_member(wheel->zip, wheel->zip.entries[f->entry], kMaxVariantFile, wheel->display, problems))
+        r.variant_properties = variant_property_strings(*text, r.variant_label);
+  }
   // Which stored files belong to which build.
   std::map<std::string, std::string> variant_of;  // stored path -> label
   std::vector<std::string> members;

@@ -43,6 +43,9 @@ struct InspectReport {
   std::string generator;
   std::vector<std::string> warnings;
   std::vector<std::string> variants;
+  // A variant wheel's (PEP 825) label and properties ("nvidia :: cuda_version_lower_bound :: 12").
+  std::string variant_label;
+  std::vector<std::string> variant_properties;
   std::vector<Loader> loaders;
   std::vector<File> files;  // in archive order
   uint64_t shared_bytes = 0;

@@ -107,6 +107,17 @@ std::string variant_document_problem(std::string_view text, const std::string& l
   return {};
 }
 
+std::vector<std::string> variant_property_strings(std::string_view text, const std::string& label) {
+  if (!variant_document_problem(text, label).empty()) return {};
+  std::vector<std::string> out;
+  const auto doc = nlohmann::json::parse(text);
+  for (const auto& [name_space, features] : doc["variants"][label].items())
+    for (const auto& [feature, values] : features.items())
+      for (const nlohmann::json& value : values) out.push_back(fmt::format("{} :: {} :: {}", name_space, feature, value.get<std::string>()));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::string variants_document(const std::vector<VariantProperties>& variants) {
   nlohmann::json doc = nlohmann::json::object();  // keys sorted: the bytes depend on the content alone
   doc["$schema"] = std::string(kVariantSchema);

@@ -39,4 +39,8 @@ inline constexpr size_t kMaxVariantFile = 1 << 20;
 // requires).
 std::string variant_document_problem(std::string_view text, const std::string& label);
 
+// The properties `label` has in a valid variant document, as "namespace :: feature :: value"
+// (variantlib's notation), sorted; empty for a document variant_document_problem refuses.
+std::vector<std::string> variant_property_strings(std::string_view text, const std::string& label);
+
 }  // namespace wm

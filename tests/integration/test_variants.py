@@ -259,3 +259,15 @@ def test_a_variant_wheel_is_refused_as_a_merge_input(wheelmerge_bin, outputs, de
     assert result.returncode == 3, result.stderr
     assert "a variant wheel (PEP 825) as input" in result.stderr, result.stderr
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_inspect_shows_a_variant_wheels_label_and_properties(wheelmerge_bin, outputs, label: str) -> None:
+    wheel = variant_wheel(outputs, label)
+    report = json.loads(wheelmerge(wheelmerge_bin, "inspect", wheel, "--json").stdout)
+    assert report["variant"] == {"label": label, "properties": [f"nvidia :: cuda_version_lower_bound :: {label[2:]}"]}
+    assert report["merged"] is False
+    text = wheelmerge(wheelmerge_bin, "inspect", wheel).stdout
+    assert f"variant wheel {label}: nvidia :: cuda_version_lower_bound :: {label[2:]}\n" in text, text
+    merged = json.loads(wheelmerge(wheelmerge_bin, "inspect", outputs["summary"]["merged"], "--json").stdout)
+    assert merged["variant"] is None and merged["merged"] is True

@@ -44,6 +44,8 @@ TEST_CASE("variant.json as the strict reader checks it") {
   std::string why;
   const std::string good = variants_document({*variant_properties(*VariantLabel::parse("cu12"), why)});
   CHECK(variant_document_problem(good, "cu12") == "");
+  CHECK(variant_property_strings(good, "cu12") == std::vector<std::string>{"nvidia :: cuda_version_lower_bound :: 12"});
+  CHECK(variant_property_strings(good, "cu13").empty());  // refused: another label
   CHECK(variant_document_problem(good, "cu13").find("not the file name's label \"cu13\" alone") != std::string::npos);
   auto edited = [&](auto&& edit) {
     auto doc = nlohmann::json::parse(good);
