@@ -140,6 +140,10 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
       why = "variant label \"" + w.variant + "\" is not made of 0-9, a-z, _ and . (PEP 825)";
       return std::nullopt;
     }
+    if (!w.suffix_label.empty()) {  // "...-any-a.cu12.whl": the two conventions would read it two ways
+      why = fmt::format("both a PEP 825 variant label \"{}\" and a .{} suffix", w.variant, w.suffix_label);
+      return std::nullopt;
+    }
   }
   w.python = split(parts[parts.size() - 3], '.');
   w.abi = split(parts[parts.size() - 2], '.');

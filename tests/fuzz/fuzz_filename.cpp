@@ -17,8 +17,9 @@ namespace {
 using wm::split;
 
 std::string show(const wm::WheelName& w) {
-  return fmt::format("name={} version={} build={} python={} abi={} platform={} label={}", w.name, w.version, w.build,
-                     fmt::join(w.python, "."), fmt::join(w.abi, "."), fmt::join(w.platform, "."), w.suffix_label);
+  return fmt::format("name={} version={} build={} python={} abi={} platform={} label={} variant={}", w.name, w.version,
+                     w.build, fmt::join(w.python, "."), fmt::join(w.abi, "."), fmt::join(w.platform, "."), w.suffix_label,
+                     w.variant);
 }
 
 void check_filename(std::string_view filename) {
@@ -31,6 +32,7 @@ void check_filename(std::string_view filename) {
   FUZZ_CHECK(why.empty());
   FUZZ_CHECK(!name->name.empty() && !name->version.empty() && wm::is_pep440_version(name->version));
   FUZZ_CHECK(name->suffix_label.empty() || wm::VariantLabel::parse(name->suffix_label));
+  FUZZ_CHECK(name->variant.empty() || wm::is_variant_label(name->variant));
   auto tags = name->expanded_tags();
   FUZZ_CHECK(!tags.empty() && std::is_sorted(tags.begin(), tags.end()));
 
@@ -40,7 +42,7 @@ void check_filename(std::string_view filename) {
   FUZZ_CHECK(again.has_value(), "filename() of a parsed name does not parse: " + wm::printable(rebuilt) + ": " + why);
   FUZZ_CHECK(again->name == name->name && again->version == name->version && again->build == name->build &&
                  again->python == name->python && again->abi == name->abi && again->platform == name->platform &&
-                 again->suffix_label.empty(),
+                 again->variant == name->variant && again->suffix_label.empty(),
              wm::printable(std::string(filename)) + " parsed as " + wm::printable(show(*name)) + "; " +
                  wm::printable(rebuilt) + " as " + wm::printable(show(*again)));
 

@@ -45,6 +45,8 @@ TEST_CASE("PEP 825 variant wheel names: the label is the last component") {
   CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-cp311-linux_x86_64-CU12.whl", why));
   CHECK(why.find("variant label") != std::string::npos);
   CHECK_FALSE(parse_wheel_filename("pkg-1.0-1-cp311-cp311-linux_x86_64-cu-12.whl", why));
+  CHECK_FALSE(parse_wheel_filename("pkg-1.0-py3-none-any-a.cu12.whl", why));  // a .cu12 suffix too
+  CHECK(why.find("both a PEP 825 variant label") != std::string::npos);
   CHECK(is_variant_label("torch.2_9"));
   CHECK_FALSE(is_variant_label(""));
   CHECK_FALSE(is_variant_label("a-b"));
