@@ -338,3 +338,27 @@ def test_pip_resolves_each_builds_toolkit_extra(merged: Path, python312: Path, t
             assert installs["cuda-toolkit"].startswith(major), (spelling, installs)
             runtime = "nvidia-cuda-runtime-cu12" if major == "12." else "nvidia-cuda-runtime"
             assert installs[runtime].startswith(major), (spelling, installs)
+
+
+def test_variant_wheels_of_cupy_hold_each_build_as_built_under_one_name(wheelmerge_bin: Path, inputs: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    """`wheelmerge variants --name cupy`: the two distributions become variant wheels of one release,
+    each build's files under their own names (CuPy finds its build-info file by path again)."""
+    out = tmp_path / "variants"
+    summary = json.loads(wheelmerge(wheelmerge_bin, "variants", "--name", "cupy", "--json", inputs["cu12"], inputs["cu13"],
+                                    "-o", out).stdout)
+    stem = MERGED_NAME[: -len(".whl")]
+    assert [Path(w).name for w in summary["variant_wheels"]] == [f"{stem}-cu12.whl", f"{stem}-cu13.whl"]
+    assert Path(summary["index"]).name == "cupy-14.2.0-variants.json"
+    for label, wheel in zip(("cu12", "cu13"), summary["variant_wheels"]):
+        with zipfile.ZipFile(inputs[label]) as given, zipfile.ZipFile(wheel) as z:
+            own = {n: given.read(n) for n in given.namelist() if ".dist-info/" not in n}
+            written = {n: z.read(n) for n in z.namelist() if ".dist-info/" not in n}
+            assert written == own, sorted(set(written) ^ set(own))[:10]
+            assert VARIANT_FILE in written
+            metadata = z.read("cupy-14.2.0.dist-info/METADATA").decode()
+            assert "\nName: cupy\n" in metadata
+            variant = json.loads(z.read("cupy-14.2.0.dist-info/variant.json"))
+        assert variant["variants"] == {label: {"nvidia": {"cuda_version_lower_bound": [label[2:]]}}}
+    verified = json.loads(wheelmerge(wheelmerge_bin, "verify", "--json", *summary["variant_wheels"]).stdout)
+    assert [w["valid"] for w in verified["wheels"]] == [True, True]
