@@ -1,5 +1,7 @@
 #include "merger/variant_metadata.hpp"
 
+#include "merger/wheel_name.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -40,10 +42,10 @@ size_t json_depth(std::string_view text, size_t limit) {
   return deepest;
 }
 
+// PEP 825's names: a value (`dot`) as a label is written (is_variant_label), a namespace or
+// feature the same without ".".
 bool all_of_chars(const std::string& s, bool dot) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_' || (dot && c == '.');
-  });
+  return is_variant_label(s) && (dot || s.find('.') == std::string::npos);
 }
 
 // A non-empty JSON array of unique names (0-9, a-z, "_", and "." where `dot`); empty when it is

@@ -24,6 +24,11 @@ std::string variant_filename(const std::string& filename, const std::string& lab
   return filename.substr(0, filename.size() - 4) + "-" + label + ".whl";
 }
 
+// "{name}-{version}" of a plan: its dist-info directory less ".dist-info".
+std::string release_of(const MergePlan& plan) {
+  return plan.dist_info.substr(0, plan.dist_info.size() - std::string_view(".dist-info").size());
+}
+
 // Writes `text` to `dir/name` through a temporary file renamed into place.
 bool write_text_file(const std::string& dir, const std::string& name, const std::string& text, std::string& error) {
   namespace fs = std::filesystem;
@@ -100,8 +105,7 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
                          plan->warnings.end());
     if (!plans.empty() && plan->dist_info != plans.front().dist_info)
       problems.push_back({ProblemKind::invalid_input, wheels[i].display, {}, "a different release than the other builds",
-                          "the name and version of " + plans.front().dist_info.substr(0, plans.front().dist_info.size() - 10),
-                          plan->dist_info.substr(0, plan->dist_info.size() - 10)});
+                          "the name and version of " + release_of(plans.front()), release_of(*plan)});
     plans.push_back(std::move(*plan));
   }
   std::optional<MergePlan> merged;
@@ -133,8 +137,7 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     result.warnings.insert(result.warnings.end(), merged->warnings.begin(), merged->warnings.end());
   }
   // {name}-{version}-variants.json: the name and version as in the wheels' file names.
-  const std::string& release = plans.front().dist_info;
-  const std::string index = release.substr(0, release.size() - std::string(".dist-info").size()) + "-variants.json";
+  const std::string index = release_of(plans.front()) + "-variants.json";
   std::string error;
   if (!write_text_file(out_dir, index, variants_document(variants), error)) {
     undo();
