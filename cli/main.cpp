@@ -142,12 +142,19 @@ int run_variants(const Output& out, const std::vector<std::string>& args, const 
   for (const std::string& w : result->warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const std::string& w : result->wheels) out.detail(w);
+  nlohmann::json sm_arch = nlohmann::json::object();
+  for (size_t i = 0; i < result->labels.size(); ++i) {
+    sm_arch[result->labels[i]] = result->sm_arch[i];
+    out.info(fmt::format("{}: {}", result->labels[i],
+                         result->sm_arch[i].empty() ? std::string("no sm_arch (any GPU)")
+                                                    : fmt::format("sm_arch {}", fmt::join(result->sm_arch[i], " "))));
+  }
   out.info(fmt::format("wrote {} variant wheels ({}) and {}{} in {:.2f}s", result->wheels.size(),
                        fmt::join(result->labels, ", "), result->index,
                        result->merged ? ", with the merged wheel " + *result->merged : std::string(), seconds));
   if (out.json) {
     nlohmann::json j = {{"variant_wheels", result->wheels}, {"labels", result->labels}, {"index", result->index},
-                        {"merged", result->merged ? nlohmann::json(*result->merged) : nlohmann::json()},
+                        {"sm_arch", sm_arch}, {"merged", result->merged ? nlohmann::json(*result->merged) : nlohmann::json()},
                         {"warnings", result->warnings}, {"seconds", seconds}};
     fmt::print("{}\n", j.dump(2));
   }
@@ -377,9 +384,9 @@ int run_config(const Output& out, const std::string& project_dir) {
   return 0;
 }
 
-int run_inspect(const Output& out, const std::string& path) {
+int run_inspect(const Output& out, const std::string& path, bool gpu_code) {
   wm::Problems problems;
-  auto report = wm::inspect_wheel(path, problems);
+  auto report = wm::inspect_wheel(path, problems, gpu_code);
   if (!report) return out.fail(problems);
   for (const std::string& w : report->warnings) out.warning(w);
   if (out.json) fmt::print("{}\n", wm::cli::to_json(*report).dump(2));
@@ -444,6 +451,8 @@ Subcommand add_variants(CLI::App& app, Output& out) {
   variants->add_option("wheels", a->wheels, "input wheels, each optionally PATH=LABEL (cuNN)")->required();
   variants->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
   variants->add_flag("--with-merged", a->options.with_merged, "also write the merged wheel (as `merge` does)");
+  variants->add_flag("!--no-sm-arch", a->options.sm_arch,
+                     "give no nvidia :: sm_arch property (by default: the GPU architectures every file of a build has code for)");
   repeatable(variants->add_option("--variant-file", a->options.merge.variant_globs,
                                   "for the merged wheel: glob of other paths that may differ per build"));
   variants->add_flag("--driver-fallback", a->options.merge.driver_fallback,
@@ -463,8 +472,11 @@ Subcommand add_inspect(CLI::App& app, Output& out) {
   auto path = std::make_shared<std::string>();
   auto* inspect = app.add_subcommand("inspect", "validate a wheel and show its variants");
   inspect->add_option("wheel", *path, "the wheel")->required();
+  auto gpu_code = std::make_shared<bool>(false);
+  inspect->add_flag("--gpu-code", *gpu_code,
+                    "also read the GPU code of each file's CUDA fat binaries and the sm_arch values of each build");
   add_common(inspect, out);
-  return {inspect, [&out, path] { return run_inspect(out, *path); }};
+  return {inspect, [&out, path, gpu_code] { return run_inspect(out, *path, *gpu_code); }};
 }
 
 Subcommand add_build(CLI::App& app, Output& out) {

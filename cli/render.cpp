@@ -27,16 +27,20 @@ nlohmann::json to_json(const InspectReport& r) {
                        {"preload", preload}, {"build_info", build_info}});
   }
   nlohmann::json files = nlohmann::json::array();
-  for (const InspectReport::File& f : r.files)
+  for (const InspectReport::File& f : r.files) {
     files.push_back({{"path", f.path}, {"size", f.size}, {"compressed_size", f.compressed_size},
                      {"variant", f.variant ? nlohmann::json(*f.variant) : nlohmann::json(nullptr)}});
+    if (!f.gpu_code.empty()) files.back()["gpu_code"] = f.gpu_code;
+    if (!f.gpu_code_unreadable.empty()) files.back()["gpu_code_unreadable"] = f.gpu_code_unreadable;
+  }
   return {{"file", r.file}, {"valid", true}, {"name", r.name}, {"version", r.version}, {"tags", r.tags},
           {"root_is_purelib", r.root_is_purelib}, {"generator", r.generator}, {"warnings", r.warnings},
           {"merged", r.merged()}, {"variants", r.variants},
           {"variant", r.variant_label.empty() ? nlohmann::json(nullptr)
                                               : nlohmann::json{{"label", r.variant_label}, {"properties", r.variant_properties}}},
           {"loaders", loaders}, {"files", files},
-          {"shared_bytes", r.shared_bytes}, {"variant_bytes", r.variant_bytes}};
+          {"shared_bytes", r.shared_bytes}, {"variant_bytes", r.variant_bytes},
+          {"sm_arch", r.sm_arch}, {"sm_arch_notes", r.sm_arch_notes}};
 }
 
 void print_text(const InspectReport& r) {
@@ -45,6 +49,14 @@ void print_text(const InspectReport& r) {
   fmt::print("tags: {}\n", fmt::join(r.tags, ", "));
   if (!r.variant_label.empty())
     fmt::print("variant wheel {}: {}\n", printable(r.variant_label), printable(fmt::format("{}", fmt::join(r.variant_properties, ", "))));
+  for (const InspectReport::File& f : r.files) {
+    if (!f.gpu_code.empty()) fmt::print("GPU code: {}: {}\n", printable(f.path), fmt::join(f.gpu_code, " "));
+    if (!f.gpu_code_unreadable.empty())
+      fmt::print("GPU code: {}: unreadable ({})\n", printable(f.path), printable(f.gpu_code_unreadable));
+  }
+  for (const auto& [label, values] : r.sm_arch)
+    fmt::print("sm_arch{}: {}\n", label.empty() ? "" : " of " + label, values.empty() ? "none (any GPU)" : fmt::format("{}", fmt::join(values, " ")));
+  for (const std::string& note : r.sm_arch_notes) fmt::print("note: {}\n", printable(note));
   if (!r.merged()) {
     fmt::print("not a merged wheel: no wheelmerge loader\n");
     return;

@@ -1,10 +1,13 @@
 #include "merger/report.hpp"
 
+#include "merger/gpu_code.hpp"
 #include "merger/loader.hpp"
 #include "merger/member_stream.hpp"
 #include "merger/variant_metadata.hpp"
 #include "merger/verify.hpp"
 #include "merger/wheel.hpp"
+
+#include <fmt/format.h>
 
 namespace wm {
 
@@ -19,11 +22,47 @@ std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& prob
   return report;
 }
 
-std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& problems) {
+namespace {
+// Fills the files' GPU code and each build's sm_arch values.
+void add_gpu_code(const Wheel& wheel, InspectReport& r, Problems& problems) {
+  BuildGpuCode code = build_gpu_code(wheel, problems);
+  std::map<std::string, size_t> position;
+  for (size_t i = 0; i < r.files.size(); ++i) position[r.files[i].path] = i;
+  for (const auto& [path, found] : code.files)
+    for (const GpuCode& c : found) r.files[position.at(path)].gpu_code.push_back(c.str());
+  for (const auto& [path, why] : code.unreadable) r.files[position.at(path)].gpu_code_unreadable = why;
+  std::vector<std::string> builds = r.variants;
+  if (builds.empty()) builds.push_back(std::string());
+  for (const std::string& label : builds) {
+    std::vector<std::pair<std::string, std::set<GpuCode>>> files;
+    bool unreadable = false;
+    for (const auto& [path, why] : code.unreadable) {
+      const auto& variant = r.files[position.at(path)].variant;
+      if (variant && *variant != label) continue;
+      unreadable = true;
+      r.sm_arch_notes.push_back(fmt::format("{}cannot read the GPU code of {} ({}): no sm_arch", label.empty() ? "" : label + ": ",
+                                            path, why));
+    }
+    for (const auto& f : code.files) {
+      const auto& variant = r.files[position.at(f.first)].variant;
+      if (!variant || *variant == label) files.push_back(f);
+    }
+    if (unreadable || files.empty()) {
+      r.sm_arch[label] = {};
+      continue;
+    }
+    SmArch arch = sm_arch_values(files);
+    r.sm_arch[label] = arch.values;
+    for (const std::string& note : arch.notes) r.sm_arch_notes.push_back(label.empty() ? note : label + ": " + note);
+  }
+}
+}  // namespace
+
+std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& problems, bool gpu_code) {
+  const size_t before = problems.size();
   auto wheel = read_wheel(WheelInput{path, {}}, problems);
   if (!wheel) return std::nullopt;
   // The manifests are checked as `verify` checks them before anything is read from them.
-  const size_t before = problems.size();
   std::vector<FoundLoader> loaders = find_loaders(*wheel, problems);
   if (problems.size() != before) return std::nullopt;
   InspectReport r;
@@ -67,6 +106,8 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
     }
     r.files.push_back(std::move(file));
   }
+  if (gpu_code) add_gpu_code(*wheel, r, problems);
+  if (problems.size() != before) return std::nullopt;
   return r;
 }
 

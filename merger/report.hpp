@@ -34,6 +34,10 @@ struct InspectReport {
     uint64_t size = 0;
     uint64_t compressed_size = 0;
     std::optional<std::string> variant;  // the label of the build it belongs to; none when shared
+    // With `gpu_code`: the GPU code of its fat binaries ("sm_90", "compute_80"), or why they
+    // could not be read.
+    std::vector<std::string> gpu_code;
+    std::string gpu_code_unreadable;
   };
   std::string file;
   std::string name;
@@ -50,8 +54,13 @@ struct InspectReport {
   std::vector<File> files;  // in archive order
   uint64_t shared_bytes = 0;
   std::map<std::string, uint64_t> variant_bytes;  // by label
+  // With `gpu_code`: the nvidia :: sm_arch values of each build (a merged wheel's builds with
+  // the shared files; "" for a wheel of one build), as `variants` would give them, and what
+  // they cannot say.
+  std::map<std::string, std::vector<std::string>> sm_arch;
+  std::vector<std::string> sm_arch_notes;
   bool merged() const { return !loaders.empty(); }
 };
-std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& problems);
+std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& problems, bool gpu_code = false);
 
 }  // namespace wm

@@ -1,5 +1,6 @@
 #include "merger/variants.hpp"
 
+#include "merger/gpu_code.hpp"
 #include "merger/plan.hpp"
 #include "merger/write.hpp"
 
@@ -52,9 +53,23 @@ bool write_text_file(const std::string& dir, const std::string& name, const std:
   return true;
 }
 
+// A build's nvidia :: sm_arch values from its files' GPU code; what they cannot say goes to
+// `notes`, each naming the build. None where a file's fat binaries cannot be read: leaving it
+// out could claim GPUs it has no code for.
+std::vector<std::string> build_sm_arch(const Wheel& w, std::vector<std::string>& notes, Problems& problems) {
+  BuildGpuCode code = build_gpu_code(w, problems);
+  for (const auto& [path, why] : code.unreadable)
+    notes.push_back(fmt::format("{}: cannot read the GPU code of {} ({}): no sm_arch for this build", w.label, path, why));
+  if (!code.unreadable.empty() || code.files.empty()) return {};
+  SmArch arch = sm_arch_values(code.files);
+  for (const std::string& note : arch.notes) notes.push_back(fmt::format("{}: sm_arch: {}", w.label, note));
+  return arch.values;
+}
+
 }  // namespace
 
-std::optional<VariantProperties> variant_properties(const VariantLabel& label, std::string& why) {
+std::optional<VariantProperties> variant_properties(const VariantLabel& label, std::string& why,
+                                                    const std::vector<std::string>& sm_arch) {
   if (label.selector() != Selector::cuda) {
     why = fmt::format("{} ({} builds have no variant provider installers know; merge them instead)", label.str(),
                       selector_name(label.selector()));
@@ -65,6 +80,7 @@ std::optional<VariantProperties> variant_properties(const VariantLabel& label, s
   // A build for CUDA N runs on a driver of CUDA N or later: the provider prefers the highest
   // bound a driver meets, so a CUDA 13 driver gets the cu13 build and a CUDA 12 driver cu12.
   v.properties["nvidia"]["cuda_version_lower_bound"] = {std::to_string(label.cuda_major())};
+  if (!sm_arch.empty()) v.properties["nvidia"]["sm_arch"] = sm_arch;
   return v;
 }
 
@@ -80,9 +96,12 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
   // Every output planned before any is written: each build alone, as a merge of one build with
   // its variant.json, under the release's name and version.
   std::vector<VariantProperties> variants;
+  std::vector<std::string> notes;
   for (const Wheel& w : wheels) {
+    std::vector<std::string> sm_arch;
+    if (options.sm_arch) sm_arch = build_sm_arch(w, notes, problems);
     std::string why;
-    if (auto v = variant_properties(*VariantLabel::parse(w.label), why)) variants.push_back(std::move(*v));
+    if (auto v = variant_properties(*VariantLabel::parse(w.label), why, sm_arch)) variants.push_back(std::move(*v));
     else problems.push_back({ProblemKind::usage, w.path, {}, "no variant properties for this build's label",
                              "a CUDA label (cuNN)", why});
   }
@@ -113,6 +132,7 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
   if (problems.size() != before) return std::nullopt;
 
   VariantsResult result;
+  result.warnings = std::move(notes);
   auto undo = [&] {
     for (const std::string& path : result.wheels) std::remove(path.c_str());
     if (result.merged) std::remove(result.merged->c_str());
@@ -125,6 +145,8 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     }
     result.wheels.push_back(*written);
     result.labels.push_back(variants[i].label);
+    const auto& nvidia = variants[i].properties.at("nvidia");
+    result.sm_arch.push_back(nvidia.count("sm_arch") ? nvidia.at("sm_arch") : std::vector<std::string>());
     result.warnings.insert(result.warnings.end(), plans[i].warnings.begin(), plans[i].warnings.end());
   }
   if (merged) {

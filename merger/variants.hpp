@@ -20,18 +20,24 @@
 namespace wm {
 
 // The properties of a build's label, or nullopt with `why`: a CUDA build needs a driver of at
-// least its CUDA major (nvidia :: cuda_version_lower_bound). Labels of other selectors have no
-// provider an installer knows today (torch, x86-64 levels).
-std::optional<VariantProperties> variant_properties(const VariantLabel& label, std::string& why);
+// least its CUDA major (nvidia :: cuda_version_lower_bound), and runs on the GPUs `sm_arch`
+// names (nvidia :: sm_arch; none given: any GPU, as far as the properties say). Labels of other
+// selectors have no provider an installer knows today (torch, x86-64 levels).
+std::optional<VariantProperties> variant_properties(const VariantLabel& label, std::string& why,
+                                                    const std::vector<std::string>& sm_arch = {});
 
 struct VariantsOptions {
   MergeOptions merge;        // labels, --name, --variant-file and the rest, as for `merge`
   bool with_merged = false;  // also write the merged wheel, the non-variant fallback
+  // nvidia :: sm_arch from the GPU code of each build's files (gpu_code.hpp); off, a build's
+  // properties say nothing about the GPU.
+  bool sm_arch = true;
 };
 
 struct VariantsResult {
   std::vector<std::string> wheels;  // the variant wheels written, in label order
   std::vector<std::string> labels;
+  std::vector<std::vector<std::string>> sm_arch;  // per label: the sm_arch values given, if any
   std::string index;                // {name}-{version}-variants.json
   std::optional<std::string> merged;
   std::vector<std::string> warnings;

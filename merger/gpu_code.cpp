@@ -1,0 +1,426 @@
+#include "merger/gpu_code.hpp"
+
+#include "merger/bytes.hpp"
+#include "merger/member_stream.hpp"
+#include "merger/parallel.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+namespace wm {
+
+namespace {
+constexpr uint32_t kFatbinMagic = 0xBA55ED50;
+constexpr size_t kFatbinHeader = 16;
+constexpr size_t kEntryHeader = 64;       // the fields read; an entry's header may be longer
+constexpr size_t kMaxEntryHeader = 4096;  // 64 to 112 bytes in CUDA 12 and 13
+constexpr size_t kMaxContainerHeader = 256;
+constexpr uint64_t kArchSpecific = 0x100000, kFamily = 0x200000;
+constexpr uint16_t kKindPtx = 1, kKindElf = 2;
+
+// The section names and headers an ELF file's first pass keeps: the section header table and
+// this much before it, where linkers put `.shstrtab`.
+constexpr uint64_t kNamesWindow = 256 << 10;
+constexpr uint64_t kMaxSectionTable = 65535ull * 64;
+constexpr uint64_t kMaxSectionNames = 1 << 20;
+constexpr uint32_t kShtProgbits = 1;
+constexpr uint16_t kEmCuda = 190;
+
+// [lo, hi) of `range` that `chunk`, starting at `pos`, overlaps, as a subspan (empty when none).
+std::span<const uint8_t> overlap(std::span<const uint8_t> chunk, uint64_t pos, const ByteRange& range) {
+  uint64_t lo = std::max(pos, range.offset), hi = std::min(pos + chunk.size(), range.offset + range.size);
+  if (lo >= hi) return {};
+  return chunk.subspan(lo - pos, hi - lo);
+}
+}  // namespace
+
+std::string GpuCode::str() const {
+  std::string s = fmt::format("{}_{}", kind == Kind::sass ? "sm" : "compute", arch);
+  if (suffix) s += suffix;
+  return s;
+}
+
+bool FatbinWalker::has_magic(std::span<const uint8_t> head) {
+  return head.size() >= 4 && ByteView(head.data(), 4).u32(0) == kFatbinMagic;
+}
+
+void FatbinWalker::fail(std::string why) {
+  if (result_.unreadable.empty()) result_.unreadable = fmt::format("{} (at byte {})", why, seen_ - header_.size());
+}
+
+void FatbinWalker::feed(std::span<const uint8_t> chunk) {
+  while (!chunk.empty() && result_.unreadable.empty()) {
+    if (skip_ > 0) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(skip_, chunk.size()));
+      skip_ -= n;
+      seen_ += n;
+      chunk = chunk.subspan(n);
+      continue;
+    }
+    size_t n = std::min(need_ - header_.size(), chunk.size());
+    header_.insert(header_.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(n));
+    seen_ += n;
+    chunk = chunk.subspan(n);
+    if (header_.size() == need_) take(header_);
+  }
+}
+
+// A complete header is in `bytes` (header_); decides what comes next.
+void FatbinWalker::take(std::span<const uint8_t> bytes) {
+  ByteView h(bytes.data(), bytes.size());
+  const uint64_t at = seen_ - bytes.size();  // where this header starts in the range
+  if (want_ == Want::container) {
+    if (bytes.size() == 8) {
+      if (std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; })) {
+        header_.clear();  // padding between fat binaries
+        return;
+      }
+      need_ = kFatbinHeader;  // the rest of the header
+      return;
+    }
+    if (h.u32(0) != kFatbinMagic) return fail(fmt::format("no fat binary header (magic {:#010x})", h.u32(0)));
+    const uint16_t version = h.u16(4), header_size = h.u16(6);
+    const uint64_t fat_size = h.u64(8);
+    if (version != 1) return fail(fmt::format("fat binary version {} (1 is known)", version));
+    if (header_size < kFatbinHeader || header_size > kMaxContainerHeader || header_size > size_ - at)
+      return fail(fmt::format("a fat binary header of {} bytes", header_size));
+    if (fat_size > size_ - at - header_size)
+      return fail(fmt::format("a fat binary of {} bytes where {} remain", fat_size, size_ - at - header_size));
+    container_end_ = at + header_size + fat_size;
+    skip_ = header_size - kFatbinHeader;
+    want_ = fat_size == 0 ? Want::container : Want::entry;
+    need_ = want_ == Want::container ? 8 : kEntryHeader;
+    header_.clear();
+    return;
+  }
+  // An entry: kind, its header's size, its payload's size, architecture, flags.
+  const uint16_t kind = h.u16(0);
+  const uint32_t header_size = h.u32(4), arch = h.u32(28);
+  const uint64_t payload = h.u64(8), flags = h.u64(40);
+  if (header_size < kEntryHeader || header_size > kMaxEntryHeader || header_size > container_end_ - at)
+    return fail(fmt::format("an entry header of {} bytes", header_size));
+  if (payload > container_end_ - at - header_size)
+    return fail(fmt::format("an entry of {} bytes where its fat binary has {} left", payload,
+                            container_end_ - at - header_size));
+  if (kind != kKindPtx && kind != kKindElf) return fail(fmt::format("an entry of kind {} (1 PTX and 2 ELF are known)", kind));
+  if (arch < 10 || arch > 999) return fail(fmt::format("an entry for architecture {}", arch));
+  if ((flags & kArchSpecific) && (flags & kFamily)) return fail("an entry both arch-specific and family-specific");
+  GpuCode code;
+  code.kind = kind == kKindPtx ? GpuCode::Kind::ptx : GpuCode::Kind::sass;
+  code.arch = static_cast<uint16_t>(arch);
+  code.suffix = (flags & kArchSpecific) ? 'a' : (flags & kFamily) ? 'f' : 0;
+  result_.code.insert(code);
+  skip_ = header_size - kEntryHeader + payload;
+  const uint64_t next = at + header_size + payload;
+  if (next == container_end_) {
+    want_ = Want::container;
+    need_ = 8;
+  } else if (container_end_ - next < kEntryHeader) {
+    return fail(fmt::format("{} bytes after an entry, too few for another", container_end_ - next));
+  } else {
+    need_ = kEntryHeader;
+  }
+  header_.clear();
+}
+
+GpuCodeScan FatbinWalker::finish() && {
+  if (result_.unreadable.empty()) {
+    if (seen_ != size_)
+      result_.unreadable = fmt::format("{} of its {} bytes read", seen_, size_);
+    else if (skip_ > 0 || want_ == Want::entry)
+      result_.unreadable = "it ends inside a fat binary";
+    else if (!std::all_of(header_.begin(), header_.end(), [](uint8_t b) { return b == 0; }))
+      result_.unreadable = "it ends inside a fat binary header";
+  }
+  return std::move(result_);
+}
+
+namespace {
+
+// The first pass over an ELF file: its header, and its section header table with the bytes
+// before it, where linkers put the section names.
+class SectionTableCapture {
+ public:
+  void feed(std::span<const uint8_t> chunk) {
+    if (head_.size() < 64) {
+      size_t n = std::min(64 - head_.size(), chunk.size());
+      head_.insert(head_.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(n));
+      if (head_.size() == 64) locate();
+    }
+    if (window_) {
+      auto part = overlap(chunk, seen_, *window_);
+      if (!part.empty()) {
+        if (bytes_.empty()) bytes_.reserve(window_->size);
+        bytes_.insert(bytes_.end(), part.begin(), part.end());
+      }
+    }
+    seen_ += chunk.size();
+  }
+
+  // Why the file has no section table we read; empty when it has one.
+  std::string why_not() const {
+    if (!ok_) return why_;
+    if (bytes_.size() != window_->size) return "its section header table lies past its end";
+    return {};
+  }
+  uint64_t file_size() const { return seen_; }
+  bool cubin() const { return machine_ == kEmCuda; }
+
+  struct Section {
+    uint32_t name, type;
+    uint64_t offset, size;
+  };
+  std::vector<Section> sections() const {
+    std::vector<Section> out;
+    ByteView t(bytes_.data() + (table_offset_ - window_->offset), size_t(count_) * 64);
+    for (uint16_t i = 0; i < count_; ++i)
+      out.push_back({t.u32(i * 64u), t.u32(i * 64u + 4), t.u64(i * 64u + 24), t.u64(i * 64u + 32)});
+    return out;
+  }
+  uint16_t names_index() const { return names_index_; }
+  // The bytes of [offset, offset + size) when the window holds them.
+  std::optional<std::span<const uint8_t>> kept(uint64_t offset, uint64_t size) const {
+    if (offset < window_->offset || offset - window_->offset > bytes_.size() ||
+        size > bytes_.size() - (offset - window_->offset))
+      return std::nullopt;
+    return std::span<const uint8_t>(bytes_).subspan(offset - window_->offset, size);
+  }
+
+ private:
+  void locate() {
+    ByteView h(head_);
+    if (head_[4] != 2 || head_[5] != 1) {
+      why_ = "it is not a 64-bit little-endian ELF file";
+      return;
+    }
+    machine_ = h.u16(18);
+    table_offset_ = h.u64(40);
+    const uint16_t entry_size = h.u16(58);
+    count_ = h.u16(60);
+    names_index_ = h.u16(62);
+    if (count_ == 0) {
+      why_ = "it has no section header table";
+      return;
+    }
+    if (entry_size != 64 || names_index_ >= count_ || uint64_t{count_} * 64 > kMaxSectionTable ||
+        table_offset_ > UINT64_MAX - kMaxSectionTable) {
+      why_ = "its section header table is malformed";
+      return;
+    }
+    const uint64_t before = std::min(table_offset_, kNamesWindow);
+    window_ = ByteRange{table_offset_ - before, before + uint64_t{count_} * 64};
+    ok_ = true;
+  }
+
+  std::vector<uint8_t> head_;
+  std::vector<uint8_t> bytes_;
+  std::optional<ByteRange> window_;
+  uint64_t seen_ = 0, table_offset_ = 0;
+  uint16_t count_ = 0, names_index_ = 0, machine_ = 0;
+  bool ok_ = false;
+  std::string why_ = "it is shorter than an ELF header";
+};
+
+// Streams the member once more, handing `fn` the bytes that overlap each range.
+std::optional<Problem> stream_ranges(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                     const std::vector<ByteRange>& ranges,
+                                     const std::function<void(size_t, std::span<const uint8_t>)>& fn,
+                                     const std::function<void()>& restart) {
+  uint64_t end = 0;
+  for (const ByteRange& r : ranges) end = std::max(end, r.offset + r.size);
+  uint64_t pos = 0;
+  return stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
+    for (size_t i = 0; i < ranges.size(); ++i)
+      if (auto part = overlap(chunk, pos, ranges[i]); !part.empty()) fn(i, part);
+    pos += chunk.size();
+    return pos < end;
+  }, display, [&] {
+    pos = 0;
+    restart();
+  });
+}
+
+}  // namespace
+
+std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                         std::optional<Problem>& problem) {
+  const std::string member(entry.name);
+  std::optional<SectionTableCapture> elf;
+  std::optional<FatbinWalker> fatbin;
+  bool first = true;
+  problem = stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
+    if (first) {
+      first = false;
+      if (ElfScanner::has_magic(chunk)) elf.emplace();
+      else if (FatbinWalker::has_magic(chunk)) fatbin.emplace(entry.uncompressed_size);
+      else return false;  // no GPU code
+    }
+    if (elf) elf->feed(chunk);
+    if (fatbin) fatbin->feed(chunk);
+    return true;
+  }, display, [&] {
+    first = true;
+    elf.reset();
+    fatbin.reset();
+  });
+  if (problem) return std::nullopt;
+  if (fatbin) return std::move(*fatbin).finish();
+  GpuCodeScan none;
+  if (!elf) return none;
+  // A cubin is code for one GPU, but its header does not say whether it is arch-specific
+  // (sm_90 and sm_90a cubins have the same flags): nothing is claimed for it.
+  if (elf->cubin()) return none;
+  if (!elf->why_not().empty()) return none;  // no sections: no fat binary section either
+
+  using Section = SectionTableCapture::Section;
+  const std::vector<Section> sections = elf->sections();
+  const Section& names = sections[elf->names_index()];
+  if (names.size > kMaxSectionNames || names.offset > elf->file_size() || names.size > elf->file_size() - names.offset) {
+    none.unreadable = "its section names lie outside the file";
+    return none;
+  }
+  std::vector<uint8_t> fetched;
+  std::span<const uint8_t> name_bytes;
+  if (auto kept = elf->kept(names.offset, names.size)) {
+    name_bytes = *kept;
+  } else {
+    fetched.reserve(names.size);
+    problem = stream_ranges(zip, entry, display, {{names.offset, names.size}},
+                            [&](size_t, std::span<const uint8_t> part) { fetched.insert(fetched.end(), part.begin(), part.end()); },
+                            [&] { fetched.clear(); });
+    if (problem) return std::nullopt;
+    name_bytes = fetched;
+  }
+  auto named = [&](uint32_t at, std::string_view want) {
+    return at <= name_bytes.size() && name_bytes.size() - at > want.size() &&
+           std::equal(want.begin(), want.end(), name_bytes.begin() + at) && name_bytes[at + want.size()] == 0;
+  };
+  std::vector<ByteRange> ranges;
+  for (const Section& s : sections) {
+    if (!named(s.name, ".nv_fatbin") || s.type != kShtProgbits) continue;
+    if (s.offset > elf->file_size() || s.size > elf->file_size() - s.offset) {
+      none.unreadable = "its .nv_fatbin section lies outside the file";
+      return none;
+    }
+    ranges.push_back({s.offset, s.size});
+  }
+  if (ranges.empty()) return none;
+  std::vector<FatbinWalker> walkers;
+  for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
+  problem = stream_ranges(zip, entry, display, ranges, [&](size_t i, std::span<const uint8_t> part) { walkers[i].feed(part); },
+                          [&] {
+                            walkers.clear();
+                            for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
+                          });
+  if (problem) return std::nullopt;
+  GpuCodeScan result;
+  for (FatbinWalker& w : walkers) {
+    GpuCodeScan one = std::move(w).finish();
+    if (!one.unreadable.empty() && result.unreadable.empty()) result.unreadable = ".nv_fatbin: " + one.unreadable;
+    result.code.insert(one.code.begin(), one.code.end());
+  }
+  if (!result.unreadable.empty()) result.code.clear();
+  return result;
+}
+
+SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>>>& files) {
+  // The provider's catalog: majors 5 to 12, minors 0 to 9.
+  constexpr unsigned kLowMajor = 5, kHighMajor = 12;
+  SmArch out;
+  struct Cover {
+    unsigned minor;
+    bool sass;  // reached by machine code, not only by PTX
+  };
+  // Per major, the lowest minor from which every file runs on every GPU of that major.
+  std::map<unsigned, Cover> build;
+  bool first = true;
+  unsigned ptx_low = UINT32_MAX;  // the lowest PTX architecture any file has
+  std::string ptx_file;
+  for (const auto& [path, code] : files) {
+    std::map<unsigned, Cover> file;
+    for (const GpuCode& c : code) {
+      const unsigned major = c.arch / 10, minor = c.arch % 10;
+      if (c.kind == GpuCode::Kind::ptx && c.suffix != 'a' && c.arch < ptx_low) {
+        ptx_low = c.arch;
+        ptx_file = path;
+      }
+      if (c.suffix == 'a' || major < kLowMajor || major > kHighMajor) continue;
+      if (c.kind == GpuCode::Kind::ptx && minor != 0) continue;
+      auto [it, fresh] = file.try_emplace(major, Cover{minor, c.kind == GpuCode::Kind::sass});
+      if (!fresh) {
+        if (minor < it->second.minor) it->second = {minor, c.kind == GpuCode::Kind::sass};
+        else if (minor == it->second.minor && c.kind == GpuCode::Kind::sass) it->second.sass = true;
+      }
+    }
+    if (file.empty())
+      out.notes.push_back(fmt::format("{} has only code no sm_arch value describes ({})", path, [&] {
+        std::vector<std::string> names;
+        for (const GpuCode& c : code) names.push_back(c.str());
+        return fmt::format("{}", fmt::join(names, " "));
+      }()));
+    if (first) {
+      build = std::move(file);
+      first = false;
+      continue;
+    }
+    for (auto it = build.begin(); it != build.end();) {
+      auto other = file.find(it->first);
+      if (other == file.end()) {
+        it = build.erase(it);
+        continue;
+      }
+      if (other->second.minor > it->second.minor) it->second = other->second;
+      else if (other->second.minor == it->second.minor) it->second.sass = it->second.sass && other->second.sass;
+      ++it;
+    }
+  }
+  if (build.empty()) {
+    if (!files.empty()) out.notes.push_back("no GPU runs every file's code by the provider's rule: no sm_arch");
+    return out;
+  }
+  for (auto it = build.rbegin(); it != build.rend(); ++it) {
+    const auto& [major, cover] = *it;
+    out.values.push_back(fmt::format("{}{}_{}", major, cover.minor, cover.minor == 0 && !cover.sass ? "virtual" : "real"));
+  }
+  // PTX runs on every later GPU, compiled by the driver, but the provider matches it only on
+  // GPUs of its own major: the catalog's later majors with no value of their own get another
+  // build or the non-variant wheel.
+  if (ptx_low != UINT32_MAX) {
+    std::vector<unsigned> missed;
+    for (unsigned major = ptx_low / 10 + 1; major <= kHighMajor; ++major)
+      if (!build.count(major)) missed.push_back(major);
+    if (!missed.empty())
+      out.notes.push_back(fmt::format(
+          "PTX for compute_{} ({}) would also run on GPUs of major {}, but the provider matches PTX only on its own "
+          "major: those GPUs get another build or the non-variant wheel",
+          ptx_low, ptx_file, fmt::join(missed, ", ")));
+  }
+  return out;
+}
+
+BuildGpuCode build_gpu_code(const Wheel& wheel, Problems& problems) {
+  std::vector<const WheelFile*> candidates;
+  for (const WheelFile& f : wheel.files)
+    if (f.elf || (f.path.size() > 7 && f.path.substr(f.path.size() - 7) == ".fatbin")) candidates.push_back(&f);
+  std::vector<std::optional<GpuCodeScan>> scans(candidates.size());
+  std::vector<std::optional<Problem>> failures(candidates.size());
+  parallel_for(candidates.size(), [&](size_t i) {
+    scans[i] = scan_gpu_code(wheel.zip, wheel.zip.entries[candidates[i]->entry], wheel.display, failures[i]);
+  });
+  BuildGpuCode out;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (failures[i]) {
+      problems.push_back(std::move(*failures[i]));
+      continue;
+    }
+    const std::string path(candidates[i]->path);
+    if (!scans[i]->unreadable.empty()) out.unreadable.emplace_back(path, std::move(scans[i]->unreadable));
+    else if (!scans[i]->code.empty()) out.files.emplace_back(path, std::move(scans[i]->code));
+  }
+  return out;
+}
+
+}  // namespace wm

@@ -1,0 +1,99 @@
+// The GPU code a file carries: the entries of the CUDA fat binaries in an ELF file's
+// `.nv_fatbin` section, or in a file that is a fat binary, read from their entry headers alone
+// (architecture, kind, arch-specific or family flag). The code itself is never inflated or
+// held: a shared library holding a gigabyte of kernels costs a few kilobytes here.
+//
+// The layout (docs/variants.md, "GPU architectures"): a fat binary is a 16-byte header (magic
+// 0xBA55ED50, version 1, header size, size of what follows) and its entries, each a header (kind
+// at 0: 1 PTX, 2 ELF; its own size at 4; payload size at 8; architecture at 28; flags at 40, of
+// which 0x100000 marks arch-specific code such as sm_90a and 0x200000 family code such as
+// sm_100f) followed by its payload. A section holds one or more of them, 8-byte aligned.
+#pragma once
+
+#include "merger/elf.hpp"
+#include "merger/problem.hpp"
+#include "merger/wheel.hpp"
+#include "merger/zip_archive.hpp"
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace wm {
+
+struct GpuCode {
+  enum class Kind : uint8_t { sass, ptx };  // machine code for one GPU (cubin), or PTX to compile
+  Kind kind = Kind::sass;
+  uint16_t arch = 0;  // 90 for sm_90 and compute_90
+  char suffix = 0;    // 0, 'a' (this architecture only) or 'f' (its family)
+  // "sm_90a", "compute_80": nvcc's and cuobjdump's spelling.
+  std::string str() const;
+  auto operator<=>(const GpuCode&) const = default;
+};
+
+// What a file's fat binaries hold; `unreadable` says why they could not be read (truncated,
+// an entry past its container, an architecture no GPU has).
+struct GpuCodeScan {
+  std::set<GpuCode> code;
+  std::string unreadable;
+};
+
+// Walks the fat binaries of one byte range (a section, or a whole file) fed in consecutive
+// chunks, keeping only the distinct code entries: memory bounded by the kinds of code, time
+// linear in the bytes.
+class FatbinWalker {
+ public:
+  explicit FatbinWalker(uint64_t size) : size_(size) {}
+  static bool has_magic(std::span<const uint8_t> head);
+  void feed(std::span<const uint8_t> chunk);
+  GpuCodeScan finish() &&;
+
+ private:
+  enum class Want : uint8_t { container, entry };
+  void take(std::span<const uint8_t> bytes);
+  void fail(std::string why);
+  uint64_t size_;
+  uint64_t seen_ = 0;         // bytes of the range fed so far
+  uint64_t skip_ = 0;         // payload bytes still to pass over
+  uint64_t container_end_ = 0;  // offset in the range where the current container ends
+  Want want_ = Want::container;
+  size_t need_ = 16;          // header bytes to collect before the next decision
+  std::vector<uint8_t> header_;
+  GpuCodeScan result_;
+};
+
+// The GPU code of one archive member: an ELF file's `.nv_fatbin` section (64-bit,
+// little-endian; two passes over the member where the section names lie outside what the
+// first pass keeps, three at most), or a file starting with the fat binary magic. Empty code for
+// any other file. A member the archive cannot stream gives its problem.
+std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                         std::optional<Problem>& problem);
+
+// The values of the NVIDIA provider's `sm_arch` feature that a build's GPU code supports, given
+// the code of each of its files that has any. A GPU of compute capability X.Y matches the
+// values XY_real .. X0_real and X0_virtual (the provider's rule), so a value is given only where
+// every such file runs on every GPU it matches: SASS sm_XY (or its family, sm_XYf) covers X.Z
+// for Z >= Y, PTX compute_X0 (or compute_X0f) covers every X.Z; arch-specific code (sm_90a) and
+// PTX of a minor above 0 cover no value's whole range and add none. One value per major: the
+// lowest minor every file covers, `_virtual` where only PTX covers it. `notes` say what the
+// values cannot express (PTX that newer majors would also compile; files with no value).
+struct SmArch {
+  std::vector<std::string> values;  // sorted as the provider's catalog spells them
+  std::vector<std::string> notes;
+};
+SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>>>& files);
+
+// The GPU code of every file of a build that has any (ELF files and `.fatbin` files), in archive
+// order, read on every core; files whose fat binaries could not be read apart, with why. A
+// member the archive cannot stream (read before, so only on a change underneath) is a problem.
+struct BuildGpuCode {
+  std::vector<std::pair<std::string, std::set<GpuCode>>> files;
+  std::vector<std::pair<std::string, std::string>> unreadable;
+};
+BuildGpuCode build_gpu_code(const Wheel& wheel, Problems& problems);
+
+}  // namespace wm
