@@ -1,0 +1,169 @@
+"""The GPU code wheelmerge reads from CUDA fat binaries, and the sm_arch properties it derives.
+
+`wheelmerge inspect --gpu-code` lists the code of every file's fat binaries (entry headers of
+the `.nv_fatbin` section, or of a `.fatbin` file). It is checked against cuobjdump (NVIDIA's
+own reader, from the `nvidia-cuda-cuobjdump` wheel pinned in scripts/requirements-test.txt) on
+an extension module and a fat binary compiled here by nvcc 13 with SASS, PTX, arch-specific
+(`sm_90a`) and family (`sm_100f`) targets, and on every extension module of CuPy's real cu12
+and cu13 wheels (built by CuPy's publisher with CUDA 12.9 and 13.x).
+
+The sm_arch values of CuPy's builds then steer uv (--preview-features wheel-variants, with the
+NVIDIA provider's override variables): CUDA 13 dropped Volta, so a GPU of compute capability
+7.0 with a CUDA 13 driver must get the cu12 build, where the driver alone would pick cu13.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import real_wheels
+import wheelgen
+from conftest import clean_env, run, tool_python
+from test_cupy import CUPY, find_python312
+
+CUOBJDUMP = Path(sysconfig.get_paths()["purelib"]) / "nvidia" / "cu13" / "bin" / "cuobjdump"
+KERNEL = r"""
+__global__ void add(float* a) { a[threadIdx.x] += 1.0f; }
+extern "C" void launch(float* a) { add<<<1, 32>>>(a); }
+"""
+TARGETS = ["-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_80,code=[sm_86,compute_80]",
+           "-gencode", "arch=compute_90a,code=sm_90a", "-gencode", "arch=compute_100f,code=sm_100f",
+           "-gencode", "arch=compute_120,code=[sm_120,compute_120]"]
+
+
+def cuobjdump_code(path: Path) -> list[str]:
+    """The code entries cuobjdump lists, spelled as wheelmerge does (PTX as compute_NN)."""
+    result = subprocess.run([CUOBJDUMP, path], capture_output=True, text=True)
+    if result.returncode != 0:
+        assert "does not contain device code" in result.stdout + result.stderr, result.stdout + result.stderr
+        return []
+    found = re.findall(r"^Fatbin (elf|ptx) code:\n=+\narch = sm_(\w+)$", result.stdout, re.MULTILINE)
+    assert found, result.stdout[:2000]
+    return sorted({("sm_" if kind == "elf" else "compute_") + arch for kind, arch in found})
+
+
+def inspect(wheelmerge_bin: Path, wheel: Path) -> dict:
+    return json.loads(run([wheelmerge_bin, "inspect", "--gpu-code", "--json", wheel], env=clean_env()).stdout)
+
+
+def nvcc() -> str:
+    found = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    assert Path(found).exists(), "nvcc of the CUDA 13 toolkit (this machine's) is needed"
+    return found
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    work = tmp_path_factory.mktemp("nvcc")
+    (work / "k.cu").write_text(KERNEL)
+    run([nvcc(), "-shared", "-Xcompiler", "-fPIC", "-o", work / "k.so", work / "k.cu", *TARGETS])
+    run([nvcc(), "-fatbin", "-o", work / "k.fatbin", work / "k.cu", *TARGETS])
+    return {"so": work / "k.so", "fatbin": work / "k.fatbin"}
+
+
+def test_cuobjdump_is_the_pinned_one() -> None:
+    assert CUOBJDUMP.exists(), f"{CUOBJDUMP}: install scripts/requirements-test.txt"
+
+
+def test_nvcc_output_reads_as_cuobjdump_reads_it(wheelmerge_bin: Path, compiled: dict[str, Path], tmp_path: Path) -> None:
+    files = {"pkg/_k.cpython-311-x86_64-linux-gnu.so": compiled["so"].read_bytes(),
+             "pkg/kernels/k.fatbin": compiled["fatbin"].read_bytes(),
+             "pkg/__init__.py": b"", "pkg/not_code.fatbin": b"no fat binary here"}
+    wheel = wheelgen.build_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl", files)
+    report = inspect(wheelmerge_bin, wheel)
+    code = {f["path"]: sorted(f.get("gpu_code", [])) for f in report["files"]}
+    expected = ["compute_120", "compute_80", "sm_100f", "sm_120", "sm_75", "sm_86", "sm_90a"]
+    assert cuobjdump_code(compiled["so"]) == expected
+    assert cuobjdump_code(compiled["fatbin"]) == expected
+    assert code["pkg/_k.cpython-311-x86_64-linux-gnu.so"] == expected
+    assert code["pkg/kernels/k.fatbin"] == expected
+    assert code["pkg/not_code.fatbin"] == [] and code["pkg/__init__.py"] == []
+    # sm_90a runs on 9.0 alone, which no sm_arch value says: major 9 has none. PTX for 8.0
+    # would also run on majors 9 and 11, which the provider does not match.
+    assert report["sm_arch"] == {"": ["120_real", "100_real", "80_virtual", "75_real"]}
+    assert any("compute_80" in note and "major 9, 11" in note for note in report["sm_arch_notes"])
+
+
+def test_a_truncated_fat_binary_is_unreadable_and_gives_no_sm_arch(wheelmerge_bin: Path, compiled: dict[str, Path],
+                                                                    tmp_path: Path) -> None:
+    data = compiled["fatbin"].read_bytes()
+    wheel = wheelgen.build_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl",
+                                 {"pkg/k.fatbin": data[: len(data) // 2], "pkg/__init__.py": b""})
+    report = inspect(wheelmerge_bin, wheel)
+    entry = next(f for f in report["files"] if f["path"] == "pkg/k.fatbin")
+    assert "fat binary of" in entry["gpu_code_unreadable"]
+    assert report["sm_arch"] == {"": []}
+    assert any("cannot read the GPU code of pkg/k.fatbin" in note for note in report["sm_arch_notes"])
+
+
+@pytest.mark.parametrize("label", ["cu12", "cu13"])
+def test_cupy_extension_modules_read_as_cuobjdump_reads_them(wheelmerge_bin: Path, label: str, tmp_path: Path) -> None:
+    wheel = real_wheels.fetch(CUPY[label])
+    report = inspect(wheelmerge_bin, wheel)
+    ours = {f["path"]: sorted(f.get("gpu_code", [])) for f in report["files"]}
+    with_code = 0
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if not name.endswith(".so"):
+                continue
+            target = tmp_path / "member.so"
+            with z.open(name) as source, target.open("wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
+            theirs = cuobjdump_code(target)
+            assert ours[name] == theirs, name
+            with_code += bool(theirs)
+    assert with_code >= 3  # cub, thrust, the random generator API
+
+
+@pytest.fixture(scope="module")
+def cupy_variants(wheelmerge_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("cupy-variants")
+    summary = json.loads(run([wheelmerge_bin, "variants", "--name", "cupy", "--json", real_wheels.fetch(CUPY["cu12"]),
+                              real_wheels.fetch(CUPY["cu13"]), "-o", out], env=clean_env()).stdout)
+    return out, summary
+
+
+def test_cupy_builds_get_the_architectures_they_have_code_for(cupy_variants) -> None:
+    out, summary = cupy_variants
+    # cu12: SASS from sm_50 to sm_120; cu13: from sm_75 (CUDA 13 dropped Maxwell to Volta).
+    assert summary["sm_arch"]["cu12"] == ["120_real", "100_real", "90_real", "80_real", "70_real", "60_real", "50_real"]
+    assert summary["sm_arch"]["cu13"] == ["120_real", "100_real", "90_real", "80_real", "75_real"]
+    index = json.loads((out / "cupy-14.2.0-variants.json").read_text())
+    for label in ("cu12", "cu13"):
+        assert index["variants"][label]["nvidia"]["sm_arch"] == summary["sm_arch"][label]
+
+
+def uv_selects(variants_dir: Path, python: Path, driver: str, sm: str) -> str:
+    """The file uv picks for `cupy` (its resolver's debug line), or its error."""
+    result = run([tool_python(), "-m", "uv", "pip", "install", "--python", python, "--preview-features", "wheel-variants",
+                  "--no-index", "--find-links", variants_dir, "--no-deps", "--dry-run", "-v", "cupy"],
+                 env=clean_env({"NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": driver,
+                                "NV_VARIANT_PROVIDER_FORCE_SM_ARCH": sm}), check=False)
+    found = re.search(r"Selecting: cupy==14\.2\.0 \[compatible\] \((\S+\.whl)\)", result.stderr + result.stdout)
+    if found:
+        return found[1].rsplit("-", 1)[1][: -len(".whl")]
+    assert "only unsupported wheel variants" in result.stderr, result.stderr[-3000:]
+    return "none"
+
+
+@pytest.mark.parametrize("driver, sm, expected", [
+    ("13.0", "9.0", "cu13"),   # both fit: the higher driver bound wins
+    ("13.0", "7.0", "cu12"),   # Volta: only cu12 has code for it
+    ("12.8", "9.0", "cu12"),   # a CUDA 12 driver
+    ("13.0", "11.0", "none"),  # no build has SASS for 11.x, and PTX is matched only on its own major
+    ("12.8", "3.5", "none"),   # below every build
+])
+def test_uv_picks_the_build_with_code_for_the_gpu(cupy_variants, tmp_path: Path, driver: str, sm: str,
+                                                 expected: str) -> None:
+    python312, _ = find_python312()
+    venv = tmp_path / "venv"
+    run([python312, "-m", "venv", "--without-pip", venv])
+    assert uv_selects(cupy_variants[0], venv / "bin" / "python", driver, sm) == expected

@@ -1,0 +1,178 @@
+// The fat binary walker on containers built here byte by byte (the layout nvcc 13 writes:
+// tests/integration/test_gpu_code.py checks real ones against cuobjdump), fed whole and in every
+// chunking; and the sm_arch rule on code sets.
+#include "merger/bytes.hpp"
+#include "merger/gpu_code.hpp"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+using namespace wm;
+
+namespace {
+
+struct Entry {
+  uint16_t kind;  // 1 PTX, 2 ELF
+  uint32_t arch;
+  uint64_t flags = 0x11;
+  size_t payload = 24;
+  uint32_t header = 64;
+};
+
+std::vector<uint8_t> container(const std::vector<Entry>& entries) {
+  std::vector<uint8_t> body;
+  for (const Entry& e : entries) {
+    const size_t start = body.size();
+    put16(body, e.kind);
+    put16(body, 0x0101);
+    put32(body, e.header);
+    put64(body, e.payload);
+    put32(body, static_cast<uint32_t>(e.payload));  // payload size
+    put32(body, 0);
+    put32(body, 0);
+    put32(body, e.arch);  // at 28
+    put32(body, 0);
+    put32(body, 0);
+    put64(body, e.flags);  // at 40
+    body.resize(start + e.header, 0);
+    body.resize(body.size() + e.payload, 0xAB);
+  }
+  std::vector<uint8_t> out;
+  put32(out, 0xBA55ED50);
+  put16(out, 1);
+  put16(out, 16);
+  put64(out, body.size());
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+GpuCodeScan walk(const std::vector<uint8_t>& bytes, size_t chunk = SIZE_MAX) {
+  FatbinWalker w(bytes.size());
+  for (size_t at = 0; at < bytes.size(); at += std::min(chunk, bytes.size() - at))
+    w.feed(std::span<const uint8_t>(bytes).subspan(at, std::min(chunk, bytes.size() - at)));
+  return std::move(w).finish();
+}
+
+std::vector<std::string> names(const std::set<GpuCode>& code) {
+  std::vector<std::string> out;
+  for (const GpuCode& c : code) out.push_back(c.str());
+  return out;
+}
+
+GpuCode sass(uint16_t arch, char suffix = 0) { return {GpuCode::Kind::sass, arch, suffix}; }
+GpuCode ptx(uint16_t arch, char suffix = 0) { return {GpuCode::Kind::ptx, arch, suffix}; }
+
+}  // namespace
+
+TEST_CASE("fat binaries: entries of two containers, arch-specific and family flags, longer entry headers, any chunking") {
+  std::vector<uint8_t> bytes = container({{2, 75}, {2, 86}, {2, 90, 0x100011}, {2, 100, 0x1200011, 40, 112}});
+  const std::vector<uint8_t> second = container({{1, 80, 0x8011, 17, 80}, {2, 120, 0x1000011, 8, 96}});
+  bytes.resize(bytes.size() + 8, 0);  // padding between containers
+  bytes.insert(bytes.end(), second.begin(), second.end());
+  const std::vector<std::string> expected = {"sm_75", "sm_86", "sm_90a", "sm_100f", "sm_120", "compute_80"};
+  for (size_t chunk : {size_t{1}, size_t{3}, size_t{7}, size_t{64}, size_t{100}, SIZE_MAX}) {
+    CAPTURE(chunk);
+    GpuCodeScan scan = walk(bytes, chunk);
+    CHECK(scan.unreadable == "");
+    CHECK(names(scan.code) == expected);
+  }
+}
+
+TEST_CASE("fat binaries: what does not hold together is unreadable, not guessed") {
+  const std::vector<uint8_t> good = container({{2, 90}, {1, 90}});
+  CHECK(walk(good).unreadable.empty());
+  SUBCASE("truncated inside an entry") {
+    std::vector<uint8_t> cut(good.begin(), good.end() - 5);
+    // The container still claims its old size: past the range.
+    CHECK(walk(cut).unreadable.find("fat binary of") != std::string::npos);
+  }
+  SUBCASE("an entry past its container") {
+    std::vector<uint8_t> bad = good;
+    bad[16 + 8] = 0xFF;  // payload size of the first entry
+    bad[16 + 9] = 0xFF;
+    CHECK(walk(bad).unreadable.find("an entry of") != std::string::npos);
+  }
+  SUBCASE("an entry header shorter than its fields, or huge") {
+    for (uint8_t size : {uint8_t{8}, uint8_t{0}}) {
+      std::vector<uint8_t> bad = good;
+      bad[16 + 4] = size;
+      CHECK(walk(bad).unreadable.find("entry header") != std::string::npos);
+    }
+    std::vector<uint8_t> bad = good;
+    bad[16 + 6] = 0x10;  // 1 MiB
+    CHECK(walk(bad).unreadable.find("entry header") != std::string::npos);
+  }
+  SUBCASE("an unknown kind, an architecture no GPU has, both suffix flags") {
+    CHECK(walk(container({{16, 90}})).unreadable.find("kind 16") != std::string::npos);
+    CHECK(walk(container({{2, 0}})).unreadable.find("architecture 0") != std::string::npos);
+    CHECK(walk(container({{2, 4000}})).unreadable.find("architecture 4000") != std::string::npos);
+    CHECK(walk(container({{2, 90, 0x300011}})).unreadable.find("both") != std::string::npos);
+  }
+  SUBCASE("another version, a bad magic after the first container, trailing garbage") {
+    std::vector<uint8_t> bad = good;
+    bad[4] = 2;
+    CHECK(walk(bad).unreadable.find("version 2") != std::string::npos);
+    std::vector<uint8_t> two = good;
+    two.insert(two.end(), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+    CHECK(walk(two).unreadable.find("no fat binary header") != std::string::npos);
+    std::vector<uint8_t> tail = good;
+    tail.insert(tail.end(), {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});  // zero padding only
+    CHECK(walk(tail).unreadable.empty());
+    tail.back() = 1;
+    CHECK(!walk(tail).unreadable.empty());
+  }
+  SUBCASE("a container larger than the range") {
+    std::vector<uint8_t> bad = good;
+    bad[15] = 0x7F;  // fat size near 2^63
+    CHECK(walk(bad).unreadable.find("fat binary of") != std::string::npos);
+  }
+}
+
+TEST_CASE("fat binaries: random bytes after a valid header never crash and are unreadable or read") {
+  std::mt19937 random(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<uint8_t> bytes = container({{2, 90}, {1, 80}});
+    const size_t flips = 1 + random() % 4;
+    for (size_t i = 0; i < flips; ++i) bytes[random() % bytes.size()] = static_cast<uint8_t>(random());
+    GpuCodeScan scan = walk(bytes, 1 + random() % 50);
+    if (!scan.unreadable.empty()) continue;
+    for (const GpuCode& c : scan.code) CHECK((c.arch >= 10 && c.arch <= 999));
+  }
+}
+
+TEST_CASE("sm_arch: one value per major, the lowest minor every file covers") {
+  using Files = std::vector<std::pair<std::string, std::set<GpuCode>>>;
+  SUBCASE("SASS of a major covers its later minors; PTX compute_X0 every minor of X") {
+    SmArch a = sm_arch_values(Files{{"a.so", {sass(75), sass(80), sass(86), sass(90), sass(100), sass(120), ptx(120)}}});
+    CHECK(a.values == std::vector<std::string>{"120_real", "100_real", "90_real", "80_real", "75_real"});
+    CHECK(a.notes.empty());
+  }
+  SUBCASE("files are intersected: a GPU gets the build only where every file has code for it") {
+    SmArch a = sm_arch_values(Files{{"a.so", {sass(75), sass(86), sass(90)}}, {"b.so", {sass(80), sass(90), sass(120)}}});
+    CHECK(a.values == std::vector<std::string>{"90_real", "86_real"});
+  }
+  SUBCASE("arch-specific code and PTX of a later minor add no value; only PTX names _virtual") {
+    SmArch a = sm_arch_values(Files{{"a.so", {sass(90, 'a'), sass(100, 'f'), ptx(86), ptx(80)}}});
+    CHECK(a.values == std::vector<std::string>{"100_real", "80_virtual"});
+    // PTX of 8.0 would also run on majors 9, 11 and 12, which have no value.
+    REQUIRE(a.notes.size() == 1);
+    CHECK(a.notes[0].find("compute_80") != std::string::npos);
+    CHECK(a.notes[0].find("major 9, 11, 12") != std::string::npos);
+  }
+  SUBCASE("a file with only arch-specific code leaves no value, and says so") {
+    SmArch a = sm_arch_values(Files{{"a.so", {sass(90)}}, {"fa3.so", {sass(90, 'a')}}});
+    CHECK(a.values.empty());
+    CHECK(a.notes.size() == 2);
+  }
+  SUBCASE("majors outside the provider's catalog (5 to 12) give no value") {
+    SmArch a = sm_arch_values(Files{{"a.so", {sass(35), sass(130), sass(50)}}});
+    CHECK(a.values == std::vector<std::string>{"50_real"});
+  }
+  SUBCASE("SASS and PTX at the same minor: _real") {
+    SmArch a = sm_arch_values(Files{{"a.so", {sass(90), ptx(90)}}, {"b.so", {ptx(90)}}});
+    CHECK(a.values == std::vector<std::string>{"90_virtual"});
+    SmArch b = sm_arch_values(Files{{"a.so", {sass(90), ptx(90)}}});
+    CHECK(b.values == std::vector<std::string>{"90_real"});
+  }
+}
