@@ -18,12 +18,12 @@ std::string json_list(const std::vector<std::string>& quoted_items) {
 }
 
 // A step downloading every artifact whose name matches `pattern` into one directory.
-void download_artifacts(YAML::Emitter& out, const std::string& pattern, const std::string& path) {
+void download_artifacts(YAML::Emitter& out, const std::string& pattern, const std::string& path, bool merge = true) {
   out << YAML::BeginMap << YAML::Key << "uses" << YAML::Value << "actions/download-artifact@v7";
   out << YAML::Key << "with" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "pattern" << YAML::Value << pattern;
   out << YAML::Key << "path" << YAML::Value << path;
-  out << YAML::Key << "merge-multiple" << YAML::Value << true;
+  out << YAML::Key << "merge-multiple" << YAML::Value << merge;
   out << YAML::EndMap << YAML::EndMap;
 }
 }  // namespace
@@ -93,16 +93,32 @@ std::string caller_workflow(const WorkflowOptions& o) {
     out << YAML::Key << "runs-on" << YAML::Value << "ubuntu-24.04";
     out << YAML::Key << "permissions" << YAML::Value << YAML::BeginMap << YAML::Key << "contents" << YAML::Value << "write" << YAML::EndMap;
     out << YAML::Key << "steps" << YAML::Value << YAML::BeginSeq;
-    download_artifacts(out, "variants-*", "variants");
+    // One directory per Python version: each wrote {name}-{version}-variants.json, and a label
+    // must mean the same properties in every wheel of the release (PEP 825), which sm_arch,
+    // read from each build's code, makes a fact to check rather than a given.
+    download_artifacts(out, "variants-*", "variants", false);
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "Attach the variant wheels and their index to the release";
     out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "GH_TOKEN" << YAML::Value << "${{ github.token }}";
     out << YAML::Key << "TAG" << YAML::Value << "${{ github.ref_name }}";
     out << YAML::EndMap;
     out << YAML::Key << "run" << YAML::Value << YAML::Literal
-        << "gh release view \"$TAG\" --repo \"$GITHUB_REPOSITORY\" >/dev/null 2>&1 ||\n"
+        << "set -euo pipefail\n"
+           "first=\"\"\n"
+           "for index in variants/*/*-variants.json; do\n"
+           "  if [ -z \"$first\" ]; then\n"
+           "    first=$index\n"
+           "  elif ! cmp -s \"$first\" \"$index\"; then\n"
+           "    echo \"::error::$index differs from $first: a label has other properties for another Python version\"\n"
+           "    exit 1\n"
+           "  fi\n"
+           "done\n"
+           "[ -n \"$first\" ] || { echo '::error::no variants index was built'; exit 1; }\n"
+           "mkdir -p release\n"
+           "cp variants/*/*.whl \"$first\" release/\n"
+           "gh release view \"$TAG\" --repo \"$GITHUB_REPOSITORY\" >/dev/null 2>&1 ||\n"
            "  gh release create \"$TAG\" --repo \"$GITHUB_REPOSITORY\" --verify-tag --title \"$TAG\" --notes \"\"\n"
-           "gh release upload \"$TAG\" variants/* --repo \"$GITHUB_REPOSITORY\" --clobber\n";
+           "gh release upload \"$TAG\" release/* --repo \"$GITHUB_REPOSITORY\" --clobber\n";
     out << YAML::EndMap;
     out << YAML::EndSeq << YAML::EndMap;
   }

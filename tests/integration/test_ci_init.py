@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,41 @@ def test_bad_majors_are_refused(wheelmerge_bin, project):
     assert result.returncode == 2
     assert "invalid --cuda" in result.stderr
     assert not (project / ".github").exists()
+
+
+def release_variants_script(wheelmerge_bin: Path, linters: Linters, project: Path) -> str:
+    init(wheelmerge_bin, project, "--variants", "--publish")
+    workflow = linters.yaml(project / ".github" / "workflows" / "wheels.yml")
+    return workflow["jobs"]["release-variants"]["steps"][-1]["run"]
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["same-index", "index-differs"])
+def test_release_job_uploads_one_index_only_when_every_python_version_agrees(wheelmerge_bin, linters: Linters, project,
+                                                                             tmp_path, same):
+    """The release job's script, run with a stand-in `gh` that records what it is asked to do:
+    two Python versions' artifacts (one directory each, as download-artifact writes them without
+    merge-multiple) upload every wheel and one index, or fail when the indexes differ."""
+    script = release_variants_script(wheelmerge_bin, linters, project)
+    work = tmp_path / "job"
+    for python, sm in (("3.11", "90_real"), ("3.12", "90_real" if same else "80_real")):
+        d = work / "variants" / f"variants-py{python}"
+        d.mkdir(parents=True)
+        (d / f"my_pkg-1.0-cp{python.replace('.', '')}-cp{python.replace('.', '')}-linux_x86_64-cu12.whl").write_bytes(b"w")
+        (d / "my_pkg-1.0-variants.json").write_text('{"sm_arch": "%s"}\n' % sm)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "gh.log"
+    (bin_dir / "gh").write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    (bin_dir / "gh").chmod(0o755)
+    result = subprocess.run(["bash", "-c", script], cwd=work, capture_output=True, text=True,
+                            env={"PATH": f"{bin_dir}:/usr/bin:/bin", "TAG": "v1.0", "GITHUB_REPOSITORY": "o/r"})
+    if same:
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert sorted(p.name for p in (work / "release").iterdir()) == [
+            "my_pkg-1.0-cp311-cp311-linux_x86_64-cu12.whl", "my_pkg-1.0-cp312-cp312-linux_x86_64-cu12.whl",
+            "my_pkg-1.0-variants.json"]
+        assert "release upload v1.0 release/" in log.read_text()
+    else:
+        assert result.returncode == 1
+        assert "::error::" in result.stdout and "differs from" in result.stdout
+        assert not log.exists() or "upload" not in log.read_text()
