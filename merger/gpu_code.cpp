@@ -224,21 +224,26 @@ class SectionTableCapture {
   std::string why_ = "it is shorter than an ELF header";
 };
 
-// Streams the member once more, handing `fn` the bytes that overlap each range.
+// Streams the member once more, handing `fn` the bytes that overlap each range. The ranges are
+// sorted and disjoint: each chunk is matched from the first range not yet passed, so the work is
+// linear in the bytes and the ranges together.
 std::optional<Problem> stream_ranges(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
                                      const std::vector<ByteRange>& ranges,
                                      const std::function<void(size_t, std::span<const uint8_t>)>& fn,
                                      const std::function<void()>& restart) {
-  uint64_t end = 0;
-  for (const ByteRange& r : ranges) end = std::max(end, r.offset + r.size);
+  const uint64_t end = ranges.empty() ? 0 : ranges.back().offset + ranges.back().size;
   uint64_t pos = 0;
+  size_t first = 0;  // ranges before it end at or before pos
   return stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
-    for (size_t i = 0; i < ranges.size(); ++i)
+    const uint64_t chunk_end = pos + chunk.size();
+    for (size_t i = first; i < ranges.size() && ranges[i].offset < chunk_end; ++i)
       if (auto part = overlap(chunk, pos, ranges[i]); !part.empty()) fn(i, part);
-    pos += chunk.size();
+    while (first < ranges.size() && ranges[first].offset + ranges[first].size <= chunk_end) ++first;
+    pos = chunk_end;
     return pos < end;
   }, display, [&] {
     pos = 0;
+    first = 0;
     restart();
   });
 }
@@ -308,6 +313,12 @@ std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& 
     ranges.push_back({s.offset, s.size});
   }
   if (ranges.empty()) return none;
+  std::sort(ranges.begin(), ranges.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].offset < ranges[i - 1].offset + ranges[i - 1].size) {
+      none.unreadable = "its .nv_fatbin sections overlap";
+      return none;
+    }
   std::vector<FatbinWalker> walkers;
   for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
   problem = stream_ranges(zip, entry, display, ranges, [&](size_t i, std::span<const uint8_t> part) { walkers[i].feed(part); },

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import struct
 import subprocess
 import sysconfig
 import zipfile
@@ -167,3 +168,102 @@ def test_uv_picks_the_build_with_code_for_the_gpu(cupy_variants, tmp_path: Path,
     venv = tmp_path / "venv"
     run([python312, "-m", "venv", "--without-pip", venv])
     assert uv_selects(cupy_variants[0], venv / "bin" / "python", driver, sm) == expected
+
+
+# --- ELF files whose sections are unusual or hostile ----------------------------------------------
+
+def elf_with_sections(sections: list[tuple[str, int, bytes]], *, gap: int = 0, shoff: int | None = None,
+                      shnum: int | None = None, override: dict[str, tuple[int, int]] | None = None) -> bytes:
+    """A 64-bit little-endian ELF shared object holding `sections` (name, type, content), then
+    `.shstrtab`, then `gap` zero bytes, then the section header table. `override` gives a
+    section (by name) another (offset, size) in its header; `shoff` and `shnum` replace the ELF
+    header's fields."""
+    names = b"\0"
+    offsets: list[int] = []
+    body = bytearray(b"\0" * 64)
+    named = [*sections, (".shstrtab", 3, b"")]
+    name_at = []
+    for name, _, _ in named:
+        name_at.append(len(names))
+        names += name.encode() + b"\0"
+    named[-1] = (".shstrtab", 3, names)
+    for _, _, data in named:
+        while len(body) % 8:
+            body += b"\0"
+        offsets.append(len(body))
+        body += data
+    body += b"\0" * gap
+    while len(body) % 8:
+        body += b"\0"
+    table = len(body)
+    headers = [bytes(64)]
+    for (name, kind, data), at, offset in zip(named, name_at, offsets):
+        off, size = (override or {}).get(name, (offset, len(data)))
+        headers.append(struct.pack("<IIQQQQIIQQ", at, kind, 2 if kind == 1 else 0, 0, off, size, 0, 0, 8, 0))
+    body += b"".join(headers)
+    count = len(headers)
+    header = struct.pack("<4sBBBBBxxxxxxxHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, 3, 62, 1, 0, 0,
+                         table if shoff is None else shoff, 0, 64, 56, 0, 64, count if shnum is None else shnum, count - 1)
+    body[:64] = header
+    return bytes(body)
+
+
+def inspect_member(wheelmerge_bin: Path, tmp_path: Path, data: bytes) -> dict:
+    wheel = wheelgen.build_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl",
+                                 {"pkg/_k.cpython-311-x86_64-linux-gnu.so": data, "pkg/__init__.py": b""})
+    report = inspect(wheelmerge_bin, wheel)
+    return next(f for f in report["files"] if f["path"].endswith(".so")) | {"sm_arch": report["sm_arch"]}
+
+
+EXPECTED = ["compute_120", "compute_80", "sm_100f", "sm_120", "sm_75", "sm_86", "sm_90a"]
+
+
+def test_a_fat_binary_section_is_read_wherever_the_section_names_lie(wheelmerge_bin: Path, compiled: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    fatbin = compiled["fatbin"].read_bytes()
+    near = elf_with_sections([(".text", 1, b"\x90" * 100), (".nv_fatbin", 1, fatbin)])
+    assert sorted(inspect_member(wheelmerge_bin, tmp_path, near)["gpu_code"]) == EXPECTED
+    # 300 KiB between the names and the section table: past what the first pass keeps, so the
+    # names are fetched by a second pass and the fat binary by a third.
+    far = elf_with_sections([(".nv_fatbin", 1, fatbin)], gap=300 << 10)
+    assert sorted(inspect_member(wheelmerge_bin, tmp_path, far)["gpu_code"]) == EXPECTED
+    # Named otherwise, or not PROGBITS: not a fat binary section.
+    other = elf_with_sections([(".nv_fatbin2", 1, fatbin), (".rodata", 1, fatbin)])
+    assert "gpu_code" not in inspect_member(wheelmerge_bin, tmp_path, other)
+    nobits = elf_with_sections([(".nv_fatbin", 8, b"")], override={".nv_fatbin": (64, 1 << 40)})
+    assert "gpu_code" not in inspect_member(wheelmerge_bin, tmp_path, nobits)
+
+
+@pytest.mark.parametrize("case, why", [
+    ("section past the end", "lies outside the file"),
+    ("overlapping sections", "overlap"),
+    ("truncated fat binary", "fat binary of"),
+    ("garbage fat binary", "no fat binary header"),
+])
+def test_unreadable_fat_binary_sections_say_why_and_give_no_sm_arch(wheelmerge_bin: Path, compiled: dict[str, Path],
+                                                                      tmp_path: Path, case: str, why: str) -> None:
+    fatbin = compiled["fatbin"].read_bytes()
+    data = {
+        "section past the end": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin)],
+                                                          override={".nv_fatbin": (64, 1 << 62)}),
+        "overlapping sections": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin), (".nv_fatbin", 1, fatbin)],
+                                                          override={".nv_fatbin": (64, len(fatbin))}),
+        "truncated fat binary": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin[: len(fatbin) // 2])]),
+        "garbage fat binary": lambda: elf_with_sections([(".nv_fatbin", 1, b"\x01" * 4096)]),
+    }[case]()
+    member = inspect_member(wheelmerge_bin, tmp_path, data)
+    assert why in member["gpu_code_unreadable"], member
+    assert member["sm_arch"] == {"": []}
+
+
+@pytest.mark.parametrize("case", ["table past the end", "65535 sections past the end", "no section table"])
+def test_elf_files_without_a_readable_section_table_have_no_gpu_code(wheelmerge_bin: Path, compiled: dict[str, Path],
+                                                                      tmp_path: Path, case: str) -> None:
+    fatbin = compiled["fatbin"].read_bytes()
+    data = {
+        "table past the end": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin)], shoff=1 << 40),
+        "65535 sections past the end": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin)], shnum=65535),
+        "no section table": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin)], shnum=0),
+    }[case]()
+    member = inspect_member(wheelmerge_bin, tmp_path, data)
+    assert "gpu_code" not in member and "gpu_code_unreadable" not in member, member
