@@ -53,6 +53,7 @@ MAX_LEN = {
     "fuzz_merge_valid": 163840,
     "fuzz_requirement": 4096,
     "fuzz_inflate": 65536,
+    "fuzz_fatbin": 8192,
 }
 
 # The dictionary each harness runs with, in tests/fuzz/dicts/.
@@ -74,6 +75,24 @@ def flags(harness: str) -> list[str]:
         out.append(f"-dict={HERE / 'dicts' / DICT[harness]}")
     return out
 
+
+def fatbin(entries: list[tuple[int, int, int, int, int]]) -> bytes:
+    """A CUDA fat binary as nvcc 13 lays it out: a 16-byte header, then per entry a header of
+    `header` bytes (kind at 0, its size at 4, payload size at 8, architecture at 28, flags at
+    40) and `payload` bytes (gpu_code.hpp)."""
+    body = b""
+    for kind, arch, flags, payload, header in entries:
+        head = struct.pack("<HHIQIIIIIIQ", kind, 0x0101, header, payload, payload, 0, 0, arch, 0, 0, flags)
+        body += head + bytes(header - len(head)) + b"\xab" * payload
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+
+# (kind, arch, flags, payload, header): SASS, PTX, arch-specific, family, longer headers.
+FATBINS = [
+    [(2, 75, 0x11, 24, 64), (2, 86, 0x11, 8, 64), (1, 80, 0x8011, 17, 80)],
+    [(2, 90, 0x100011, 16, 64), (2, 100, 0x1200011, 40, 112), (2, 120, 0x1000011, 8, 96), (1, 120, 0x8011, 9, 80)],
+    [],
+]
 
 TAGS = "cp311-cp311-linux_x86_64"
 DI = "pkg-1.0.dist-info"
@@ -546,6 +565,9 @@ def main() -> int:
             (dict(soname="libz.so", tail=bytes(300)), 0)]):
         for chunk in (0, 1, 3):
             seeds["fuzz_elf"][f"elf_{i}_{chunk}"] = bytes([chunk]) + elf(strtab_vaddr_shift=shift, **kw)
+    for i, entries in enumerate(FATBINS):
+        for chunk in (0, 1, 3):
+            seeds["fuzz_fatbin"][f"fatbin_{i}_{chunk}"] = bytes([chunk]) + fatbin(entries)
     seeds["fuzz_merge_valid"].update(merge_valid_descriptions(real))
     seeds["fuzz_inflate"].update(deflate_streams())
     for i, s in enumerate(REQUIREMENTS):

@@ -5,7 +5,7 @@ The harnesses are built into build-fuzz/ ($WM_FUZZ_BUILD) by tests/fuzz/build.sh
 or stale: clang 16 or later with its libFuzzer runtime (Debian: clang-19 libclang-rt-19-dev),
 AddressSanitizer and UndefinedBehaviorSanitizer over every engine source. Without such a clang
 the tests are skipped, saying so. The seed corpus is written by tests/fuzz/make_corpus.py.
-$WM_FUZZ_SECONDS sets the length of each short run (default 7 s; 9 harnesses). The long runs
+$WM_FUZZ_SECONDS sets the length of each short run (default 7 s per harness). The long runs
 and their figures: tests/fuzz/run.sh and tests/fuzz/README.md.
 """
 
