@@ -503,6 +503,7 @@ Subcommand add_build(CLI::App& app, Output& out) {
   build->add_flag("--driver-fallback", o.merge.driver_fallback, "see merge --driver-fallback");
   build->add_flag("--variants", o.variants,
                   "also write PEP 825 variant wheels of the builds and their {name}-{version}-variants.json (see variants)");
+  build->add_flag("!--no-sm-arch", o.sm_arch, "with --variants: give no nvidia :: sm_arch property (see variants)");
   add_common(build, out);
   return {build, [&out, a] { return run_build(out, a->options, a->cuda, a->variants, a->settings); }};
 }

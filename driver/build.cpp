@@ -533,7 +533,7 @@ bool merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabe
   result.merge = std::move(*merged);
   if (!options.variants) return true;
   progress(fmt::format("writing the variant wheels of {}", fmt::join(names, " and ")));
-  auto variants = write_variants(inputs, VariantsOptions{merge, false}, options.out_dir, time, problems);
+  auto variants = write_variants(inputs, VariantsOptions{merge, false, options.sm_arch}, options.out_dir, time, problems);
   if (!variants) {
     std::remove(result.merge.output.c_str());  // all or nothing
     return false;

@@ -37,6 +37,7 @@ struct BuildOptions {
   std::string log_dir;  // empty: a new directory under the system's temporary directory
   MergeOptions merge;   // command-line additions to the configuration's
   bool variants = false;  // --variants: also the variant wheels and their index (merger/variants.hpp)
+  bool sm_arch = true;    // with variants: nvidia :: sm_arch from the builds' GPU code (--no-sm-arch: none)
 };
 
 struct VariantBuild {

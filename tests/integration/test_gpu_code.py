@@ -142,6 +142,15 @@ def test_cupy_builds_get_the_architectures_they_have_code_for(cupy_variants) -> 
         assert index["variants"][label]["nvidia"]["sm_arch"] == summary["sm_arch"][label]
 
 
+def test_no_sm_arch_gives_the_driver_bound_alone(wheelmerge_bin: Path, tmp_path: Path) -> None:
+    summary = json.loads(run([wheelmerge_bin, "variants", "--name", "cupy", "--no-sm-arch", "--json",
+                              real_wheels.fetch(CUPY["cu12"]), real_wheels.fetch(CUPY["cu13"]), "-o", tmp_path],
+                             env=clean_env()).stdout)
+    assert summary["sm_arch"] == {"cu12": [], "cu13": []}
+    index = json.loads((tmp_path / "cupy-14.2.0-variants.json").read_text())
+    assert index["variants"] == {label: {"nvidia": {"cuda_version_lower_bound": [label[2:]]}} for label in ("cu12", "cu13")}
+
+
 def uv_selects(variants_dir: Path, python: Path, driver: str, sm: str) -> str:
     """The file uv picks for `cupy` (its resolver's debug line), or its error."""
     result = run([tool_python(), "-m", "uv", "pip", "install", "--python", python, "--preview-features", "wheel-variants",
