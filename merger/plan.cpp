@@ -247,10 +247,10 @@ class PathTable {
 // One merge being planned: the inputs, what the passes have decided so far, and the problems
 // found. Each pass is a member function below; plan_merge runs them in order.
 struct Planner {
-  Planner(const std::vector<Wheel>& inputs_, const MergeOptions& options_, Problems& problems_)
+  Planner(std::span<const Wheel> inputs_, const MergeOptions& options_, Problems& problems_)
       : inputs(inputs_), options(options_), problems(problems_) {}
 
-  const std::vector<Wheel>& inputs;
+  std::span<const Wheel> inputs;
   const MergeOptions& options;
   Problems& problems;
   std::vector<size_t> order;  // indices into `inputs`, in label order: "build i" below
@@ -794,7 +794,7 @@ std::string labelled_path(const std::string& path, const std::string& label) {
   return dir.empty() ? renamed : dir + "/" + renamed;
 }
 
-std::optional<MergePlan> plan_merge(const std::vector<Wheel>& inputs, const MergeOptions& options,
+std::optional<MergePlan> plan_merge(std::span<const Wheel> inputs, const MergeOptions& options,
                                     Problems& problems, const std::function<void()>& files_read) {
   const size_t before = problems.size();
   Planner p(inputs, options, problems);

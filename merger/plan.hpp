@@ -73,7 +73,7 @@ struct MergePlan {
 // `files_read`, when given, is called once the planner has read the last of the inputs' file
 // lists (Wheel::files, index, init_sources), before its last passes: a caller that owns the
 // inputs may free those lists there, the bulk of a large wheel's model.
-std::optional<MergePlan> plan_merge(const std::vector<Wheel>& wheels, const MergeOptions& options,
+std::optional<MergePlan> plan_merge(std::span<const Wheel> wheels, const MergeOptions& options,
                                     Problems& problems, const std::function<void()>& files_read = {});
 
 // The order to preload private libraries in, as indices into `libs`: each after every library

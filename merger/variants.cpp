@@ -106,16 +106,14 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
                              "a CUDA label (cuNN)", why});
   }
   if (problems.size() != before) return std::nullopt;
-  std::vector<std::vector<Wheel>> alone;  // each plan's input, kept for the writer
-  std::vector<MergePlan> plans;
+  std::vector<MergePlan> plans;  // plans[i] is wheels[i] alone
   for (size_t i = 0; i < wheels.size(); ++i) {
     MergeOptions one = options.merge;
     std::string document = variants_document({variants[i]});
     if (std::string why = variant_document_problem(document, variants[i].label); !why.empty())  // as verify reads it
       throw std::logic_error("the variant.json written for " + variants[i].label + " is invalid: " + why);
     one.dist_info_files["variant.json"] = std::move(document);
-    alone.push_back({wheels[i]});
-    auto plan = plan_merge(alone.back(), one, problems);
+    auto plan = plan_merge(std::span<const Wheel>(&wheels[i], 1), one, problems);
     if (!plan) continue;
     plan->filename = variant_filename(plan->filename, variants[i].label);
     // One build has nothing to choose among: no loader, and no warning that there is none.
@@ -138,7 +136,7 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     if (result.merged) std::remove(result.merged->c_str());
   };
   for (size_t i = 0; i < plans.size(); ++i) {
-    auto written = write_wheel(plans[i], alone[i], out_dir, time, problems);
+    auto written = write_wheel(plans[i], std::span<const Wheel>(&wheels[i], 1), out_dir, time, problems);
     if (!written) {
       undo();
       return std::nullopt;

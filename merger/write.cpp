@@ -114,7 +114,7 @@ void check_written(const std::string& path, const std::string& display, const Me
   zip_discard(z);
 }
 
-std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<Wheel>& inputs,
+std::optional<std::string> write_wheel(const MergePlan& plan, std::span<const Wheel> inputs,
                                        const std::string& out_dir, DosTime time, Problems& problems,
                                        const WriteHooks& hooks) {
   namespace fs = std::filesystem;

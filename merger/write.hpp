@@ -26,7 +26,7 @@ struct WriteHooks {
 };
 
 // Returns the path written; nullopt with problems (nothing left behind) on failure.
-std::optional<std::string> write_wheel(const MergePlan& plan, const std::vector<Wheel>& inputs,
+std::optional<std::string> write_wheel(const MergePlan& plan, std::span<const Wheel> inputs,
                                        const std::string& out_dir, DosTime time, Problems& problems,
                                        const WriteHooks& hooks = {});
 

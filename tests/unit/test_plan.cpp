@@ -865,8 +865,8 @@ TEST_CASE("plan: with loaders, a shared file named like a variant file is refuse
   CHECK(problems[0].found.starts_with("cu12 "));
   // A label that is not one of the merge's is only a name.
   Problems none;
-  CHECK(plan_merge({demo_package("cu12").file("pkg/notes.cu11.txt", "same").done(),
-                    demo_package("cu13").file("pkg/notes.cu11.txt", "same").done()},
+  CHECK(plan_merge(std::vector<Wheel>{demo_package("cu12").file("pkg/notes.cu11.txt", "same").done(),
+                                      demo_package("cu13").file("pkg/notes.cu11.txt", "same").done()},
                    {}, none));
   CHECK(none.empty());
 }
