@@ -62,9 +62,9 @@ std::string input_label(const WheelInput& input, const MergeOptions& options) {
 std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inputs, const MergeOptions& options,
                                               Problems& problems) {
   const size_t before = problems.size();
-  if (inputs.size() < 2) {
-    problems.push_back({ProblemKind::usage, {}, {}, "merge needs two or more wheels", "at least 2",
-                        std::to_string(inputs.size())});
+  if (inputs.empty()) {
+    problems.push_back({ProblemKind::usage, {}, {}, "no input wheels", "at least 1 (a merge of one build gets a loader "
+                        "that says which build it has)", "0"});
     return std::nullopt;
   }
   std::vector<WheelInput> labelled = with_name_labels(inputs, options, problems);

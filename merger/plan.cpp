@@ -497,6 +497,10 @@ void Planner::classify_payload() {
       members.push_back(copied(path, 0, *row.front()));
       for (const WheelFile* f : row) members.back().executable |= f->executable;
       ++plan.shared_files;
+      // One build: its extension modules go through the loader, under their own names.
+      if (builds() == 1 && options.single_build_loader && is_module_file(path, *row.front()) &&
+          !has_suffix(path, ".py") && (row.front()->elf || is_native_name(path)))
+        plan.variant_files.push_back({build(0).label, path, path});
       continue;
     }
     bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && f->elf; });
@@ -583,6 +587,8 @@ void Planner::group_by_package() {
     std::string package = package_of(v.original);
     if (!package.empty()) {
       by_package[package].push_back(&v);
+    } else if (!v.labelled()) {
+      // One build's top-level extension module: imported as it always was.
     } else if (is_private_library(v.original, *file_of(v)) && site_packages_path(v.original)) {
       outside.push_back(&v);
     } else {
@@ -809,7 +815,10 @@ std::optional<MergePlan> plan_merge(std::span<const Wheel> inputs, const MergeOp
   p.check_collisions();
   if (problems.size() != before || !p.metadata) return std::nullopt;
   p.finish_dist_info();
-  if (p.plan.variant_files.empty())  // two builds of one file, or a build that ignored its toolkit
+  if (p.plan.loader_packages.empty() && inputs.size() == 1 && options.single_build_loader)
+    p.plan.warnings.push_back(fmt::format("{}: one build, with no extension module in a package, so the wheel has no loader",
+                                          p.all_inputs));
+  else if (p.plan.variant_files.empty() && inputs.size() > 1)  // two builds of one file, or a build that ignored its toolkit
     p.plan.warnings.push_back(fmt::format("{}: no file outside the dist-info differs between the builds, so the merged wheel has no loader",
                                           p.all_inputs));
   return std::move(p.plan);

@@ -25,13 +25,20 @@ struct MergeOptions {
   // Generated files added to the dist-info: path inside it -> content (a variant wheel's
   // variant.json). RECORD, WHEEL and METADATA are always generated and cannot be given here.
   std::map<std::string, std::string> dist_info_files;
+  // With one build: give each package with extension modules a loader that imports them from
+  // their own names once the build is selected, so that a platform with one build (cuda-core's
+  // win_arm64, CUDA 13 only) still says which build it has and why it cannot load, like its
+  // merged siblings. Off for a variant wheel, where an installer chose the build.
+  bool single_build_loader = true;
 };
 
-// A file that differs per build, stored under a labelled name.
+// A file that differs per build, stored under a labelled name; or, in a merge of one build, an
+// extension module its loader imports, stored under its own name (stored == original).
 struct VariantFile {
   std::string label;
   std::string original;  // path in the input wheel
   std::string stored;    // path in the merged wheel
+  bool labelled() const { return stored != original; }
 };
 
 // Where a plan's member paths and generated contents live: appended, never moved, shared by

@@ -109,6 +109,7 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
   std::vector<MergePlan> plans;  // plans[i] is wheels[i] alone
   for (size_t i = 0; i < wheels.size(); ++i) {
     MergeOptions one = options.merge;
+    one.single_build_loader = false;  // the installer chose the build
     std::string document = variants_document({variants[i]});
     if (std::string why = variant_document_problem(document, variants[i].label); !why.empty())  // as verify reads it
       throw std::logic_error("the variant.json written for " + variants[i].label + " is invalid: " + why);
@@ -116,10 +117,6 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     auto plan = plan_merge(std::span<const Wheel>(&wheels[i], 1), one, problems);
     if (!plan) continue;
     plan->filename = variant_filename(plan->filename, variants[i].label);
-    // One build has nothing to choose among: no loader, and no warning that there is none.
-    plan->warnings.erase(std::remove_if(plan->warnings.begin(), plan->warnings.end(),
-                                        [](const std::string& w) { return w.find("has no loader") != std::string::npos; }),
-                         plan->warnings.end());
     if (!plans.empty() && plan->dist_info != plans.front().dist_info)
       problems.push_back({ProblemKind::invalid_input, wheels[i].display, {}, "a different release than the other builds",
                           "the name and version of " + release_of(plans.front()), release_of(*plan)});

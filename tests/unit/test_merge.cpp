@@ -99,6 +99,38 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   CHECK(metadata.find("Requires-Dist: cuda-bindings>=13,<14; extra == \"cu13\"\n") != std::string::npos);
 }
 
+TEST_CASE("merge: one build keeps its files and names, and gets a loader that imports its extension modules") {
+  TempDir dir;
+  const std::string cu13 = cuda_build(13).write(dir.sub("in"));
+  const fs::path out = dir.path / "out";
+  Problems problems;
+  auto result = merge_wheels({{cu13, ""}}, {}, out.string(), kTime, problems);
+  REQUIRE_MESSAGE(result, problems_text(problems));
+  CHECK(result->plan.warnings.empty());
+  CHECK(result->plan.labels == std::vector<std::string>{"cu13"});
+  CHECK(result->plan.loader_packages == std::vector<std::string>{"pkg"});
+  Problems read_problems;
+  auto merged = read_wheel(WheelInput{result->output, {}}, read_problems);
+  REQUIRE_MESSAGE(merged, problems_text(read_problems));
+  std::vector<std::string> paths;
+  for (const WheelFile& f : merged->files) paths.emplace_back(f.path);
+  std::sort(paths.begin(), paths.end());
+  CHECK(paths == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD", "pkg-1.0.dist-info/WHEEL",
+                                          "pkg/__init__.py", "pkg/_core.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                          "pkg/util.py"});
+  CHECK(member_text(*merged, "pkg/_core.cpython-311-x86_64-linux-gnu.so") == cuda_build(13).files.at(kCoreModule));
+  auto json = manifest_of_loader(member_text(*merged, "pkg/_wheelmerge.py"));
+  REQUIRE(json);
+  std::string why;
+  auto manifest = LoaderManifest::parse(*json, why);
+  REQUIRE_MESSAGE(manifest, why);
+  CHECK(manifest->variants == std::vector<std::string>{"cu13"});
+  CHECK(manifest->builds.at("cu13").modules ==
+        std::map<std::string, std::string>{{"pkg._core", "_core.cpython-311-x86_64-linux-gnu.so"}});
+  // Its requirement stays as the build had it (an extra per build only where builds differ).
+  CHECK(member_text(*merged, "pkg-1.0.dist-info/METADATA").find("Requires-Dist: cuda-bindings>=13,<14\n") != std::string::npos);
+}
+
 TEST_CASE("merge: the output is the same, byte for byte, whatever the order of the inputs") {
   TempDir dir;
   const std::string cu12 = cuda_build(12).write(dir.sub("in"));
@@ -212,13 +244,16 @@ TEST_CASE("merge: usage problems are found before any input is read") {
     return problems;
   };
 
-  SUBCASE("fewer than two inputs") {
-    for (auto inputs : {std::vector<WheelInput>{}, std::vector<WheelInput>{{cu12, ""}}}) {
-      Problems problems = usage(inputs);
-      REQUIRE(problems.size() == 1);
-      CHECK(problems[0].what == "merge needs two or more wheels");
-      CHECK(problems[0].found == std::to_string(inputs.size()));
-    }
+  SUBCASE("no input") {
+    Problems problems = usage({});
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "no input wheels");
+    CHECK(problems[0].found == "0");
+  }
+  SUBCASE("one input without a label") {
+    Problems problems = usage({{unlabelled, ""}});
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "no variant label");
   }
   SUBCASE("an input without a label") {
     Problems problems = usage({{cu12, ""}, {unlabelled, ""}});
