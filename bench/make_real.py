@@ -66,7 +66,7 @@ class Unavailable(Exception):
 
 
 def pinned() -> real_wheels.RealWheel:
-    (wheel,) = [w for w in real_wheels.WHEELS if w.name == PROJECT]
+    (wheel,) = [w for w in real_wheels.WHEELS if w.name == PROJECT and "x86_64" in w.filename]
     return wheel
 
 

@@ -50,6 +50,13 @@ bool is_native_name(const std::string& path) {
   return so != std::string::npos && (so + 3 == base.size() || base[so + 3] == '.');
 }
 
+// A Windows library that is no extension module: "x.dll", any case.
+bool is_windows_library(const std::string& path) {
+  std::string base = basename(path);
+  std::transform(base.begin(), base.end(), base.begin(), [](unsigned char c) { return std::tolower(c); });
+  return has_suffix(base, ".dll");
+}
+
 bool is_gpu_code(const std::string& path) {
   return has_suffix(path, ".cubin") || has_suffix(path, ".fatbin") || has_suffix(path, ".ptx");
 }
@@ -501,6 +508,13 @@ void Planner::classify_payload() {
       if (builds() == 1 && options.single_build_loader && is_module_file(path, *row.front()) &&
           !has_suffix(path, ".py") && (row.front()->elf || is_native_name(path)))
         plan.variant_files.push_back({build(0).label, path, path});
+      continue;
+    }
+    // Windows finds a DLL an extension module imports by its file name: a labelled copy
+    // (x.cu12.dll) matches no importer, and the loader preloads libraries the ELF way only.
+    if (is_windows_library(path)) {
+      conflict(path, row, "a DLL that differs between builds: Windows would not find the selected build's copy under a "
+                          "labelled name (per-build DLLs on Windows are not supported yet)");
       continue;
     }
     bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && f->elf; });

@@ -76,7 +76,8 @@ class RealWheel:
 
     @property
     def id(self) -> str:
-        return f"{self.name}-{self.version}"
+        platform = self.filename[:-len(".whl")].rsplit("-", 1)[1]
+        return f"{self.name}-{self.version}" + ("" if "x86_64" in platform or platform == "any" else f"-{platform}")
 
 
 # CPython 3.12 on x86_64 Linux where the project builds per platform, else the pure wheel.
@@ -351,6 +352,27 @@ WHEELS: tuple[RealWheel, ...] = (
         'cuda_core-1.2.2-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl',
         '0b299eee52edece08b77428cfc22b33b29be1bc69c42878d2e6114031eac17e6',
         'f2/1c/8e1f7d42984d6b164521a1dec587f3cf6d1fc585ff929f1420faa07da9d3',
+        generator='setuptools (1.2.2)'),
+    # The same release for the other platforms cuda-core publishes: merged per CUDA major by
+    # its publisher's script like the x86_64 one (test_windows_aarch64.py splits and re-merges
+    # them), win_arm64 with its CUDA 13 build alone (and delvewheel's cuda_core.libs on Windows).
+    RealWheel(
+        'cuda-core', '1.2.2', 6212012, 'NVIDIA cuda-python, setuptools (aarch64)',
+        'cuda_core-1.2.2-cp312-cp312-manylinux_2_24_aarch64.manylinux_2_28_aarch64.whl',
+        '29f0b14a513374e47c6bbd7f1185d735a9a8c3573abf8da4e836805c3d6c7d82',
+        '58/f0/437869ea39a6c97468d1141dcee862ccc3e409e8afabd78896e42213c867',
+        generator='setuptools (1.2.2)'),
+    RealWheel(
+        'cuda-core', '1.2.2', 5955406, 'NVIDIA cuda-python, setuptools, delvewheel (win_amd64)',
+        'cuda_core-1.2.2-cp312-cp312-win_amd64.whl',
+        'd4e6aebf81ade4dd5cf8e2dcf3af25567921bb9439af051f1c2b250f0185d21b',
+        '4a/7c/22f247c9357c6457281f4f51cceeb023cb47f1071a1d176a07c587e9f849',
+        generator='setuptools (1.2.2)'),
+    RealWheel(
+        'cuda-core', '1.2.2', 2984288, 'NVIDIA cuda-python, setuptools, delvewheel (win_arm64, CUDA 13 only)',
+        'cuda_core-1.2.2-cp312-cp312-win_arm64.whl',
+        'c06a0cdbaba040833cff49f0671d5fe2465d553b839b65967e5f25065b5a8847',
+        '67/b3/c1ed3ecb5bc1b11b1ffaeed369ba19fb5c1fec3a4204307baa127b9a888f',
         generator='setuptools (1.2.2)'),
     RealWheel(
         'cuda-pathfinder', '1.9.0', 63362, 'NVIDIA cuda-python, setuptools',

@@ -870,3 +870,20 @@ TEST_CASE("plan: with loaders, a shared file named like a variant file is refuse
                    {}, none));
   CHECK(none.empty());
 }
+
+TEST_CASE("plan: a DLL that differs between builds is a conflict, as Windows would not find a labelled copy") {
+  Problems problems;
+  CHECK_FALSE(plan_merge(std::vector<Wheel>{demo_package("cu12").file("pkg/helper.DLL", "twelve").done(),
+                                            demo_package("cu13").file("pkg/helper.DLL", "thirteen").done()},
+                         {}, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::conflict);
+  CHECK(problems[0].member == "pkg/helper.DLL");
+  CHECK(problems[0].what.find("a DLL that differs between builds") == 0);
+  // The same DLL in every build is shared, as any file is.
+  Problems none;
+  CHECK(plan_merge(std::vector<Wheel>{demo_package("cu12").file("pkg/helper.dll", "same").done(),
+                                      demo_package("cu13").file("pkg/helper.dll", "same").done()},
+                   {}, none));
+  CHECK(none.empty());
+}
