@@ -28,6 +28,13 @@ struct ElfScanner::Layout {
   std::vector<Segment> segments;
 };
 
+bool is_pe_image(std::span<const uint8_t> head) {
+  if (head.size() < 64 || head[0] != 'M' || head[1] != 'Z') return false;
+  const uint32_t at = ByteView(head.data(), head.size()).u32(0x3C);  // e_lfanew
+  return at >= 64 && at <= head.size() - 4 && head[at] == 'P' && head[at + 1] == 'E' && head[at + 2] == 0 &&
+         head[at + 3] == 0;
+}
+
 bool ElfScanner::has_magic(std::span<const uint8_t> head) {
   return head.size() >= 4 && head[0] == 0x7F && head[1] == 'E' && head[2] == 'L' && head[3] == 'F';
 }

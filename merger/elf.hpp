@@ -28,6 +28,11 @@ struct ByteRange {
   uint64_t size = 0;
 };
 
+// Whether the first bytes of a file are a PE/COFF image (a Windows .pyd, .dll or .exe): the
+// MZ header's e_lfanew points, inside `head`, at the "PE\0\0" signature. Native code that
+// wheelmerge stores per build, like ELF files; the rest of the format is not read.
+bool is_pe_image(std::span<const uint8_t> head);
+
 class ElfScanner {
  public:
   static bool has_magic(std::span<const uint8_t> head);

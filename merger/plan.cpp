@@ -506,7 +506,7 @@ void Planner::classify_payload() {
       ++plan.shared_files;
       // One build: its extension modules go through the loader, under their own names.
       if (builds() == 1 && options.single_build_loader && is_module_file(path, *row.front()) &&
-          !has_suffix(path, ".py") && (row.front()->elf || is_native_name(path)))
+          !has_suffix(path, ".py") && (row.front()->elf || row.front()->pe || is_native_name(path)))
         plan.variant_files.push_back({build(0).label, path, path});
       continue;
     }
@@ -517,7 +517,7 @@ void Planner::classify_payload() {
                           "labelled name (per-build DLLs on Windows are not supported yet)");
       continue;
     }
-    bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && f->elf; });
+    bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && (f->elf || f->pe); });
     if (!(native || is_native_name(path) || is_gpu_code(path) || matches_glob(path))) {
       conflict(path, row, "differs between builds and is not native or GPU code (pass --variant-file to allow)");
       continue;

@@ -56,6 +56,7 @@ struct MemberResult {
   Sha256 sha256{};
   std::vector<uint8_t> record_digest;  // when RECORD uses another algorithm than sha256
   bool elf = false;
+  bool pe = false;
   std::optional<ElfInfo> elf_info;
   std::optional<std::string> text;  // the content, when asked for and kept for the planner
 };
@@ -86,6 +87,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
   if (keep_text) result.text.emplace();  // bounded: streaming stops at the declared size
   result.problem = stream_member(w.zip, entry, [&](std::span<const uint8_t> chunk) {
     if (first && ElfScanner::has_magic(chunk)) elf.emplace();
+    if (first) result.pe = is_pe_image(chunk);
     first = false;
     if (result.text) result.text->append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
     sha.update(chunk);
@@ -599,6 +601,7 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
       else
         f.sha256 = result.sha256;
       f.elf = result.elf;
+      f.pe = result.pe;
       if (result.elf_info) f.elf_info = std::make_shared<const ElfInfo>(std::move(*result.elf_info));
     }
     if (problem || result.text) {

@@ -38,8 +38,9 @@ struct WheelFile {  // fields ordered to pack: 80 bytes
   // The member's sha256: RECORD's claim (where RECORD uses sha256) until its bytes are
   // streamed, the digest of its bytes after; in a Wheel that read_wheel returns, both.
   std::optional<Sha256> sha256;
-  bool executable = false;
-  bool elf = false;  // starts with the ELF magic
+  bool executable : 1 = false;
+  bool elf : 1 = false;  // starts with the ELF magic
+  bool pe : 1 = false;   // a PE/COFF image (is_pe_image)
   RecordAlgorithm record_algorithm = RecordAlgorithm::none;  // RECORD's, for this file
 };
 static_assert(sizeof(WheelFile) <= 80);

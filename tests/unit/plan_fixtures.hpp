@@ -81,6 +81,12 @@ class WheelBuilder {
     f.elf_info = std::make_shared<const ElfInfo>(ElfInfo{true, soname, std::move(needed)});
     return *this;
   }
+  // A Windows image (a PE/COFF file, as read_wheel recognises it), whatever its name.
+  WheelBuilder& pe(const std::string& path, const std::string& content) {
+    file(path, "MZ" + content);
+    w_.files[*w_.position(path)].pe = true;
+    return *this;
+  }
   // An __init__.py too large to have been read: present, but without its text.
   WheelBuilder& large_init(const std::string& path) {
     file(path, "x");

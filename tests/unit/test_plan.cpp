@@ -887,3 +887,22 @@ TEST_CASE("plan: a DLL that differs between builds is a conflict, as Windows wou
                    {}, none));
   CHECK(none.empty());
 }
+
+TEST_CASE("plan: a PE image that differs between builds is native code, stored per build whatever its name") {
+  Problems problems;
+  auto plan = plan_merge(std::vector<Wheel>{demo_package("cu12").pe("pkg/kernels/helper.bin", "twelve").done(),
+                                            demo_package("cu13").pe("pkg/kernels/helper.bin", "thirteen").done()},
+                         {}, problems);
+  REQUIRE_MESSAGE(plan, all_problems(problems));
+  std::vector<std::string> stored;
+  for (const VariantFile& v : plan->variant_files)
+    if (v.original == "pkg/kernels/helper.bin") stored.push_back(v.stored);
+  CHECK(stored == std::vector<std::string>{"pkg/kernels/helper.cu12.bin", "pkg/kernels/helper.cu13.bin"});
+  // The same bytes without the PE header are data: a conflict unless --variant-file names them.
+  Problems conflict;
+  CHECK_FALSE(plan_merge(std::vector<Wheel>{demo_package("cu12").file("pkg/kernels/helper.bin", "twelve").done(),
+                                            demo_package("cu13").file("pkg/kernels/helper.bin", "thirteen").done()},
+                         {}, conflict));
+  REQUIRE(conflict.size() == 1);
+  CHECK(conflict[0].what.find("is not native or GPU code") != std::string::npos);
+}

@@ -81,8 +81,8 @@ TEST_CASE("wheel: a valid wheel reads with its files, index, dist-info, metadata
     CHECK(w->files[i].path == path);
     CHECK(w->files[i].size == bytes.size());
     CHECK(w->files[i].entry == i);
-    CHECK_FALSE(w->files[i].executable);
-    CHECK_FALSE(w->files[i].elf);
+    CHECK_FALSE(bool(w->files[i].executable));
+    CHECK_FALSE(bool(w->files[i].elf));
     REQUIRE(w->find(path) == &w->files[i]);
     if (path != w->dist_info + "/RECORD") CHECK(base64url_nopad(*w->files[i].sha256) == sha256_b64(bytes));
   }
@@ -119,10 +119,10 @@ TEST_CASE("wheel: executable bits, ELF files and .data members are read into the
   REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));
   CHECK(w->data_dir == "pkg-1.0.data");
   REQUIRE(w->find("pkg-1.0.data/scripts/tool"));
-  CHECK(w->find("pkg-1.0.data/scripts/tool")->executable);
+  CHECK(bool(w->find("pkg-1.0.data/scripts/tool")->executable));
   const WheelFile* lib = w->find("pkg.libs/libz.so.1");
   REQUIRE(lib);
-  CHECK(lib->elf);
+  CHECK(bool(lib->elf));
   REQUIRE(lib->elf_info);
   CHECK(lib->elf_info->shared_object);
   CHECK(lib->elf_info->soname == "libz.so.1");
@@ -370,4 +370,28 @@ TEST_CASE("wheel: opened wheels stream together, each keeping its own problems a
   REQUIRE(problems[2].size() == 1);
   CHECK(problems[2][0].member == "pkg/sub/mod.py");
   CHECK(problems[2][0].expected.starts_with("sha512=" + b64url_nopad(digest, length)));
+}
+
+TEST_CASE("wheel: PE/COFF images are recognised by their MZ header pointing at a PE signature") {
+  // A DOS header whose e_lfanew (at 0x3C) points at "PE\0\0", then a COFF header for AMD64.
+  std::string image(0x80, '\0');
+  image[0] = 'M';
+  image[1] = 'Z';
+  image[0x3C] = 0x40;
+  image.replace(0x40, 6, std::string("PE\0\0\x64\x86", 6));
+  std::string bad_offset = image;
+  bad_offset[0x3C] = 0x7F;  // past the signature
+  std::string not_mz = image;
+  not_mz[0] = 'X';
+  TempDir dir;
+  WheelBuilder b(kName, {{"pkg/__init__.py", ""}, {"pkg/_core.pyd", image}, {"pkg/odd.bin", image},
+                         {"pkg/bad.pyd", bad_offset}, {"pkg/text.txt", not_mz}});
+  Problems problems;
+  auto w = read(b, dir, problems);
+  REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));
+  CHECK(bool(w->find("pkg/_core.pyd")->pe));
+  CHECK(bool(w->find("pkg/odd.bin")->pe));
+  CHECK_FALSE(bool(w->find("pkg/bad.pyd")->pe));
+  CHECK_FALSE(bool(w->find("pkg/text.txt")->pe));
+  CHECK_FALSE(bool(w->find("pkg/_core.pyd")->elf));
 }
