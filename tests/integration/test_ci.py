@@ -239,7 +239,8 @@ def marked_steps() -> list[tuple[Path, str]]:
 
 def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
     steps = marked_steps()
-    assert {name for _, name in steps} == {"plan", "cuda-env", "build", "test", "install", "merge", "variants"}
+    assert {name for _, name in steps} == {"plan", "cuda-env", "build", "cibuildwheel-config", "label", "test", "install",
+                                           "merge", "variants"}
     for path, name in steps:
         shown = json.loads(run([tool_python(), STEP, path, name, "--show"]).stdout)
         document = linters.yaml(path)
@@ -385,7 +386,7 @@ def reusable_defaults(linters: Linters) -> dict[str, str]:
 def plan(tmp_path: Path, defaults: dict[str, str], check: bool = True, **changes: str):
     values = {"PYTHON_VERSIONS": defaults["python-versions"], "CUDA_MAJORS": defaults["cuda-majors"],
               "CUDA_VERSIONS": defaults["cuda-versions"], "CONTAINER": defaults["container"],
-              "CONTAINER_IMAGE": defaults["container-image"], **changes}
+              "CONTAINER_IMAGE": defaults["container-image"], "BUILDER": defaults["builder"], **changes}
     job = tmp_path / f"plan-{len(list(tmp_path.glob('plan-*')))}"
     result = run_step(REUSABLE, "plan", job, check=check, **values)
     return result, {k: json.loads(v) for k, v in outputs(result).items()}
@@ -404,7 +405,12 @@ def test_plan_step(linters: Linters, tmp_path: Path) -> None:
     assert planned["test-matrix"] == {"python": ["3.10", "3.11", "3.12", "3.13"], "cuda": ["12", "13"]}
     _, planned = plan(tmp_path, defaults, CONTAINER="false", PYTHON_VERSIONS='["3.12"]', CUDA_MAJORS='["13"]')
     assert planned["build-matrix"]["include"] == [
-        {"python": "3.12", "cuda": "13", "cuda-version": "13.0.2", "image": ""}]
+        {"python": "3.12", "cuda": "13", "cuda-version": "13.0.2", "image": "", "cibuildwheel": "cp312-manylinux_*"}]
+    # cibuildwheel brings its own container: none for the job, whatever `container` says.
+    _, planned = plan(tmp_path, defaults, BUILDER="cibuildwheel", PYTHON_VERSIONS='["3.10", "3.13t"]',
+                      CUDA_MAJORS='["12"]')
+    assert [(b["image"], b["cibuildwheel"]) for b in planned["build-matrix"]["include"]] == [
+        ("", "cp310-manylinux_*"), ("", "cp313t-manylinux_*")]
     for changes, message in (({"PYTHON_VERSIONS": "[3.10]"}, "is not a version string such as"),
                              ({"PYTHON_VERSIONS": "3.12"}, "expected a non-empty JSON list"),
                              ({"CUDA_MAJORS": "[12, 12]"}, "names 12 twice"),
@@ -412,7 +418,8 @@ def test_plan_step(linters: Linters, tmp_path: Path) -> None:
                              ({"CUDA_VERSIONS": '{"12": "13.0.2", "13": "13.0.2"}'},
                               "for CUDA 12, found '13.0.2'"),
                              ({"CONTAINER_IMAGE": "nvidia/cuda:latest"}, "has no {version}"),
-                             ({"CUDA_VERSIONS": "{12: 1}"}, "is not JSON")):
+                             ({"CUDA_VERSIONS": "{12: 1}"}, "is not JSON"),
+                             ({"BUILDER": "maturin"}, "is neither build nor cibuildwheel")):
         result, _ = plan(tmp_path, defaults, check=False, **changes)
         assert result.returncode == 1 and message in result.stderr, (changes, result.stderr)
 
@@ -437,13 +444,55 @@ def test_build_step_with_a_repair_command(tmp_path: Path) -> None:
     assert state["env"]["WHEELMERGE_BUILD_CUDA_MAJOR"] == "12" and "CUDACXX" not in state["env"]
     assert state["path"][0] == str(toolkit / "bin")
     repair = "cp {wheel} {dest_dir}/ && echo {wheel} {dest_dir} >.wheelmerge/repair.log"
-    built = run_step(REUSABLE, "build", job, workspace, CUDA_MAJOR="12", PACKAGE_DIR=".",
-                     REPAIR_COMMAND=repair)
-    wheel = outputs(built)["wheel"]
+    run_step(REUSABLE, "build", job, workspace, PACKAGE_DIR=".", REPAIR_COMMAND=repair)
+    wheel = outputs(run_step(REUSABLE, "label", job, workspace, CUDA_MAJOR="12"))["wheel"]
     assert wheel == ".wheelmerge/wheelhouse/wmdemo-0.1.0-cp311-cp311-linux_x86_64.cu12.whl"
     assert (workspace / wheel).is_file()
     assert (workspace / ".wheelmerge" / "repair.log").read_text().split() == [
         ".wheelmerge/dist/wmdemo-0.1.0-cp311-cp311-linux_x86_64.whl", ".wheelmerge/repaired"]
+
+
+def test_label_step_wants_exactly_one_wheel(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    (workspace / ".wheelmerge" / "built").mkdir(parents=True)
+    none = run_step(REUSABLE, "label", tmp_path / "none", workspace, check=False, CUDA_MAJOR="13")
+    assert none.returncode == 1 and "expected one wheel from the build, found 0" in none.stderr
+    for name in ("a-1.0-py3-none-any.whl", "b-1.0-py3-none-any.whl"):
+        (workspace / ".wheelmerge" / "built" / name).write_bytes(b"")
+    two = run_step(REUSABLE, "label", tmp_path / "two", workspace, check=False, CUDA_MAJOR="13")
+    assert two.returncode == 1 and "found 2" in two.stderr
+
+
+@pytest.mark.parametrize("identifier, found", [("cp311-manylinux_*", 1), ("cp38-manylinux_*", 0)])
+def test_cibuildwheel_configuration_step(tmp_path: Path, identifier: str, found: int) -> None:
+    """The cibuildwheel path's configuration, run as written with the pinned cibuildwheel from the
+    package index: the variables its build gets (the toolkit installed in the manylinux image,
+    the variables `wheelmerge build` sets) and the check that the selector names exactly one of
+    cibuildwheel's builds, asked of cibuildwheel itself (--print-build-identifiers needs no
+    docker; the build does, so it runs on GitHub only)."""
+    job = tmp_path / "job"
+    workspace = job / "workspace"
+    shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    run([tool_python(), "-m", "venv", job / "python"])
+    result = run_step(REUSABLE, "cibuildwheel-config", job, workspace, check=False, job_path=(job / "python" / "bin",),
+                      CUDA_MAJOR="13", CUDA_VERSION="13.0.2", CIBW_IDENTIFIER=identifier,
+                      MANYLINUX_IMAGE="manylinux_2_28", TOOLKIT_PACKAGES="cuda-nvcc cuda-cudart-devel",
+                      PACKAGE_DIR=".", REPAIR_COMMAND="")
+    if not found:  # cibuildwheel 4.3 builds no CPython 3.8
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "cibuildwheel builds 0 wheels for cp38-manylinux_*, not one" in result.stderr
+        return
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "cibuildwheel builds cp311-manylinux_x86_64 with CUDA 13.0.2" in result.stderr + result.stdout
+    env = json.loads((job / "state.json").read_text())["env"]
+    assert env["CIBW_BUILD"] == identifier and env["CIBW_ARCHS_LINUX"] == "native"
+    assert env["CIBW_MANYLINUX_X86_64_IMAGE"] == env["CIBW_MANYLINUX_AARCH64_IMAGE"] == "manylinux_2_28"
+    assert env["CIBW_BEFORE_ALL_LINUX"].endswith("dnf install -y -q cuda-nvcc-13-0 cuda-cudart-devel-13-0")
+    assert "repos/rhel${VERSION_ID%%.*}/$arch/cuda-rhel${VERSION_ID%%.*}.repo" in env["CIBW_BEFORE_ALL_LINUX"]
+    assert env["CIBW_ENVIRONMENT_LINUX"] == ("CUDA_HOME=/usr/local/cuda-13.0 CUDA_PATH=/usr/local/cuda-13.0 "
+                                             "CUDACXX=/usr/local/cuda-13.0/bin/nvcc PATH=/usr/local/cuda-13.0/bin:$PATH "
+                                             "WHEELMERGE_BUILD_CUDA_MAJOR=13")
+    assert env["CIBW_REPAIR_WHEEL_COMMAND_LINUX"] == "auditwheel repair --exclude 'libcuda.so.*' -w {dest_dir} {wheel}"
 
 
 # --- the rehearsal, end to end -----------------------------------------------------------------

@@ -21,6 +21,7 @@ OPTION_SETS = {
     "one-python": ["--python", "3.13", "--container"],
     "variants-publish": ["--variants", "--publish"],
     "variants": ["--variants"],
+    "cibuildwheel-publish": ["--cibuildwheel", "--publish"],
 }
 
 
@@ -125,3 +126,12 @@ def test_release_job_uploads_one_index_only_when_every_python_version_agrees(whe
         assert result.returncode == 1
         assert "::error::" in result.stdout and "differs from" in result.stdout
         assert not log.exists() or "upload" not in log.read_text()
+
+
+def test_cibuildwheel_option_names_the_builder_and_leaves_the_repair_to_it(wheelmerge_bin, linters: Linters, project):
+    init(wheelmerge_bin, project, "--cibuildwheel", "--publish")
+    call = linters.yaml(project / ".github" / "workflows" / "wheels.yml")["jobs"]["wheels"]["with"]
+    assert call["builder"] == "cibuildwheel"
+    assert "container" not in call and "repair-command" not in call
+    both = init(wheelmerge_bin, project, "--cibuildwheel", "--container", "--force", check=False)
+    assert both.returncode != 0 and "excludes" in both.stderr

@@ -29,6 +29,14 @@ TEST_CASE("the caller workflow passes the options to the reusable workflow") {
   CHECK(text.find("python-versions: '[\"3.11\", \"3.12\"]'") != std::string::npos);
   CHECK(text.find("cuda-majors: \"[12, 13]\"") != std::string::npos);
   CHECK(text.find("publish:") == std::string::npos);
+  CHECK(text.find("container: false") != std::string::npos);
+  CHECK(text.find("builder:") == std::string::npos);
+  o.cibuildwheel = true;
+  o.publish = true;
+  text = caller_workflow(o);
+  CHECK(text.find("builder: cibuildwheel") != std::string::npos);
+  CHECK(text.find("container:") == std::string::npos);
+  CHECK(text.find("repair-command") == std::string::npos);  // cibuildwheel repairs
 }
 
 TEST_CASE("the workflow file: written with its directories, replaced only with force") {
