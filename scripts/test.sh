@@ -23,8 +23,8 @@ ctest --test-dir build-asan --output-on-failure
 echo "== integration suites, release build"
 WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration "$@"
 
-# The suites that run build/wheelmerge, against the sanitizer build. test_backend.py runs the
-# executable of the wheelmerge wheel it builds, test_fuzz.py its own sanitized harnesses, and
+# The suites that run build/wheelmerge, against the sanitizer build. test_backend.py and
+# test_own_wheel.py run the executable of the wheelmerge wheel they build, test_fuzz.py its own sanitized harnesses, and
 # test_loader.py no executable at all, so they are not repeated; test_real_wheels.py reads
 # 1.5 GB of valid wheels, which the fuzzers' sanitized runs cover better per second. The
 # selector suites (test_loader_selectors.py, test_cpulevels.py, test_torchdemo.py, test_cupy.py)
@@ -32,7 +32,8 @@ WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration "$@"
 # other suites' sanitized merges cover.
 echo "== integration suites, sanitizer build"
 WHEELMERGE="$root/build-asan/wheelmerge" "${pytest[@]}" tests/integration \
-  --ignore=tests/integration/test_backend.py --ignore=tests/integration/test_fuzz.py \
+  --ignore=tests/integration/test_backend.py --ignore=tests/integration/test_own_wheel.py \
+  --ignore=tests/integration/test_fuzz.py \
   --ignore=tests/integration/test_loader.py --ignore=tests/integration/test_real_wheels.py \
   --ignore=tests/integration/test_loader_selectors.py --ignore=tests/integration/test_cpulevels.py \
   --ignore=tests/integration/test_torchdemo.py --ignore=tests/integration/test_cupy.py "$@"
