@@ -1,7 +1,7 @@
 """wheelmerge as a build backend (`build-backend = "wheelmerge.backend"`), and wheelmerge's own
 installability.
 
-The wheelmerge wheel is built once (`pip wheel` of this repository, scikit-build-core) and cached under
+The wheelmerge wheel is built once (`pip wheel` of this repository's sdist, scikit-build-core) and cached under
 tests/.cache/wheelmerge-wheel/KEY/, KEY a hash of the sources that go into it; $WHEELMERGE_WHEEL
 names a prebuilt wheel to use instead. Build frontends get it from a --find-links directory
 (PIP_FIND_LINKS for pip and build, --find-links for uv) that also holds wmtest-backends, the
@@ -57,7 +57,7 @@ VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["versi
 
 # What goes into the wheelmerge wheel: its cache key hashes these (files, or every file below).
 WHEEL_SOURCES = ("pyproject.toml", "CMakeLists.txt", "README.md", "cmake", "merger", "cli", "driver", "ci", "python",
-                 "templates")
+                 "templates", "third_party", "scripts/isal.sh")
 # Variables that would pick a toolkit or a major if they leaked in from outside.
 _TOOLKIT_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_ROOT", "CUDAToolkit_ROOT",
                       "WMDEMO_CUDA_MAJOR", "WHEELMERGE_BUILD_CUDA_MAJOR", "WMTEST_RECORD")
@@ -95,7 +95,11 @@ def wheelmerge_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if len(cached) == 1:
         return cached[0]
     out = tmp_path_factory.mktemp("wheelmerge-wheel")
-    run([PY, "-m", "pip", "wheel", "--no-deps", "-w", out, ROOT], timeout=3600)
+    # From the source distribution, as an installer without a wheel for its platform would build
+    # it: the sdist must hold everything (ISA-L is then built from the package index's source).
+    run([PY, "-m", "build", "--sdist", "--outdir", out / "sdist", ROOT], timeout=600)
+    (sdist,) = out.glob("sdist/wheelmerge-*.tar.gz")
+    run([PY, "-m", "pip", "wheel", "--no-deps", "-w", out, sdist], timeout=3600)
     built = sorted(out.glob("wheelmerge-*.whl"))
     assert len(built) == 1, f"pip wheel made {built}"
     if source_key() != key:  # the tree changed while it was built: use it, but do not cache it
