@@ -511,10 +511,19 @@ void Planner::classify_payload() {
       continue;
     }
     // Windows finds a DLL an extension module imports by its file name: a labelled copy
-    // (x.cu12.dll) matches no importer, and the loader preloads libraries the ELF way only.
+    // (x.cu12.dll) matches no importer, and the loader preloads libraries the ELF way only. A DLL
+    // of one build alone (delvewheel names its copies by their hash: msvcp140-<hash>.dll) keeps
+    // its name, which no other build's file has; one name with other bytes per build is refused.
     if (is_windows_library(path)) {
+      const auto present = std::count_if(row.begin(), row.end(), [](const WheelFile* f) { return f != nullptr; });
+      if (present == 1) {
+        const size_t i = static_cast<size_t>(std::find_if(row.begin(), row.end(), [](const WheelFile* f) { return f; }) - row.begin());
+        members.push_back(copied(path, i, *row[i]));
+        plan.variant_files.push_back({build(i).label, path, path});
+        continue;
+      }
       conflict(path, row, "a DLL that differs between builds: Windows would not find the selected build's copy under a "
-                          "labelled name (per-build DLLs on Windows are not supported yet)");
+                          "labelled name (per-build DLLs of one name on Windows are not supported yet)");
       continue;
     }
     bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && (f->elf || f->pe); });

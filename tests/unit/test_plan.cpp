@@ -880,6 +880,16 @@ TEST_CASE("plan: a DLL that differs between builds is a conflict, as Windows wou
   CHECK(problems[0].kind == ProblemKind::conflict);
   CHECK(problems[0].member == "pkg/helper.DLL");
   CHECK(problems[0].what.find("a DLL that differs between builds") == 0);
+  // A DLL of one build alone (delvewheel's hash-named copies) keeps its name: no build has another.
+  Problems own;
+  auto plan = plan_merge(std::vector<Wheel>{demo_package("cu12").file("pkg.libs/msvcp140-1a2b.dll", "twelve").done(),
+                                            demo_package("cu13").file("pkg.libs/msvcp140-3c4d.dll", "thirteen").done()},
+                         {}, own);
+  REQUIRE_MESSAGE(plan, all_problems(own));
+  std::vector<std::string> stored;
+  for (const VariantFile& v : plan->variant_files)
+    if (v.original.ends_with(".dll")) stored.push_back(v.label + " " + v.stored);
+  CHECK(stored == std::vector<std::string>{"cu12 pkg.libs/msvcp140-1a2b.dll", "cu13 pkg.libs/msvcp140-3c4d.dll"});
   // The same DLL in every build is shared, as any file is.
   Problems none;
   CHECK(plan_merge(std::vector<Wheel>{demo_package("cu12").file("pkg/helper.dll", "same").done(),
