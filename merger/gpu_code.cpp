@@ -64,13 +64,14 @@ void FatbinWalker::feed(std::span<const uint8_t> chunk) {
     header_.insert(header_.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(n));
     seen_ += n;
     chunk = chunk.subspan(n);
-    if (header_.size() == need_) take(header_);
+    if (header_.size() == need_) take();
   }
 }
 
-// A complete header is in `bytes` (header_); decides what comes next.
-void FatbinWalker::take(std::span<const uint8_t> bytes) {
-  ByteView h(bytes.data(), bytes.size());
+// A complete header is in header_; decides what comes next.
+void FatbinWalker::take() {
+  const std::vector<uint8_t>& bytes = header_;
+  ByteView h(bytes);
   const uint64_t at = seen_ - bytes.size();  // where this header starts in the range
   if (want_ == Want::container) {
     if (bytes.size() == 8) {
@@ -432,6 +433,14 @@ BuildGpuCode build_gpu_code(const Wheel& wheel, Problems& problems) {
     else if (!scans[i]->code.empty()) out.files.emplace_back(path, std::move(scans[i]->code));
   }
   return out;
+}
+
+SmArch build_sm_arch(const BuildGpuCode& code) {
+  if (code.unreadable.empty()) return code.files.empty() ? SmArch{} : sm_arch_values(code.files);
+  SmArch none;
+  for (const auto& [path, why] : code.unreadable)
+    none.notes.push_back(fmt::format("cannot read the GPU code of {} ({}): no sm_arch for this build", path, why));
+  return none;
 }
 
 }  // namespace wm

@@ -54,7 +54,7 @@ class FatbinWalker {
 
  private:
   enum class Want : uint8_t { container, entry };
-  void take(std::span<const uint8_t> bytes);
+  void take();
   void fail(std::string why);
   uint64_t size_;
   uint64_t seen_ = 0;         // bytes of the range fed so far
@@ -95,5 +95,10 @@ struct BuildGpuCode {
   std::vector<std::pair<std::string, std::string>> unreadable;
 };
 BuildGpuCode build_gpu_code(const Wheel& wheel, Problems& problems);
+
+// A build's sm_arch values: none, with a note per file, where a file's fat binaries could not
+// be read (leaving it out could claim GPUs it has no code for), none where no file has GPU code,
+// else sm_arch_values of its files. `variants` and `inspect --gpu-code` both ask this.
+SmArch build_sm_arch(const BuildGpuCode& code);
 
 }  // namespace wm

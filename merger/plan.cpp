@@ -50,6 +50,9 @@ bool is_native_name(const std::string& path) {
   return so != std::string::npos && (so + 3 == base.size() || base[so + 3] == '.');
 }
 
+// Native code by content: an ELF file or a PE/COFF image.
+bool is_native(const WheelFile& f) { return f.elf || f.pe; }
+
 // A Windows library that is no extension module: "x.dll", any case.
 bool is_windows_library(const std::string& path) {
   std::string base = basename(path);
@@ -506,7 +509,7 @@ void Planner::classify_payload() {
       ++plan.shared_files;
       // One build: its extension modules go through the loader, under their own names.
       if (builds() == 1 && options.single_build_loader && is_module_file(path, *row.front()) &&
-          !has_suffix(path, ".py") && (row.front()->elf || row.front()->pe || is_native_name(path)))
+          !has_suffix(path, ".py") && (is_native(*row.front()) || is_native_name(path)))
         plan.variant_files.push_back({build(0).label, path, path});
       continue;
     }
@@ -526,7 +529,7 @@ void Planner::classify_payload() {
                           "labelled name (per-build DLLs of one name on Windows are not supported yet)");
       continue;
     }
-    bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && (f->elf || f->pe); });
+    bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && is_native(*f); });
     if (!(native || is_native_name(path) || is_gpu_code(path) || matches_glob(path))) {
       conflict(path, row, "differs between builds and is not native or GPU code (pass --variant-file to allow)");
       continue;

@@ -34,24 +34,17 @@ void add_gpu_code(const Wheel& wheel, InspectReport& r, Problems& problems) {
   std::vector<std::string> builds = r.variants;
   if (builds.empty()) builds.push_back(std::string());
   for (const std::string& label : builds) {
-    std::vector<std::pair<std::string, std::set<GpuCode>>> files;
-    bool unreadable = false;
-    for (const auto& [path, why] : code.unreadable) {
+    // This build's files: its own and the shared ones.
+    auto ours = [&](const std::string& path) {
       const auto& variant = r.files[position.at(path)].variant;
-      if (variant && *variant != label) continue;
-      unreadable = true;
-      r.sm_arch_notes.push_back(fmt::format("{}cannot read the GPU code of {} ({}): no sm_arch", label.empty() ? "" : label + ": ",
-                                            path, why));
-    }
-    for (const auto& f : code.files) {
-      const auto& variant = r.files[position.at(f.first)].variant;
-      if (!variant || *variant == label) files.push_back(f);
-    }
-    if (unreadable || files.empty()) {
-      r.sm_arch[label] = {};
-      continue;
-    }
-    SmArch arch = sm_arch_values(files);
+      return !variant || *variant == label;
+    };
+    BuildGpuCode build;
+    for (const auto& f : code.files)
+      if (ours(f.first)) build.files.push_back(f);
+    for (const auto& u : code.unreadable)
+      if (ours(u.first)) build.unreadable.push_back(u);
+    SmArch arch = build_sm_arch(build);
     r.sm_arch[label] = arch.values;
     for (const std::string& note : arch.notes) r.sm_arch_notes.push_back(label.empty() ? note : label + ": " + note);
   }
@@ -97,7 +90,7 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
     r.loaders.push_back({std::move(l.loader_path), std::move(l.manifest)});
   }
   for (const WheelFile& f : wheel->files) {
-    InspectReport::File file{std::string(f.path), f.size, wheel->zip.entries[f.entry].compressed_size, std::nullopt};
+    InspectReport::File file{std::string(f.path), f.size, wheel->zip.entries[f.entry].compressed_size, std::nullopt, {}, {}};
     if (auto it = variant_of.find(file.path); it != variant_of.end()) {
       file.variant = it->second;
       r.variant_bytes[it->second] += f.size;

@@ -53,15 +53,10 @@ bool write_text_file(const std::string& dir, const std::string& name, const std:
   return true;
 }
 
-// A build's nvidia :: sm_arch values from its files' GPU code; what they cannot say goes to
-// `notes`, each naming the build. None where a file's fat binaries cannot be read: leaving it
-// out could claim GPUs it has no code for.
+// A build's nvidia :: sm_arch values from its files' GPU code (build_sm_arch); what they cannot
+// say goes to `notes`, each naming the build.
 std::vector<std::string> build_sm_arch(const Wheel& w, std::vector<std::string>& notes, Problems& problems) {
-  BuildGpuCode code = build_gpu_code(w, problems);
-  for (const auto& [path, why] : code.unreadable)
-    notes.push_back(fmt::format("{}: cannot read the GPU code of {} ({}): no sm_arch for this build", w.label, path, why));
-  if (!code.unreadable.empty() || code.files.empty()) return {};
-  SmArch arch = sm_arch_values(code.files);
+  SmArch arch = build_sm_arch(build_gpu_code(w, problems));
   for (const std::string& note : arch.notes) notes.push_back(fmt::format("{}: sm_arch: {}", w.label, note));
   return arch.values;
 }

@@ -4,10 +4,12 @@
 
 #include "merger/problem.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +28,17 @@ namespace wm_fuzz {
       std::abort();                                                                        \
     }                                                                                      \
   } while (0)
+
+// For harnesses that feed a streaming reader: the chunk size byte 0 of an input picks, and the
+// rest of the input handed to `fn` in consecutive pieces of that size.
+inline size_t chunk_size(uint8_t selector) {
+  static constexpr size_t kChunks[] = {1, 3, 7, 16, 64, 255, 4096, 1 << 20};
+  return kChunks[selector % std::size(kChunks)];
+}
+template <typename Fn>
+void in_chunks(std::span<const uint8_t> bytes, size_t chunk, Fn&& fn) {
+  for (size_t at = 0; at < bytes.size(); at += chunk) fn(bytes.subspan(at, std::min(chunk, bytes.size() - at)));
+}
 
 inline void explain() {}
 inline void explain(const std::string& text) { std::fprintf(stderr, "  %s\n", text.c_str()); }

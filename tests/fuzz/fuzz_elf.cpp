@@ -9,7 +9,7 @@
 namespace {
 std::optional<wm::ElfInfo> scan(std::span<const uint8_t> file, size_t chunk) {
   wm::ElfScanner scanner;
-  for (size_t at = 0; at < file.size(); at += chunk) scanner.feed(file.subspan(at, std::min(chunk, file.size() - at)));
+  wm_fuzz::in_chunks(file, chunk, [&](std::span<const uint8_t> part) { scanner.feed(part); });
   std::vector<uint8_t> strings;
   if (auto range = scanner.missing_strings()) {
     if (range->offset < file.size()) {
@@ -52,8 +52,7 @@ bool dynamic_after_headers(std::span<const uint8_t> f, size_t chunk) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static constexpr size_t kChunks[] = {1, 3, 7, 16, 64, 255, 4096, 1 << 20};
-  const size_t chunk = kChunks[data[0] % std::size(kChunks)];
+  const size_t chunk = wm_fuzz::chunk_size(data[0]);
   std::span<const uint8_t> file(data + 1, size - 1);
   if (!wm::ElfScanner::has_magic(file)) return 0;  // read_wheel scans only files with the magic
   auto whole = scan(file, 1 << 20);

@@ -8,15 +8,14 @@
 namespace {
 wm::GpuCodeScan walk(std::span<const uint8_t> bytes, size_t chunk) {
   wm::FatbinWalker walker(bytes.size());
-  for (size_t at = 0; at < bytes.size(); at += chunk) walker.feed(bytes.subspan(at, std::min(chunk, bytes.size() - at)));
+  wm_fuzz::in_chunks(bytes, chunk, [&](std::span<const uint8_t> part) { walker.feed(part); });
   return std::move(walker).finish();
 }
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static constexpr size_t kChunks[] = {1, 3, 7, 16, 64, 255, 4096, 1 << 20};
-  const size_t chunk = kChunks[data[0] % std::size(kChunks)];
+  const size_t chunk = wm_fuzz::chunk_size(data[0]);
   std::span<const uint8_t> bytes(data + 1, size - 1);
   const wm::GpuCodeScan whole = walk(bytes, 1 << 20), chunked = walk(bytes, chunk);
   FUZZ_CHECK(whole.unreadable.empty() == chunked.unreadable.empty(), "readability depends on the chunk size");
