@@ -8,6 +8,37 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 cd "$root"
+
+# Disk: the suites need about NEED_GIB free under TMPDIR at their peak (two torch build
+# environments side by side, the real-wheel and CuPy trees; the caches under ~/.cache come on
+# top on a fresh machine). Too little fails here, at once, instead of as ENOSPC deep inside pip
+# twenty minutes later; the lowest free space seen during the run is printed at its end.
+NEED_GIB=${WHEELMERGE_TEST_NEED_GIB:-12}
+tmp_root=${TMPDIR:-/tmp}
+free_kib() { df -Pk "$tmp_root" | awk 'NR == 2 { print $4 }'; }
+gib() { awk -v k="$1" 'BEGIN { printf "%.1f GiB", k / 1048576 }'; }
+start_free=$(free_kib)
+echo "== disk: $(gib "$start_free") free under $tmp_root at the start (the run needs about $NEED_GIB GiB)"
+if (( start_free < NEED_GIB * 1048576 )); then
+  echo "error: $(gib "$start_free") free under $tmp_root, the test suites need about $NEED_GIB GiB" \
+       "(set WHEELMERGE_TEST_NEED_GIB to override, or TMPDIR to a larger disk)" >&2
+  exit 1
+fi
+lowest_file=$(mktemp)
+echo "$start_free" >"$lowest_file"
+( low=$start_free
+  while sleep 5; do
+    now=$(free_kib) || continue
+    if (( now < low )); then low=$now; echo "$low" >"$lowest_file"; fi
+  done ) &
+sampler=$!
+report_disk() {
+  kill "$sampler" 2>/dev/null || true
+  echo "== disk: lowest free under $tmp_root during the run: $(gib "$(cat "$lowest_file")")" \
+       "(from $(gib "$start_free") at the start)"
+  rm -f "$lowest_file"
+}
+trap report_disk EXIT
 # The corpus of real wheels from the package index (about 1.5 GB, cached outside the checkout).
 scripts/fetch-real-wheels.sh
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWHEELMERGE_SANITIZE=ON >/dev/null

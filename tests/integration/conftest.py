@@ -213,6 +213,16 @@ def make_venv(tmp_path_factory: pytest.TempPathFactory):
     return make
 
 
+@pytest.fixture(scope="session", autouse=True)
+def children_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TMPDIR of every child process, inside this run's base directory: what a child killed on
+    purpose leaves there (a build's work directory, a partial output) goes with the run's
+    directories instead of piling up in /tmp. Tests that check TMPDIR set their own."""
+    path = tmp_path_factory.mktemp("children-tmp", numbered=False)
+    os.environ["TMPDIR"] = str(path)
+    return path
+
+
 # A skipped test is a failed test, except for these: things a CI machine of this project cannot
 # have. Each is a regular expression over the skip reason, with why it may be skipped. Every
 # skip is listed at the end of the run; one not on this list fails the run.
