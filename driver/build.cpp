@@ -524,20 +524,21 @@ bool merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabe
   }
   std::vector<std::string> names;
   for (const VariantLabel& label : labels) names.push_back(label.str());
-  progress(fmt::format("merging {}", fmt::join(names, " and ")));
+  progress(fmt::format("merging {}{}", fmt::join(names, " and "), options.variants ? ", and writing their variant wheels" : ""));
   std::string warning;
   DosTime time = output_time_from_environment(warning);
   if (!warning.empty()) progress("warning: " + warning);
-  auto merged = merge_wheels(inputs, merge, options.out_dir, time, problems);
-  if (!merged) return false;
-  result.merge = std::move(*merged);
-  if (!options.variants) return true;
-  progress(fmt::format("writing the variant wheels of {}", fmt::join(names, " and ")));
-  auto variants = write_variants(inputs, VariantsOptions{merge, false, options.sm_arch}, options.out_dir, time, problems);
-  if (!variants) {
-    std::remove(result.merge.output.c_str());  // all or nothing
-    return false;
+  if (!options.variants) {
+    auto merged = merge_wheels(inputs, merge, options.out_dir, time, problems);
+    if (!merged) return false;
+    result.merge = std::move(*merged);
+    return true;
   }
+  // The merged wheel and the variant wheels from one reading of the builds.
+  auto variants = write_variants(inputs, VariantsOptions{merge, true, options.sm_arch}, options.out_dir, time, problems);
+  if (!variants) return false;  // write_variants leaves nothing behind
+  result.merge.output = *variants->merged;
+  result.merge.plan = std::move(*variants->merged_plan);
   result.variant_wheels = std::move(*variants);
   return true;
 }

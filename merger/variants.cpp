@@ -147,6 +147,8 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     }
     result.merged = *written;
     result.warnings.insert(result.warnings.end(), merged->warnings.begin(), merged->warnings.end());
+    std::vector<PlannedMember>().swap(merged->members);
+    result.merged_plan = std::move(merged);
   }
   // {name}-{version}-variants.json: the name and version as in the wheels' file names.
   const std::string index = release_of(plans.front()) + "-variants.json";

@@ -40,6 +40,9 @@ struct VariantsResult {
   std::vector<std::vector<std::string>> sm_arch;  // per label: the sm_arch values given, if any
   std::string index;                // {name}-{version}-variants.json
   std::optional<std::string> merged;
+  // With `with_merged`: the merged wheel's plan, less its members once the wheel is written
+  // (what `build` reports: shared and variant files, warnings).
+  std::optional<MergePlan> merged_plan;
   std::vector<std::string> warnings;
 };
 

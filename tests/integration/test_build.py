@@ -834,6 +834,11 @@ def test_variants_option_writes_the_variant_wheels_and_their_index_beside_the_me
     stem = merged[: -len(".whl")]
     assert files == sorted([merged, f"{stem}-cu12.whl", f"{stem}-cu13.whl", Path(s["variants_index"]).name]), files
     assert [Path(w).name for w in s["variant_wheels"]] == [f"{stem}-cu12.whl", f"{stem}-cu13.whl"]
+    # One reading of the builds gives both: the merged wheel's plan is reported as by a plain build.
+    assert "merging cu12 and cu13, and writing their variant wheels" in result.stderr, result.stderr
+    assert s["shared"] >= 1 and s["variant_files"] >= 1, s
+    verified = wheelmerge(wheelmerge_bin, "verify", s["output"], tmp_path=tmp_path)
+    assert verified.returncode == 0, describe(verified)
     index = json.loads(Path(s["variants_index"]).read_text())
     assert sorted(index["variants"]) == list(LABELS)
     for label, wheel in zip(LABELS, s["variant_wheels"]):
