@@ -282,6 +282,7 @@ class Summary:
     # wheelmerge and packaging both accept, both refuse, or that only packaging accepts for a
     # documented reason.
     not_a_header_value: int = 0
+    not_an_argument: int = 0  # fuzz_merge_valid: a --variant-file glob holding NUL
     requirement_verdicts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     # Outputs whose tags this interpreter does not support: pip refuses them here, so they are
     # checked without `pip install` (consumers, installer, requirements).
@@ -456,6 +457,10 @@ class Sweeper:
                 problems += self.requirement_verdict(wheels[0], wheels[0] in accepted, summary)
             if harness == "fuzz_zip":
                 return problems
+            if any(b"\0" in o for o in options):
+                # The harness hands globs over in memory; no command line can carry a NUL.
+                summary.not_an_argument += 1
+                return problems
 
             summary.merges += 1
             code, text, written = self.merge(wheels, work / "out", options)
@@ -571,6 +576,9 @@ def report(summaries: dict[str, Summary]) -> str:
                      f"{fmt(s.merge_refused)} | {s.outputs} ({s.outputs_not_installable_here}) | {s.oracle_runs} | {len(s.failures)} | "
                      f"{s.seconds:.0f} |")
     for s in summaries.values():
+        if s.not_an_argument:
+            lines.append(f"\n{s.harness}: {s.not_an_argument} inputs with a NUL in a --variant-file glob "
+                         "verified but not merged (no command line carries a NUL)")
         if s.harness == "fuzz_requirement":
             verdicts = ", ".join(f"{k}: {v}" for k, v in sorted(s.requirement_verdicts.items())) or "-"
             lines.append(f"\nfuzz_requirement verdicts (wheelmerge verify against packaging): {verdicts}; "
