@@ -447,7 +447,8 @@ void check_record_entries(Reader& r, const RecordRows& rows, OtherDigests& other
     auto at = row_of(f.path);
     if (at) used[*at] = true;
     if (is_record_signature(rel)) {
-      w.warnings.push_back(fmt::format("{}: {}: dropped (signature files are deprecated and not covered by RECORD)",
+      w.warnings.push_back(fmt::format("{}: {}: a signature of RECORD, not checked (deprecated, and not covered by RECORD); "
+                                       "a merged or variant wheel leaves it out (its RECORD is new)",
                                        w.display, f.path));
       continue;
     }

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run
+from conftest import run, tool_python
 
 
 def record_row(name: str, data: bytes) -> str:
@@ -142,3 +142,32 @@ def test_malformed_manifest_is_invalid_input(wheelmerge_bin, merged, tmp_path, c
         assert result.returncode == 3, (command, result.stderr)
         assert "wmdemo/_wheelmerge.py" in result.stderr, result.stderr
         assert "internal error" not in result.stderr, result.stderr
+
+
+def test_record_signatures_are_accepted_unchecked_and_left_out_of_the_merge(wheelmerge_bin, demo_wheels, tmp_path):
+    """RECORD.jws / RECORD.p7s (deprecated, never listed in RECORD): installer and `wheel unpack`
+    accept such a wheel, so verify does, with a warning naming each; the merged wheel has a new
+    RECORD, so it carries neither, and verifies."""
+    signed = tmp_path / demo_wheels.cu12.name
+    with zipfile.ZipFile(demo_wheels.cu12) as z, zipfile.ZipFile(signed, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in z.infolist():
+            out.writestr(info, z.read(info))
+        dist_info = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD")).rsplit("/", 1)[0]
+        out.writestr(f"{dist_info}/RECORD.jws", b'{"signatures": []}')
+        out.writestr(f"{dist_info}/RECORD.p7s", b"PKCS#7 bytes")
+    python = tool_python()
+    run([python, "-m", "wheel", "unpack", "-d", tmp_path / "unpacked", signed])
+    run([python, "-m", "installer", "--destdir", tmp_path / "installed", signed])
+
+    result = verify(wheelmerge_bin, signed)
+    assert result.returncode == 0, result.stderr
+    for name in ("RECORD.jws", "RECORD.p7s"):
+        assert f"{dist_info}/{name}: a signature of RECORD, not checked" in result.stderr, result.stderr
+
+    out = tmp_path / "out"
+    merged = run([wheelmerge_bin, "merge", signed, demo_wheels.cu13, "-o", out])
+    assert "a merged or variant wheel leaves it out" in merged.stderr, merged.stderr
+    wheel = next(out.glob("*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        assert not [n for n in z.namelist() if n.endswith((".jws", ".p7s"))], z.namelist()
+    assert verify(wheelmerge_bin, wheel).returncode == 0
