@@ -471,6 +471,12 @@ WHEELS: tuple[RealWheel, ...] = (
         'e3/d2/f2c77662be1f4ca6e35a8897d573b51a9e662e6b86a0d42c50afa9d46acf',
         generator='setuptools (84.0.0)'),
     RealWheel(
+        'wheel', '0.24.0', 63270, 'wheel 0.24 bdist_wheel (2014), signed: RECORD.jws',
+        'wheel-0.24.0-py2.py3-none-any.whl',
+        '53a8b47d3db4ded8db41a1e9bbb77a1625074e7a4879bd0ebf97d6cb01576383',
+        'e8/14/eaaac12b0432c984a27ad0050a5a0bedc6135df35a0f5f1f35228faf12d4',
+        generator='bdist_wheel (0.24.0)'),
+    RealWheel(
         'tbb', '2023.2.0', 6864088, 'Intel, wheel 0.37 bdist_wheel, .data/data',
         'tbb-2023.2.0-py2.py3-none-manylinux_2_28_x86_64.whl',
         '7d80615b6e970f11671fa05b6eaa9483ac864fbfe525ac280271a78b37870b7c',
