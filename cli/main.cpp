@@ -235,7 +235,9 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   wm::Problems problems;
   auto result = wm::build_project(options, [&](const std::string& line) { out.info(line); }, problems);
   if (!result) return out.fail(problems);
-  for (const std::string& w : result->merge.plan.warnings) out.warning(w);
+  // With --variants, the variant wheels' warnings hold the merged wheel's as well (each once).
+  for (const std::string& w : result->variant_wheels ? result->variant_wheels->warnings : result->merge.plan.warnings)
+    out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (result->variant_wheels)
     out.info(fmt::format("wrote {} variant wheels ({}) and {}", result->variant_wheels->wheels.size(),

@@ -150,6 +150,13 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     std::vector<PlannedMember>().swap(merged->members);
     result.merged_plan = std::move(merged);
   }
+  // An input's own warnings come back in each plan that reads it (its variant wheel's and the
+  // merged wheel's): each is said once, in the order first said.
+  std::set<std::string> said;
+  std::vector<std::string> once;
+  for (std::string& w : result.warnings)
+    if (said.insert(w).second) once.push_back(std::move(w));
+  result.warnings = std::move(once);
   // {name}-{version}-variants.json: the name and version as in the wheels' file names.
   const std::string index = release_of(plans.front()) + "-variants.json";
   std::string error;

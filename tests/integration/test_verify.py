@@ -171,3 +171,13 @@ def test_record_signatures_are_accepted_unchecked_and_left_out_of_the_merge(whee
     with zipfile.ZipFile(wheel) as z:
         assert not [n for n in z.namelist() if n.endswith((".jws", ".p7s"))], z.namelist()
     assert verify(wheelmerge_bin, wheel).returncode == 0
+
+    # variants: neither variant wheel carries them either, and each warning is said once, though
+    # the cu12 build is read into its variant wheel and into the merged wheel.
+    variants_out = tmp_path / "variants"
+    written = run([wheelmerge_bin, "variants", signed, demo_wheels.cu13, "--with-merged", "-o", variants_out])
+    for name in ("RECORD.jws", "RECORD.p7s"):
+        assert written.stderr.count(f"{dist_info}/{name}: a signature of RECORD") == 1, written.stderr
+    for wheel in variants_out.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            assert not [n for n in z.namelist() if n.endswith((".jws", ".p7s"))], (wheel.name, z.namelist())
