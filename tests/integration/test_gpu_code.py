@@ -105,15 +105,15 @@ def test_a_truncated_fat_binary_is_unreadable_and_gives_no_sm_arch(wheelmerge_bi
     assert any("cannot read the GPU code of pkg/k.fatbin" in note for note in report["sm_arch_notes"])
 
 
-@pytest.mark.parametrize("label", ["cu12", "cu13"])
-def test_cupy_extension_modules_read_as_cuobjdump_reads_them(wheelmerge_bin: Path, label: str, tmp_path: Path) -> None:
-    wheel = real_wheels.fetch(CUPY[label])
+def assert_reads_as_cuobjdump(wheelmerge_bin: Path, wheel: Path, tmp_path: Path) -> dict:
+    """Every shared library of `wheel` (`.so`, `.so.N`) holds the code entries cuobjdump finds in
+    it, no more and no fewer, by inspect --gpu-code; returns the inspect report."""
     report = inspect(wheelmerge_bin, wheel)
     ours = {f["path"]: sorted(f.get("gpu_code", [])) for f in report["files"]}
     with_code = 0
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
-            if not name.endswith(".so"):
+            if not re.search(r"\.so(\.[0-9]+)*$", name):
                 continue
             target = tmp_path / "member.so"
             with z.open(name) as source, target.open("wb") as out:
@@ -121,7 +121,27 @@ def test_cupy_extension_modules_read_as_cuobjdump_reads_them(wheelmerge_bin: Pat
             theirs = cuobjdump_code(target)
             assert ours[name] == theirs, name
             with_code += bool(theirs)
-    assert with_code >= 3  # cub, thrust, the random generator API
+    report["with_code"] = with_code
+    return report
+
+
+@pytest.mark.parametrize("label", ["cu12", "cu13"])
+def test_cupy_extension_modules_read_as_cuobjdump_reads_them(wheelmerge_bin: Path, label: str, tmp_path: Path) -> None:
+    report = assert_reads_as_cuobjdump(wheelmerge_bin, real_wheels.fetch(CUPY[label]), tmp_path)
+    assert report["with_code"] >= 3  # cub, thrust, the random generator API
+
+
+def test_torch_libraries_read_as_cuobjdump_reads_them(wheelmerge_bin: Path, tmp_path: Path) -> None:
+    """torch 2.15's CUDA 13 build: libtorch_cuda.so (520 MB, 2,981 code entries, with sm_90a,
+    sm_100a, sm_103f, sm_120a and sm_121a beside the plain architectures), libtorch_cuda_linalg.so
+    and libtorch_nvshmem.so. Its sm_arch is what all three have SASS for: not 8.9, which
+    libtorch_cuda.so alone has, and none of the arch-specific or family code."""
+    torch = next(w for w in real_wheels.WHEELS if w.name == "torch")
+    report = assert_reads_as_cuobjdump(wheelmerge_bin, real_wheels.fetch(torch), tmp_path)
+    assert report["with_code"] == 3
+    code = {f["path"]: f["gpu_code"] for f in report["files"] if f.get("gpu_code")}
+    assert {"sm_90a", "sm_100a", "sm_103f", "sm_120a", "sm_121a", "sm_89"} <= set(code["torch/lib/libtorch_cuda.so"])
+    assert report["sm_arch"] == {"": ["120_real", "100_real", "90_real", "80_real", "75_real"]}
 
 
 @pytest.fixture(scope="module")
