@@ -677,13 +677,30 @@ MarkerPtr Parser::marker_item() {
     fail_with("a marker comparing two quoted strings: pip cannot evaluate it (it looks the right one up as a variable)", at);
     return nullptr;
   }
-  // "~=" needs a version on its right: a literal, or a variable that holds one.
-  auto version_variable = [](const MarkerOperand& o) {
-    return o.is_variable && (o.text == "python_version" || o.text == "python_full_version" || o.text == "implementation_version");
-  };
-  if (*op == "~=" && !version_variable(*rhs) && (rhs->is_variable || !normalise_specifier("~=" + rhs->text))) {
-    fail_with("'~=' with no version on its right: pip cannot evaluate it (it is no valid specifier)", at);
-    return nullptr;
+  // "~=" and "===" are defined only as version specifiers (packaging 26.3's _eval_op): on a
+  // variable packaging compares as a version (its MARKERS_REQUIRING_VERSION; the variable on the
+  // left, else the one on the right), with op + the right side a valid specifier. That right
+  // side is the literal, or, with a variable on the left, the right variable's *name*; with a
+  // literal on the left, the environment's value of the variable on the right (a version for
+  // python_version, python_full_version, implementation_version; not always for
+  // platform_release, which only "===" takes). Anything else pip stops on (UndefinedComparison).
+  if (*op == "~=" || *op == "===") {
+    auto version_key = [](std::string_view v) {
+      return v == "python_version" || v == "python_full_version" || v == "implementation_version" ||
+             v == "platform_release";
+    };
+    const MarkerOperand& variable = lhs->is_variable ? *lhs : *rhs;
+    bool defined = version_key(variable.text) &&
+                   (lhs->is_variable ? normalise_specifier(*op + rhs->text).has_value()
+                                     : *op == "===" || variable.text != "platform_release");
+    if (!defined) {
+      fail_with(fmt::format("'{}' on {}{}: pip cannot evaluate it (packaging defines '{}' only between a version "
+                            "variable and a valid specifier)",
+                            *op, variable.text, version_key(variable.text) ? " with no valid specifier" : ", which is no version",
+                            *op),
+                at);
+      return nullptr;
+    }
   }
   auto node = std::make_shared<MarkerExpr>();
   node->kind = MarkerExpr::Kind::Compare;

@@ -219,4 +219,19 @@ TEST_CASE("requirement: markers packaging parses but pip cannot evaluate are ref
   CHECK_FALSE(parse_requirement("x; os_name ~= '1.0' or os_name ~= os_name", error));
   CHECK(parse_requirement("x; python_version ~= '3.9'", error));
   CHECK(parse_requirement("x; '3.9' ~= python_version", error));  // the version comes from the environment
+  // "~=" and "===" only on the variables packaging compares as versions (26.3's
+  // MARKERS_REQUIRING_VERSION), with a valid specifier; each case as packaging 26.3 evaluates it.
+  CHECK_FALSE(parse_requirement("x; platform_version ~= '3.11'", error));  // a string variable
+  CHECK(error.find("'~=' on platform_version, which is no version") != std::string::npos);
+  CHECK_FALSE(parse_requirement("x; os_name === 'posix'", error));
+  CHECK_FALSE(parse_requirement("x; platform_machine === 'x86_64'", error));
+  CHECK_FALSE(parse_requirement("x; python_version === 'x y'", error));  // "===x y" is no specifier
+  CHECK(error.find("with no valid specifier") != std::string::npos);
+  CHECK_FALSE(parse_requirement("x; python_version ~= python_full_version", error));  // "~=python_full_version"
+  CHECK(parse_requirement("x; python_version === python_full_version", error));    // "===python_full_version" is one
+  CHECK(parse_requirement("x; python_version === '3.11'", error));
+  CHECK(parse_requirement("x; platform_release ~= '1.0'", error));
+  CHECK(parse_requirement("x; platform_release === '6.1'", error));
+  CHECK(parse_requirement("x; '6.1' === platform_release", error));
+  CHECK_FALSE(parse_requirement("x; '1.0' ~= platform_release", error));  // a kernel release is rarely a version
 }
