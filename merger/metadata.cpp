@@ -22,6 +22,14 @@ std::string normalize_extra(std::string_view extra) {
 }
 
 namespace {
+// An extra name as core metadata has it (PEP 685: the name rule of PEP 508, before
+// normalisation): ASCII letters and digits, with ".", "_", "-" inside.
+bool is_valid_extra_name(std::string_view x) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (x.empty() || !alnum(x.front()) || !alnum(x.back())) return false;
+  return std::all_of(x.begin(), x.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
 bool varies_per_build(std::string_view key, bool renamed) {
   return iequals(key, "Version") || iequals(key, "Requires-Dist") || (renamed && iequals(key, "Name"));
 }
@@ -397,8 +405,22 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       const Requirement& r = w->requires_dist[k];
       if (shared(keys[i][k]) || replaced(r) || !depends_on_extra(r)) continue;
       bool unsupported = false;
-      for (const std::string& x : extras_named(r.marker, unsupported))
-        if (std::find(split_extras.begin(), split_extras.end(), x) == split_extras.end()) split_extras.push_back(x);
+      bool invalid_name = false;
+      for (const std::string& x : extras_named(r.marker, unsupported)) {
+        if (!is_valid_extra_name(x)) {
+          // A marker string may hold anything (packaging reads its escapes), but a per-build
+          // extra named after it would be no extra name, or break METADATA's lines.
+          if (!invalid_name)
+            problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
+                                "a requirement that differs between builds depends on an extra whose name is no valid "
+                                "extra name, so no per-build extra can be named after it",
+                                "extra == \"NAME\" with NAME of letters, digits and . _ - (PEP 685)", r.to_string()});
+          invalid_name = true;
+        } else if (std::find(split_extras.begin(), split_extras.end(), x) == split_extras.end()) {
+          split_extras.push_back(x);
+        }
+      }
+      if (invalid_name) continue;
       if (unsupported)
         problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
                             "a requirement that depends on an extra differs between builds, and compares the extra other than as extra == \"NAME\"",

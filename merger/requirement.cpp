@@ -680,7 +680,8 @@ MarkerPtr Parser::marker_item() {
   // "~=" and "===" are defined only as version specifiers (packaging 26.3's _eval_op): on a
   // variable packaging compares as a version (its MARKERS_REQUIRING_VERSION; the variable on the
   // left, else the one on the right), with op + the right side a valid specifier. That right
-  // side is the literal, or, with a variable on the left, the right variable's *name*; with a
+  // side is the literal (packaging's specifier pattern allows whitespace around it), or, with a
+  // variable on the left, the right variable's *name*; with a
   // literal on the left, the environment's value of the variable on the right (a version for
   // python_version, python_full_version, implementation_version; not always for
   // platform_release, which only "===" takes). Anything else pip stops on (UndefinedComparison).
@@ -691,7 +692,7 @@ MarkerPtr Parser::marker_item() {
     };
     const MarkerOperand& variable = lhs->is_variable ? *lhs : *rhs;
     bool defined = version_key(variable.text) &&
-                   (lhs->is_variable ? normalise_specifier(*op + rhs->text).has_value()
+                   (lhs->is_variable ? normalise_specifier(strip_unicode_space(*op + rhs->text)).has_value()
                                      : *op == "===" || variable.text != "platform_release");
     if (!defined) {
       fail_with(fmt::format("'{}' on {}{}: pip cannot evaluate it (packaging defines '{}' only between a version "

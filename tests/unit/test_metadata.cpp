@@ -1,6 +1,7 @@
 #include "merger/metadata.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -60,6 +61,26 @@ TEST_CASE("a differing requirement that compares an extra other than with == is 
   CHECK(problems[0].kind == ProblemKind::conflict);
   CHECK(problems[0].member == "pkg-1.0.dist-info/METADATA");
   CHECK(problems[0].what.find("compares the extra other than as extra == \"NAME\"") != std::string::npos);
+}
+
+TEST_CASE("a differing requirement under an extra that is no valid extra name is a conflict") {
+  // packaging reads Python escapes in marker strings: '\n' and '\0' make a newline and a NUL,
+  // which a per-build extra named after them would carry into METADATA.
+  for (const char* extra : {"a\\nb", "a\\0b", "-x", "a b", "x."}) {
+    Wheel a = build("cu12", {fmt::format("scipy; extra == '{}'", extra)});
+    Wheel b = build("cu13", {fmt::format("scipy>=1; extra == '{}'", extra)});
+    Problems problems;
+    CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
+    REQUIRE(problems.size() >= 1);
+    CHECK(problems[0].kind == ProblemKind::conflict);
+    CHECK(problems[0].what.find("no valid extra name") != std::string::npos);
+  }
+  Wheel a = build("cu12", {"scipy; extra == 'Full.GPU_x'"});
+  Wheel b = build("cu13", {"scipy>=1; extra == 'Full.GPU_x'"});
+  Problems problems;
+  auto merged = merge_metadata({&a, &b}, "1.0", problems);
+  REQUIRE(merged);
+  CHECK(merged->text.find("Provides-Extra: full-gpu-x-cu12\n") != std::string::npos);
 }
 
 TEST_CASE("many requirements merge in linear time") {
