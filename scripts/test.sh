@@ -21,7 +21,7 @@ CACHE_FULL_KIB=$((20 * 1048576))
 tmp_root=${TMPDIR:-/tmp}
 cache=$HOME/.cache/wheelmerge
 mkdir -p "$cache"
-free_kib() { df -Pk "$tmp_root" | awk 'NR == 2 { print $4 }'; }
+free_kib() { df -Pk "${1:-$tmp_root}" | awk 'NR == 2 { print $4 }'; }
 gib() { awk -v k="$1" 'BEGIN { printf "%.1f GiB", k / 1048576 }'; }
 start_free=$(free_kib)
 cache_has=$(du -sk "$cache" | awk '{ print $1 }')
@@ -31,7 +31,7 @@ echo "== disk: $(gib "$start_free") free under $tmp_root at the start; the run n
      "there, and $(gib "$cache_lacks") more for the caches in $cache"
 if [[ $(stat -c %d "$tmp_root") == $(stat -c %d "$cache") ]]; then
   need_tmp=$(( need_tmp + cache_lacks ))
-elif (( $(df -Pk "$cache" | awk 'NR == 2 { print $4 }') < cache_lacks )); then
+elif (( $(free_kib "$cache") < cache_lacks )); then
   echo "error: the caches in $cache need $(gib "$cache_lacks") more than their disk has free" >&2
   exit 1
 fi
