@@ -6,6 +6,9 @@
 #include "merger/interrupt.hpp"
 #include "merger/label.hpp"
 #include "cli/render.hpp"
+#include "merger/manifest.hpp"
+#include "merger/loader.hpp"
+#include <fstream>
 #include "merger/merge.hpp"
 #include "merger/variants.hpp"
 #include "merger/problem.hpp"
@@ -570,12 +573,44 @@ Subcommand add_toolkit(CLI::App& app, Output& out) {
   return {toolkit, [&out, a] { return run_toolkit(out, a->options, a->cuda, a->variants); }};
 }
 
+// `wheelmerge loader MANIFEST.json -o DIR` (not listed in --help): writes the loader and rules
+// module a merge would give a package with that manifest (the JSON of `inspect --json`'s
+// loaders, docs/interfaces.md), so that they can be tested and read without a merge.
+Subcommand add_loader(CLI::App& app, Output& out) {
+  struct Args {
+    std::string manifest, out_dir = ".";
+  };
+  auto a = std::make_shared<Args>();
+  auto* loader = app.add_subcommand("loader", "write the loader of a manifest (for tests)")->group("");
+  loader->add_option("manifest", a->manifest, "the manifest as JSON")->required();
+  loader->add_option("-o,--output", a->out_dir, "the directory to write _wheelmerge.py and _wheelmerge_rules.py into");
+  add_common(loader, out);
+  return {loader, [&out, a] {
+            std::ifstream in(a->manifest, std::ios::binary);
+            std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            std::string why;
+            auto manifest = in ? wm::LoaderManifest::parse(json, why) : std::nullopt;
+            if (!manifest)
+              return out.fail({{wm::ProblemKind::usage, a->manifest, {}, "not a loader manifest", "a format 2 manifest",
+                                in ? why : std::string("an unreadable file")}});
+            if (manifest->wheelmerge.empty()) manifest->wheelmerge = std::string(wm::kVersion);
+            for (const auto& [name, text] : {std::pair{std::string(wm::kLoaderModule), wm::render_loader(*manifest)},
+                                             std::pair{std::string(wm::kRulesModule), wm::render_rules(manifest->selector)}}) {
+              std::ofstream file(a->out_dir + "/" + name, std::ios::binary | std::ios::trunc);
+              file << text;
+              if (!file.flush())
+                return out.fail({{wm::ProblemKind::other, a->out_dir + "/" + name, {}, "cannot write", "a writable file", "an error"}});
+            }
+            return 0;
+          }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  static const std::set<std::string> kCommands = {"merge", "variants", "inspect", "build", "toolkit", "verify", "ci", "config"};
+  static const std::set<std::string> kCommands = {"merge", "variants", "inspect", "build", "toolkit", "verify", "ci", "config", "loader"};
   if (!args.empty() && !kCommands.count(args[0]) && !args[0].starts_with('-'))
     args.insert(args.begin(), "merge");
 
@@ -587,7 +622,7 @@ int main(int argc, char** argv) {
   // In the order `--help` lists them.
   const std::vector<Subcommand> commands = {add_merge(app, out),  add_inspect(app, out),  add_variants(app, out),
                                             add_build(app, out),  add_verify(app, out),   add_ci(app, out),
-                                            add_config(app, out), add_toolkit(app, out)};
+                                            add_config(app, out), add_toolkit(app, out),  add_loader(app, out)};
 
   std::vector<const char*> cargv = {argv[0]};
   for (const std::string& a : args) cargv.push_back(a.c_str());

@@ -23,7 +23,8 @@ nlohmann::json to_json(const InspectReport& r) {
       build_info[label] = build.build_info;
     }
     loaders.push_back({{"package", l.manifest.package}, {"loader", l.path}, {"selector", l.manifest.selector},
-                       {"variants", l.manifest.variants}, {"driver_fallback", l.manifest.driver_fallback}, {"modules", modules},
+                       {"variants", l.manifest.variants}, {"driver_fallback", l.manifest.driver_fallback},
+                       {"sources", l.manifest.sources()}, {"wheelmerge", l.manifest.wheelmerge}, {"modules", modules},
                        {"preload", preload}, {"build_info", build_info}});
   }
   nlohmann::json files = nlohmann::json::array();

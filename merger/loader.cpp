@@ -1,44 +1,347 @@
 #include "merger/loader.hpp"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 namespace wm {
 
-extern const std::string_view kLoaderTemplate;
+extern const std::string_view kLoaderCore;
+extern const std::string_view kLoaderUsualCuda;
+extern const std::string_view kLoaderUsualOther;
+extern const std::string_view kRulesCore;
+extern const std::string_view kRulesCuda;
+extern const std::string_view kRulesTorch;
+extern const std::string_view kRulesCpu;
+extern const std::string_view kRulesReport;
 
 namespace {
-constexpr std::string_view kManifestLinePrefix = "_MANIFEST_JSON = r\"\"\"";
-constexpr std::string_view kManifestLineSuffix = "\"\"\"";
 
-// The [begin, end) of the manifest line's JSON in `source`.
-std::optional<std::pair<size_t, size_t>> manifest_span(std::string_view source) {
-  size_t at = 0;
-  while ((at = source.find(kManifestLinePrefix, at)) != std::string_view::npos) {
-    if (at == 0 || source[at - 1] == '\n') {
-      size_t begin = at + kManifestLinePrefix.size();
-      size_t end = source.find(kManifestLineSuffix, begin);
-      if (end == std::string_view::npos) return std::nullopt;
-      return std::make_pair(begin, end);
-    }
-    at += kManifestLinePrefix.size();
-  }
-  return std::nullopt;
+constexpr std::string_view kBlockBegin = "# wheelmerge manifest: what wheelmerge ";
+constexpr std::string_view kBlockEnd = "# end of the wheelmerge manifest\n";
+
+// `text` with its line `marker` (a whole line, with its "\n") replaced by `with`.
+std::string replace_line(std::string_view text, std::string_view marker, std::string_view with) {
+  size_t at = text.find(marker);
+  if (at == std::string_view::npos || (at > 0 && text[at - 1] != '\n'))
+    throw std::logic_error("a template lacks the line " + std::string(marker));
+  return std::string(text.substr(0, at)) + std::string(with) + std::string(text.substr(at + marker.size()));
 }
-}  // namespace
 
-std::string render_loader(std::string_view manifest_json) {
-  auto span = manifest_span(kLoaderTemplate);
-  if (!span) throw std::logic_error("templates/loader.py has no _MANIFEST_JSON line");
-  std::string out(kLoaderTemplate.substr(0, span->first));
-  out += manifest_json;
-  out += kLoaderTemplate.substr(span->second);
+// A Python string literal Python and ruff format read back as `s`: double quotes, printable
+// ASCII as it is, '"' and other characters as lower-case hex escapes (UTF-8 decoded; a byte
+// that is no UTF-8 as \xNN).
+std::string py_string(std::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+      continue;
+    }
+    uint32_t cp = c;
+    size_t len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+    if (len > 1 && i + len <= s.size()) {
+      cp = c & (0xff >> (len + 1));
+      for (size_t k = 1; k < len; ++k) {
+        auto b = static_cast<unsigned char>(s[i + k]);
+        if ((b & 0xc0) != 0x80) {
+          len = 0;
+          break;
+        }
+        cp = (cp << 6) | (b & 0x3f);
+      }
+    }
+    if (len <= 1) {
+      cp = c;
+      len = 1;
+    }
+    out += cp <= 0xff ? fmt::format("\\x{:02x}", cp) : cp <= 0xffff ? fmt::format("\\u{:04x}", cp) : fmt::format("\\U{:08x}", cp);
+    i += len;
+  }
+  return out + "\"";
+}
+
+// A manifest value as ruff format lays it out (Black's rule for literals without comments): on
+// the line when it fits in 88 columns, else one item per line, each laid out the same way,
+// with a trailing comma. `prefix` and `suffix` are what shares its first and last line.
+struct PyValue {
+  std::string text;                                      // a string's literal, when no items
+  std::vector<std::pair<std::string, PyValue>> items;    // dict: (key literal, value); tuple: ("", value)
+  char open = 0;                                         // '(' or '{', 0 for a string
+};
+
+std::string flat(const PyValue& v) {
+  if (!v.open) return v.text;
+  std::string out(1, v.open);
+  for (size_t i = 0; i < v.items.size(); ++i) {
+    if (i) out += ", ";
+    if (!v.items[i].first.empty()) out += v.items[i].first + ": ";
+    out += flat(v.items[i].second);
+  }
+  if (v.open == '(' && v.items.size() == 1) out += ",";
+  return out + (v.open == '(' ? ")" : "}");
+}
+
+std::string laid_out(const PyValue& v, size_t indent, size_t prefix, size_t suffix) {
+  std::string one = flat(v);
+  constexpr size_t kLineLength = 88;
+  if (!v.open || v.items.empty() || indent + prefix + one.size() + suffix <= kLineLength) return one;
+  std::string pad(indent + 4, ' ');
+  std::string out(1, v.open);
+  out += "\n";
+  for (const auto& [key, item] : v.items) {
+    std::string head = key.empty() ? std::string() : key + ": ";
+    out += pad + head + laid_out(item, indent + 4, head.size(), 1) + ",\n";
+  }
+  return out + std::string(indent, ' ') + (v.open == '(' ? ")" : "}");
+}
+
+PyValue py_strings(const std::vector<std::string>& items) {
+  PyValue v{{}, {}, '('};
+  for (const std::string& item : items) v.items.emplace_back("", PyValue{py_string(item), {}, 0});
+  return v;
+}
+
+PyValue py_strings(const std::map<std::string, std::string>& map) {
+  PyValue v{{}, {}, '{'};
+  for (const auto& [key, value] : map) v.items.emplace_back(py_string(key), PyValue{py_string(value), {}, 0});
+  return v;
+}
+
+// `NAME: annotation = value` (no annotation when empty), laid out, with its newline.
+std::string py_assign(std::string_view name, std::string_view annotation, const PyValue& value) {
+  std::string head = std::string(name) + (annotation.empty() ? "" : ": " + std::string(annotation)) + " = ";
+  return head + laid_out(value, 0, head.size(), 0) + "\n";
+}
+
+// WHEELMERGE_VARIANT_ and the distribution's normalized name in upper case, '-' as '_'.
+std::string package_variable(std::string_view distribution) {
+  std::string out = "WHEELMERGE_VARIANT_";
+  bool gap = false;
+  for (char c : distribution) {
+    if (c == '-' || c == '_' || c == '.') {
+      gap = true;
+      continue;
+    }
+    if (gap && out.back() != '_') out += '_';
+    gap = false;
+    out += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  }
   return out;
 }
 
-std::optional<std::string> manifest_of_loader(std::string_view source) {
-  auto span = manifest_span(source);
-  if (!span) return std::nullopt;
-  return std::string(source.substr(span->first, span->second - span->first));
+std::string manifest_block(const LoaderManifest& m) {
+  // One entry per build, in label order (a dict literal's order is its keys').
+  auto per_build = [&](auto get) {
+    PyValue v{{}, {}, '{'};
+    static const BuildFiles kNone;
+    std::vector<std::string> labels(m.variants.begin(), m.variants.end());
+    std::sort(labels.begin(), labels.end());
+    for (const std::string& label : labels) {
+      auto it = m.builds.find(label);
+      v.items.emplace_back(py_string(label), get(it == m.builds.end() ? kNone : it->second, label));
+    }
+    return v;
+  };
+  std::string out = std::string(kBlockBegin) + m.wheelmerge + " recorded about this package's builds.\n";
+  out += py_assign("_WHEELMERGE", "", {py_string(m.wheelmerge), {}, 0});
+  out += py_assign("_DISTRIBUTION", "", {py_string(m.distribution), {}, 0});
+  out += py_assign("_PACKAGE", "", {py_string(m.package), {}, 0});
+  out += py_assign("_SELECTOR", "", {py_string(m.selector), {}, 0});
+  out += py_assign("_VARIANTS", "tuple[str, ...]", py_strings(m.variants));
+  out += py_assign("_SOURCES", "tuple[str, ...]", py_strings(m.sources()));
+  out += py_assign("_EXTRAS", "dict[str, tuple[str, ...]]", per_build([&](const BuildFiles&, const std::string& label) {
+                     auto it = m.extras.find(label);
+                     return py_strings(it == m.extras.end() ? std::vector<std::string>() : it->second);
+                   }));
+  out += py_assign("_MODULES", "dict[str, dict[str, str]]",
+                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.modules); }));
+  out += py_assign("_FILES", "dict[str, dict[str, str]]",
+                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.files); }));
+  out += py_assign("_PRELOAD", "dict[str, tuple[str, ...]]",
+                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.preload); }));
+  out += py_assign("_BUILD_INFO", "dict[str, dict[str, str]]",
+                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.build_info); }));
+  out += py_assign("_VARIANT_VARS", "", py_strings({package_variable(m.distribution), "WHEELMERGE_VARIANT"}));
+  out += kBlockEnd;
+  return out;
+}
+
+// Reads back the canonical literals manifest_block writes, as JSON values.
+class LiteralReader {
+ public:
+  explicit LiteralReader(std::string_view s) : s_(s) {}
+  size_t pos = 0;
+
+  bool expect(std::string_view text) {
+    if (s_.substr(pos, text.size()) != text) return false;
+    pos += text.size();
+    return true;
+  }
+  void skip_space() {
+    while (pos < s_.size() && (s_[pos] == ' ' || s_[pos] == '\n')) ++pos;
+  }
+  std::optional<nlohmann::json> value(int depth = 0) {
+    skip_space();
+    if (pos >= s_.size() || depth > 4) return std::nullopt;
+    if (s_[pos] == '"') {
+      auto text = string();
+      return text ? std::optional<nlohmann::json>(*text) : std::nullopt;
+    }
+    const char open = s_[pos];
+    if (open != '(' && open != '{') return std::nullopt;
+    ++pos;
+    nlohmann::json out = open == '(' ? nlohmann::json::array() : nlohmann::json::object();
+    for (;;) {
+      skip_space();
+      if (expect(open == '(' ? ")" : "}")) return out;
+      if (open == '(') {
+        auto item = value(depth + 1);
+        if (!item || !item->is_string()) return std::nullopt;
+        out.push_back(std::move(*item));
+      } else {
+        auto key = string();
+        if (!key || !expect(": ") || out.contains(*key)) return std::nullopt;
+        auto item = value(depth + 1);
+        if (!item) return std::nullopt;
+        out[*key] = std::move(*item);
+      }
+      if (expect(", ")) continue;
+      if (!expect(",")) {  // the last item on one line: no comma, or a one-item tuple's
+        skip_space();
+        if (s_.substr(pos, 1) != (open == '(' ? ")" : "}")) return std::nullopt;
+      }
+    }
+  }
+
+ private:
+  std::optional<std::string> string() {
+    if (!expect("\"")) return std::nullopt;
+    std::string out;
+    while (pos < s_.size() && s_[pos] != '"' && s_[pos] != '\n') {
+      char c = s_[pos++];
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (expect("\\")) {
+        out += '\\';
+        continue;
+      }
+      size_t digits = expect("x") ? 2 : expect("u") ? 4 : expect("U") ? 8 : 0;
+      if (digits == 0 || pos + digits > s_.size()) return std::nullopt;
+      uint32_t cp = 0;
+      for (size_t k = 0; k < digits; ++k) {
+        char h = s_[pos++];
+        int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
+        if (v < 0) return std::nullopt;
+        cp = cp * 16 + static_cast<uint32_t>(v);
+      }
+      if (cp > 0x10ffff) return std::nullopt;
+      append_utf8(out, cp);
+    }
+    if (!expect("\"")) return std::nullopt;
+    return out;
+  }
+  static void append_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xc0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xe0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  }
+  std::string_view s_;
+};
+
+}  // namespace
+
+std::string render_loader(const LoaderManifest& manifest) {
+  std::string out = replace_line(kLoaderCore, "#: manifest\n", manifest_block(manifest));
+  return replace_line(out, "#: selector\n", manifest.selector == "cuda" ? kLoaderUsualCuda : kLoaderUsualOther);
+}
+
+std::string render_rules(std::string_view selector) {
+  std::string_view part = selector == "cuda" ? kRulesCuda : selector == "torch" ? kRulesTorch : kRulesCpu;
+  std::string out = replace_line(kRulesCore, "#: selector\n", part);
+  return replace_line(out, "#: include report\n", kRulesReport);
+}
+
+bool claims_to_be_loader(std::string_view source) {
+  for (size_t at = source.find(kBlockBegin); at != std::string_view::npos; at = source.find(kBlockBegin, at + 1))
+    if (at == 0 || source[at - 1] == '\n' || source[at - 1] == '\r') return true;
+  return false;
+}
+
+std::optional<std::string> manifest_of_loader(std::string_view source, std::string& why) {
+  size_t begin = source.find(std::string("\n") + std::string(kBlockBegin));
+  if (begin == std::string_view::npos) {
+    why = "no manifest block";
+    return std::nullopt;
+  }
+  begin = source.find('\n', begin + 1) + 1;
+  size_t end = source.find(std::string("\n") + std::string(kBlockEnd), begin - 1);
+  if (end == std::string_view::npos) {
+    why = "the manifest block has no end";
+    return std::nullopt;
+  }
+  LiteralReader reader(source.substr(begin, end + 1 - begin));
+  struct Constant {
+    const char* name;
+    const char* key;
+  };
+  static const Constant kConstants[] = {
+      {"_WHEELMERGE = ", "wheelmerge"},
+      {"_DISTRIBUTION = ", "distribution"},
+      {"_PACKAGE = ", "package"},
+      {"_SELECTOR = ", "selector"},
+      {"_VARIANTS: tuple[str, ...] = ", "variants"},
+      {"_SOURCES: tuple[str, ...] = ", "sources"},
+      {"_EXTRAS: dict[str, tuple[str, ...]] = ", "extras"},
+      {"_MODULES: dict[str, dict[str, str]] = ", "modules"},
+      {"_FILES: dict[str, dict[str, str]] = ", "files"},
+      {"_PRELOAD: dict[str, tuple[str, ...]] = ", "preload"},
+      {"_BUILD_INFO: dict[str, dict[str, str]] = ", "build_info"},
+      {"_VARIANT_VARS = ", ""},
+  };
+  nlohmann::json j;
+  j["format"] = LoaderManifest::kFormat;
+  for (const Constant& c : kConstants) {
+    if (!reader.expect(c.name)) {
+      why = fmt::format("the manifest block does not assign {}where expected", c.name);
+      return std::nullopt;
+    }
+    auto value = reader.value();
+    if (!value || !reader.expect("\n")) {
+      why = fmt::format("the value of {}is not a literal as wheelmerge writes it", c.name);
+      return std::nullopt;
+    }
+    if (*c.key) j[c.key] = std::move(*value);
+  }
+  if (reader.pos != end + 1 - begin) {
+    why = "the manifest block holds more than wheelmerge writes";
+    return std::nullopt;
+  }
+  return j.dump(-1, ' ', /*ensure_ascii=*/true);
 }
 
 namespace {

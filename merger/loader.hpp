@@ -3,6 +3,8 @@
 // the package's __init__.py.
 #pragma once
 
+#include "merger/manifest.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,11 +15,26 @@ inline constexpr std::string_view kLoaderModule = "_wheelmerge.py";
 inline constexpr std::string_view kLoaderImport =
     "from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's build\n";
 
-// The template with its manifest line replaced by `manifest_json` (ASCII JSON).
-std::string render_loader(std::string_view manifest_json);
+inline constexpr std::string_view kRulesModule = "_wheelmerge_rules.py";
 
-// The manifest a rendered loader holds; nullopt when `source` is no wheelmerge loader.
-std::optional<std::string> manifest_of_loader(std::string_view source);
+// The loader of a package: templates/loader/core.py with the manifest written in as Python
+// constants and the usual-case code of its selector (usual_cuda.py; usual_other.py), lint-clean
+// as generated (ruff check and format, mypy --strict).
+std::string render_loader(const LoaderManifest& manifest);
+// The module the loader reads for everything but the usual case: templates/loader/rules.py
+// with its selector's rules and the report; the same for every package of one selector.
+std::string render_rules(std::string_view selector);
+
+// The manifest a rendered loader holds, as the JSON LoaderManifest::parse reads; nullopt when
+// `source` holds no manifest block. Only what render_loader writes is read: each constant in
+// its order, as canonical literals; `why` says what is not.
+std::optional<std::string> manifest_of_loader(std::string_view source, std::string& why);
+inline std::optional<std::string> manifest_of_loader(std::string_view source) {
+  std::string why;
+  return manifest_of_loader(source, why);
+}
+// Whether `source` holds a manifest block's first line, however the rest reads.
+bool claims_to_be_loader(std::string_view source);
 
 // `source` (a package's __init__.py) with kLoaderImport added as one whole line directly after
 // the module docstring and its `from __future__` imports (or before the first statement when

@@ -10,19 +10,28 @@
 
 namespace wm {
 
+std::vector<std::string> LoaderManifest::sources() const {
+  if (selector != "cuda") return {};
+  if (!cuda_bindings) return {"runtime", "driver"};
+  if (driver_fallback) return {"cuda-bindings", "runtime", "driver"};
+  return {"cuda-bindings"};
+}
+
 std::string LoaderManifest::to_json() const {
   nlohmann::json j;
   j["format"] = kFormat;
+  j["wheelmerge"] = wheelmerge;
   j["package"] = package;
   j["distribution"] = distribution;
   j["selector"] = selector;
   j["variants"] = variants;
-  j["driver_fallback"] = driver_fallback ? 1 : 0;
-  j["extras"] = extras;
+  j["sources"] = sources();
   static const BuildFiles kNone;
   for (const std::string& label : variants) {  // every build has its sections, files or not
     auto it = builds.find(label);
     const BuildFiles& build = it == builds.end() ? kNone : it->second;
+    auto extra = extras.find(label);
+    j["extras"][label] = extra == extras.end() ? nlohmann::json::array() : nlohmann::json(extra->second);
     j["modules"][label] = nlohmann::json(build.modules);
     j["files"][label] = nlohmann::json(build.files);
     j["preload"][label] = nlohmann::json(build.preload);
@@ -57,20 +66,22 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
     return std::nullopt;
   };
   if (j.is_discarded() || !j.is_object()) return fail("not a JSON object");
+  static const std::set<std::string> kKeys{"format", "wheelmerge", "package", "distribution", "selector", "variants",
+                                           "sources", "extras", "modules", "files", "preload", "build_info"};
+  for (const auto& [key, value] : j.items())
+    if (!kKeys.count(key)) return fail(fmt::format("it has an unknown key {}", nlohmann::json(key).dump()));
   if (!j.contains("format") || !j["format"].is_number_integer() || j["format"] != kFormat)
     return fail(fmt::format("format is not {}", kFormat));
   LoaderManifest m;
-  if (!j.contains("package") || !j["package"].is_string()) return fail("package is not a string");
-  if (!j.contains("distribution") || !j["distribution"].is_string()) return fail("distribution is not a string");
-  m.package = j["package"].get<std::string>();
+  for (auto [key, field] : {std::pair{"wheelmerge", &m.wheelmerge}, std::pair{"package", &m.package},
+                            std::pair{"distribution", &m.distribution}, std::pair{"selector", &m.selector}}) {
+    if (!j.contains(key) || !j[key].is_string()) return fail(fmt::format("{} is not a string", key));
+    *field = j[key].get<std::string>();
+  }
   if (m.package.empty()) return fail("package is empty");
-  m.distribution = j["distribution"].get<std::string>();
+  if (!parse_selector(m.selector)) return fail("selector is not one of cuda, torch, cpu");
   if (!j.contains("variants") || !all_strings(j["variants"]) || j["variants"].empty())
     return fail("variants is not a list of labels");
-  // Manifests written before selectors existed have none: they choose by CUDA major.
-  if (j.contains("selector") && !(j["selector"].is_string() && parse_selector(j["selector"].get<std::string>())))
-    return fail("selector is not one of cuda, torch, cpu");
-  m.selector = j.value("selector", std::string("cuda"));
   std::set<std::string> labels;
   for (const auto& v : j["variants"]) {
     std::string label = v.get<std::string>();
@@ -81,38 +92,33 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
     if (!labels.insert(label).second) return fail(fmt::format("variant {} is listed twice", label));
     m.variants.push_back(label);
   }
-  if (!j.contains("driver_fallback") || !j["driver_fallback"].is_number_integer() ||
-      (j["driver_fallback"] != 0 && j["driver_fallback"] != 1))
-    return fail("driver_fallback is not 0 or 1");
-  m.driver_fallback = j["driver_fallback"] == 1;
-  if (j.contains("extras")) {
-    if (!all_strings(j["extras"])) return fail("extras is not a list of labels");
-    m.extras = j["extras"].get<std::vector<std::string>>();
-    for (const std::string& extra : m.extras)
-      if (!labels.count(extra)) return fail(fmt::format("extras names a build the manifest does not list: {}", extra));
-  }
-  for (const char* section : {"modules", "files", "preload", "build_info"}) {
-    bool optional = std::string_view(section) == "build_info";
-    if (!j.contains(section)) {
-      if (optional) continue;
-      return fail(fmt::format("{} is missing", section));
-    }
-    if (!j[section].is_object()) return fail(fmt::format("{} is not an object", section));
-    for (const auto& [label, value] : j[section].items()) {
+  if (!j.contains("sources") || !all_strings(j["sources"])) return fail("sources is not a list");
+  const auto sources = j["sources"].get<std::vector<std::string>>();
+  m.cuda_bindings = sources.empty() || sources.front() == "cuda-bindings";
+  m.driver_fallback = sources.size() > 1;
+  if (sources != m.sources())
+    return fail(fmt::format("sources {} is none of the orders a loader knows", nlohmann::json(sources).dump()));
+  for (const char* section : {"extras", "modules", "files", "preload", "build_info"}) {
+    if (!j.contains(section) || !j[section].is_object()) return fail(fmt::format("{} is not an object", section));
+    for (const auto& [label, value] : j[section].items())
       if (!labels.count(label)) return fail(fmt::format("{} has a build the manifest does not list: {}", section, label));
+    for (const std::string& label : m.variants) {
+      if (!j[section].contains(label)) return fail(fmt::format("{} lacks the build {}", section, label));
+      const nlohmann::json& value = j[section][label];
       BuildFiles& build = m.builds[label];
-      if (std::string_view(section) == "preload") {
-        if (!all_strings(value)) return fail(fmt::format("preload of {} is not a list of paths", label));
-        build.preload = value.get<std::vector<std::string>>();
+      std::string_view s = section;
+      if (s == "preload" || s == "extras") {
+        if (!all_strings(value)) return fail(fmt::format("{} of {} is not a list of strings", section, label));
+        auto list = value.get<std::vector<std::string>>();
+        if (s == "preload") build.preload = std::move(list);
+        else if (!list.empty()) m.extras[label] = std::move(list);
         continue;
       }
       auto map = string_map(value);
       if (!map) return fail(fmt::format("{} of {} is not an object of strings", section, label));
-      std::string_view s = section;
       (s == "modules" ? build.modules : s == "files" ? build.files : build.build_info) = std::move(*map);
     }
   }
-  for (const std::string& label : m.variants) m.builds[label];  // a build without files has an entry too
   return m;
 }
 

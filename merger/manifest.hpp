@@ -25,16 +25,25 @@ struct BuildFiles {
 };
 
 struct LoaderManifest {
-  static constexpr int kFormat = 1;
+  static constexpr int kFormat = 2;
+  std::string wheelmerge;              // the version of wheelmerge that wrote it
   std::string package;                 // dotted import name: "pkg.sub"
   std::string distribution;            // METADATA's Name
   std::string selector = "cuda";      // what the loader chooses by: cuda, torch or cpu
   std::vector<std::string> variants;   // the labels, in selection order
+  // Selector cuda: whether the builds use cuda-bindings (some build requires it), which then
+  // decides; and whether the CUDA runtime wheels and the driver may decide when it is not
+  // installed. Builds that do not use cuda-bindings (CuPy) always select by those two.
+  bool cuda_bindings = true;
   bool driver_fallback = false;
-  std::vector<std::string> extras;     // labels that are extras of the distribution
+  // Per build, the extras of the distribution that install what it needs, for the loader's
+  // fixes (`pip install "dist[cu13]"`, `"cupy[ctk-cu12]"`); builds without any are absent.
+  std::map<std::string, std::vector<std::string>> extras;
   std::map<std::string, BuildFiles> builds;  // by label; one per variant
 
-  // The compact ASCII JSON line written into the loader (keys sorted).
+  // What the loader selects by, in order: "cuda-bindings", "runtime", "driver" (cuda only).
+  std::vector<std::string> sources() const;
+  // The manifest as JSON (keys sorted), as `inspect --json` shows it.
   std::string to_json() const;
   // The manifest `json` holds, or nullopt with `why` (what is wrong, as a phrase).
   static std::optional<LoaderManifest> parse(std::string_view json, std::string& why);

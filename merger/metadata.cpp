@@ -543,6 +543,24 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
                         fmt::format("{} bytes", result.text.size())});
     return std::nullopt;
   }
+  // What the loader needs to know of the builds' requirements: whether some build uses
+  // cuda-bindings (cuda-python stands for it), and per build the per-build extras that bring
+  // its CUDA runtime (`ctk-cu12` holding `cuda-toolkit[cudart]==12.*` or nvidia-cuda-runtime).
+  for (const Wheel* w : wheels) {
+    for (const Requirement& r : w->requires_dist) {
+      const std::string name = normalize_name(r.name);  // "cuda_bindings"
+      if (name == "cuda_bindings" || name == "cuda_python") result.cuda_bindings = true;
+      if (name != "cuda_toolkit" && !name.starts_with("nvidia_cuda_runtime")) continue;
+      bool unsupported = false;
+      for (const std::string& x : extras_named(r.marker, unsupported)) {
+        std::string extra = build_extra(x, w->label);
+        auto& list = result.runtime_extras[w->label];
+        if (std::find(result.build_extras.begin(), result.build_extras.end(), extra) != result.build_extras.end() &&
+            std::find(list.begin(), list.end(), extra) == list.end())
+          list.push_back(extra);
+      }
+    }
+  }
   return result;
 }
 

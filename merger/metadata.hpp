@@ -31,6 +31,7 @@
 #include "merger/problem.hpp"
 #include "merger/wheel.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,9 @@ struct MergedMetadata {
   std::string text;
   std::vector<std::string> label_extras;  // the labels that became extras, in label order
   std::vector<std::string> build_extras;  // the per-build extras "X-LABEL" added, in order
+  bool cuda_bindings = false;             // some build requires cuda-bindings or cuda-python
+  // Per label, the per-build extras that bring its CUDA runtime (cuda-toolkit, nvidia-cuda-runtime*).
+  std::map<std::string, std::vector<std::string>> runtime_extras;
 };
 
 // `wheels` in label order; `version` is the merged version (no variant label); `name`, when not

@@ -649,10 +649,21 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
   manifest.variants = plan.labels;
   // Inputs of one merge share a selector (merge_wheels refuses a mix).
   if (auto label = VariantLabel::parse(plan.labels.front())) manifest.selector = selector_name(label->selector());
+  manifest.wheelmerge = std::string(kVersion);
   manifest.driver_fallback = options.driver_fallback;
-  // The labels that are extras of the merged distribution, so the loader proposes only
-  // `pip install "dist[label]"` commands that exist.
-  if (metadata) manifest.extras = metadata->label_extras;
+  // Builds that require no cuda-bindings (CuPy) select by the CUDA runtime wheels and the driver.
+  if (manifest.selector == "cuda") manifest.cuda_bindings = !metadata || metadata->cuda_bindings;
+  manifest.driver_fallback = options.driver_fallback || !manifest.cuda_bindings;
+  // The extras that install what each build needs, so that the loader proposes only
+  // `pip install "dist[...]"` commands that exist: the label when it is an extra (the build's
+  // own requirements, its cuda-bindings among them), and for builds without cuda-bindings the
+  // per-build extras that bring their CUDA runtime (CuPy's `ctk-cu12`).
+  if (metadata) {
+    for (const std::string& label : metadata->label_extras) manifest.extras[label].push_back(label);
+    if (!manifest.cuda_bindings)
+      for (const auto& [label, extras] : metadata->runtime_extras)
+        for (const std::string& extra : extras) manifest.extras[label].push_back(extra);
+  }
   for (const std::string& label : plan.labels) {
     BuildFiles& build = manifest.builds[label];
     std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
@@ -713,7 +724,9 @@ void Planner::add_loaders() {
     std::optional<std::string_view> shadow;
     for (size_t at = payload.lower_bound(loader_stem); at < payload.size() && payload.key(at).starts_with(loader_stem); ++at) {
       std::string_view p = payload.key(at);
-      if (p.size() > loader_stem.size() && (p[loader_stem.size()] == '.' || p[loader_stem.size()] == '/')) {
+      std::string_view rest = p.substr(loader_stem.size());
+      if (rest.starts_with("_rules")) rest.remove_prefix(std::strlen("_rules"));  // the rules module's stem
+      if (!rest.empty() && (rest[0] == '.' || rest[0] == '/')) {
         shadow = p;
         break;
       }
@@ -723,7 +736,8 @@ void Planner::add_loaders() {
                           "no " + loader_stem.substr(package.size() + 1) + " module or directory", "this one"});
       continue;
     }
-    members.push_back(generated(package + "/" + std::string(kLoaderModule), render_loader(manifest.to_json())));
+    members.push_back(generated(package + "/" + std::string(kLoaderModule), render_loader(manifest)));
+    members.push_back(generated(package + "/" + std::string(kRulesModule), render_rules(manifest.selector)));
   }
   std::erase_if(members, [&](const PlannedMember& m) { return m.input && patched_inits.count(m.path); });
 }

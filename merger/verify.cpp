@@ -3,6 +3,7 @@
 #include "merger/loader.hpp"
 #include "merger/member_stream.hpp"
 #include "merger/text.hpp"
+#include "merger/version.hpp"
 #include "merger/wheel.hpp"
 #include "merger/zip_archive.hpp"
 
@@ -36,13 +37,30 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
   const ManifestResolver resolver(paths);
   for (const LoaderFiles& l : loaders) {
     const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
-    auto text = manifest_of_loader(l.loader_source);
-    std::string why = "no manifest line";
+    std::string why;
+    auto text = manifest_of_loader(l.loader_source, why);
     auto manifest = text ? LoaderManifest::parse(*text, why) : std::nullopt;
     if (!manifest) {
-      fail(l.loader_path, "loader manifest malformed", "a format 1 manifest with a list of variants", why);
+      fail(l.loader_path, "loader manifest malformed", "a manifest block as wheelmerge writes it", why);
       continue;
     }
+    // What Python runs is the whole file, so the whole file must be what this wheelmerge
+    // writes for that manifest: a second assignment, another line ending or an edited line
+    // would change what the manifest seems to say.
+    if (std::string rendered = render_loader(*manifest); rendered != l.loader_source) {
+      size_t at = std::mismatch(rendered.begin(), rendered.end(), l.loader_source.begin(), l.loader_source.end()).first -
+                  rendered.begin();
+      size_t line = 1 + std::count(rendered.begin(), rendered.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+      fail(l.loader_path, "loader is not the one wheelmerge " + std::string(kVersion) + " writes for its manifest",
+           "the rendered loader", fmt::format("a difference on line {}", line));
+      continue;
+    }
+    const std::string rules_path = package_dir + "/" + std::string(kRulesModule);
+    if (!l.rules_source)
+      fail(rules_path, "loader's rules module is missing", "the module beside the loader", "no such member");
+    else if (*l.rules_source != render_rules(manifest->selector))
+      fail(rules_path, "rules module is not the one wheelmerge " + std::string(kVersion) + " writes",
+           "the rendered rules module of selector " + manifest->selector, "other text");
     // The package and its modules are the loader's own: a manifest claiming another package's
     // name, or a module outside its package ("json"), would take over that import.
     std::string dotted = site_packages_path(package_dir).value_or("");
@@ -123,8 +141,11 @@ std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
     if (!view.ends_with(suffix) || view.size() == suffix.size()) continue;
     const std::string p(view);
     std::string source = text_of(p);
-    if (!manifest_of_loader(source)) continue;  // a module of that name that is no wheelmerge loader
-    loaders.push_back({p, source, text_of(p.substr(0, p.size() - suffix.size()) + "/__init__.py")});
+    if (!claims_to_be_loader(source)) continue;  // a module of that name that is no wheelmerge loader
+    const std::string dir = p.substr(0, p.size() - suffix.size());
+    std::optional<std::string> rules;
+    if (wheel.find(dir + "/" + std::string(kRulesModule))) rules = text_of(dir + "/" + std::string(kRulesModule));
+    loaders.push_back({p, source, text_of(dir + "/__init__.py"), std::move(rules)});
   }
   return check_loaders(wheel.display, loaders, paths, problems);
 }

@@ -18,6 +18,7 @@ struct LoaderFiles {
   std::string loader_path;    // "pkg/_wheelmerge.py"
   std::string loader_source;  // its text
   std::string init_source;    // the text of the package's __init__.py, empty when absent
+  std::optional<std::string> rules_source;  // the text of the _wheelmerge_rules.py beside it
 };
 
 // A loader and its manifest, parsed.

@@ -87,9 +87,10 @@ void check_written(const std::string& path, const std::string& display, const Me
       return it == by_path.end() ? std::string() : it->second->content;
     };
     for (const std::string& package : plan.loader_packages) {
-      LoaderFiles l{package + "/" + std::string(kLoaderModule), {}, {}};
+      LoaderFiles l{package + "/" + std::string(kLoaderModule), {}, {}, {}};
       l.loader_source = content_of(l.loader_path);
       l.init_source = content_of(package + "/__init__.py");
+      if (by_path.count(package + "/" + std::string(kRulesModule))) l.rules_source = content_of(package + "/" + std::string(kRulesModule));
       loaders.push_back(std::move(l));
     }
     std::sort(paths.begin(), paths.end());

@@ -197,9 +197,50 @@ TEST_CASE("what cannot be tokenized is refused, saying where") {
   CHECK(why == "line 1: ''x'' in a from __future__ import");
 }
 
-TEST_CASE("the rendered loader carries the manifest, and it can be read back") {
-  std::string rendered = render_loader(R"({"format":1})");
-  CHECK(rendered.find("_MANIFEST_JSON = r\"\"\"{\"format\":1}\"\"\"") != std::string::npos);
-  CHECK(manifest_of_loader(rendered) == R"({"format":1})");
+TEST_CASE("the rendered loader carries the manifest as Python literals, and it can be read back") {
+  LoaderManifest m;
+  m.wheelmerge = "1.0";
+  m.package = "pkg";
+  m.distribution = "pkg.Name_x";
+  m.variants = {"cu12", "cu13"};
+  m.cuda_bindings = false;
+  m.extras = {{"cu12", {"ctk-cu12"}}};
+  m.builds["cu12"].files = {{"k\"q\\x\xC3\xA9\xF0\x9F\x98\x80", "x.cu12"}};
+  m.builds["cu12"].build_info = {{"a", std::string(200, 'z')}};
+  m.builds["cu13"];
+  std::string rendered = render_loader(m);
+  CHECK(rendered.find("_SOURCES: tuple[str, ...] = (\"runtime\", \"driver\")\n") != std::string::npos);
+  CHECK(rendered.find("_VARIANT_VARS = (\"WHEELMERGE_VARIANT_PKG_NAME_X\", \"WHEELMERGE_VARIANT\")\n") != std::string::npos);
+  CHECK(rendered.find(R"("k\x22q\\x\xe9\U0001f600": "x.cu12")") != std::string::npos);
+  CHECK(rendered.find("#:") == std::string::npos);  // every template directive is replaced
+  std::string why;
+  auto json = manifest_of_loader(rendered, why);
+  REQUIRE_MESSAGE(json, why);
+  auto back = LoaderManifest::parse(*json, why);
+  REQUIRE_MESSAGE(back, why);
+  CHECK(back->to_json() == m.to_json());
+  CHECK(render_loader(*back) == rendered);
   CHECK_FALSE(manifest_of_loader("print('hello')\n"));
+  CHECK(claims_to_be_loader(rendered));
+  CHECK_FALSE(claims_to_be_loader("print('hello')\n"));
+  // A second assignment inside the block, or one constant missing, is not read.
+  std::string twice = rendered;
+  twice.insert(twice.find("_PACKAGE = "), "_PACKAGE = \"other\"\n");
+  CHECK_FALSE(manifest_of_loader(twice, why));
+  std::string crlf = rendered;
+  for (size_t at = 0; (at = crlf.find('\n', at)) != std::string::npos; at += 2) crlf.replace(at, 1, "\r\n");
+  CHECK_FALSE(manifest_of_loader(crlf, why));
+  CHECK(claims_to_be_loader(crlf));
+}
+
+TEST_CASE("the rules module differs per selector and holds no template directive") {
+  std::string cuda = render_rules("cuda"), torch = render_rules("torch"), cpu = render_rules("cpu");
+  CHECK(cuda != torch);
+  CHECK(torch != cpu);
+  for (const std::string& rules : {cuda, torch, cpu}) {
+    CHECK(rules.find("#:") == std::string::npos);
+    CHECK(rules.find("def report(") != std::string::npos);
+  }
+  CHECK(cuda.find("def _gpus(") != std::string::npos);
+  CHECK(torch.find("def _gpus(") == std::string::npos);
 }

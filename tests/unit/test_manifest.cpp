@@ -1,5 +1,8 @@
 #include "merger/manifest.hpp"
 
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -13,11 +16,12 @@ namespace {
 
 LoaderManifest sample() {
   LoaderManifest m;
+  m.wheelmerge = "1.2.3";
   m.package = "pkg";
   m.distribution = "d\xC3\xA9mo";  // "démo"
   m.variants = {"cu12", "cu13"};
   m.driver_fallback = true;
-  m.extras = {"cu13"};
+  m.extras = {{"cu13", {"cu13"}}};
   BuildFiles& b12 = m.builds["cu12"];
   b12.modules = {{"pkg._core", "_core.cu12.so"}};
   b12.files = {{"_core.so", "_core.cu12.so"}};
@@ -28,27 +32,17 @@ LoaderManifest sample() {
 }
 
 const std::string kSampleJson =
-    R"({"build_info":{"cu12":{"cuda":"12.8"},"cu13":{}},"distribution":"d\u00e9mo","driver_fallback":1,)"
-    R"("extras":["cu13"],"files":{"cu12":{"_core.so":"_core.cu12.so"},"cu13":{}},"format":1,)"
+    R"({"build_info":{"cu12":{"cuda":"12.8"},"cu13":{}},"distribution":"d\u00e9mo",)"
+    R"("extras":{"cu12":[],"cu13":["cu13"]},"files":{"cu12":{"_core.so":"_core.cu12.so"},"cu13":{}},"format":2,)"
     R"("modules":{"cu12":{"pkg._core":"_core.cu12.so"},"cu13":{}},"package":"pkg",)"
-    R"("preload":{"cu12":["../pkg.libs/libx.cu12.so"],"cu13":[]},"selector":"cuda","variants":["cu12","cu13"]})";
+    R"("preload":{"cu12":["../pkg.libs/libx.cu12.so"],"cu13":[]},"selector":"cuda",)"
+    R"("sources":["cuda-bindings","runtime","driver"],"variants":["cu12","cu13"],"wheelmerge":"1.2.3"})";
 
 void check_same(const LoaderManifest& a, const LoaderManifest& b) {
-  CHECK(a.package == b.package);
-  CHECK(a.distribution == b.distribution);
-  CHECK(a.variants == b.variants);
+  CHECK(a.to_json() == b.to_json());
+  CHECK(a.cuda_bindings == b.cuda_bindings);
   CHECK(a.driver_fallback == b.driver_fallback);
   CHECK(a.extras == b.extras);
-  REQUIRE(a.builds.size() == b.builds.size());
-  for (const auto& [label, build] : a.builds) {
-    CAPTURE(label);
-    REQUIRE(b.builds.count(label) == 1);
-    const BuildFiles& other = b.builds.at(label);
-    CHECK(build.modules == other.modules);
-    CHECK(build.files == other.files);
-    CHECK(build.preload == other.preload);
-    CHECK(build.build_info == other.build_info);
-  }
 }
 
 // Why `json` is refused ("" when it is accepted).
@@ -60,38 +54,12 @@ std::string refusal(const std::string& json) {
   return why;
 }
 
-// A valid manifest's text with `key`'s value replaced by `value` (raw JSON).
-std::string with(const std::string& key, const std::string& value) {
-  const std::string base =
-      R"({"format":1,"package":"pkg","distribution":"demo","variants":["cu12","cu13"],"driver_fallback":0,)"
-      R"("extras":[],"modules":{"cu12":{"pkg._core":"_core.cu12.so"}},"files":{},"preload":{"cu13":[]},)"
-      R"("build_info":{"cu12":{"cuda":"12.8"}}})";
-  const std::string needle = "\"" + key + "\":";
-  size_t at = base.find(needle);
-  REQUIRE(at != std::string::npos);
-  size_t begin = at + needle.size();
-  // The value ends at the comma or brace that closes it at depth 0.
-  int depth = 0;
-  size_t end = begin;
-  for (; end < base.size(); ++end) {
-    char c = base[end];
-    if (c == '{' || c == '[') ++depth;
-    if (c == '}' || c == ']') {
-      if (depth == 0) break;
-      --depth;
-    }
-    if (c == ',' && depth == 0) break;
-  }
-  return base.substr(0, begin) + value + base.substr(end);
-}
-
-std::string without(const std::string& key) {
-  std::string json = with(key, "0");
-  std::string field = ",\"" + key + "\":0";
-  size_t at = json.find(field);
-  if (at == std::string::npos) at = json.find(field = "\"" + key + "\":0,");  // the first key
-  REQUIRE(at != std::string::npos);
-  return json.erase(at, field.size());
+// The sample's JSON with `key`'s value replaced by `value` (raw JSON; none: the key removed).
+std::string with(const std::string& key, const std::optional<std::string>& value) {
+  auto j = nlohmann::json::parse(kSampleJson);
+  if (value) j[key] = nlohmann::json::parse(*value);
+  else j.erase(key);
+  return j.dump();
 }
 
 }  // namespace
@@ -104,129 +72,59 @@ TEST_CASE("manifest: to_json is compact, sorted and ASCII") {
   for (char c : emoji.to_json()) CHECK(static_cast<unsigned char>(c) < 0x80);
 }
 
-TEST_CASE("manifest: parse reads back what to_json writes") {
+TEST_CASE("manifest: parse reads back what to_json writes, for each order of sources") {
   std::string why;
   auto parsed = LoaderManifest::parse(sample().to_json(), why);
   REQUIRE_MESSAGE(parsed, why);
   check_same(*parsed, sample());
-  CHECK(parsed->to_json() == kSampleJson);
-
-  LoaderManifest plain;
-  plain.package = "a.b";
-  plain.distribution = "x";
-  plain.variants = {"cu9"};
-  plain.builds["cu9"].files = {{"k.cubin", "k.cu9.cubin"}};
-  auto again = LoaderManifest::parse(plain.to_json(), why);
-  REQUIRE_MESSAGE(again, why);
-  check_same(*again, plain);
-  CHECK_FALSE(again->driver_fallback);
+  for (auto [bindings, fallback] : {std::pair{true, false}, std::pair{false, true}}) {
+    LoaderManifest m = sample();
+    m.cuda_bindings = bindings;
+    m.driver_fallback = fallback;
+    auto again = LoaderManifest::parse(m.to_json(), why);
+    REQUIRE_MESSAGE(again, why);
+    check_same(*again, m);
+  }
+  CHECK(LoaderManifest::parse(with("sources", R"(["runtime","driver"])"), why)->cuda_bindings == false);
 }
 
-TEST_CASE("manifest: the test's base manifest is accepted, build_info and extras may be missing") {
-  std::string why;
-  auto m = LoaderManifest::parse(with("package", "\"pkg\""), why);
-  REQUIRE_MESSAGE(m, why);
-  CHECK(m->builds.size() == 2);  // every listed build has an entry, cu13 without files
-  CHECK(m->builds.at("cu12").modules.at("pkg._core") == "_core.cu12.so");
-  CHECK(m->builds.at("cu12").build_info.at("cuda") == "12.8");
-  CHECK(m->builds.at("cu13").modules.empty());
-
-  auto no_info = LoaderManifest::parse(without("build_info"), why);
-  REQUIRE_MESSAGE(no_info, why);
-  CHECK(no_info->builds.at("cu12").build_info.empty());
-  CHECK(no_info->builds.at("cu12").modules.size() == 1);
-
-  auto no_extras = LoaderManifest::parse(without("extras"), why);
-  REQUIRE_MESSAGE(no_extras, why);
-  CHECK(no_extras->extras.empty());
-}
-
-TEST_CASE("manifest: parse refuses what is not JSON or not of format 1") {
+TEST_CASE("manifest: parse refuses what is not JSON, not of format 2, or has other keys") {
   CHECK(refusal("") == "not a JSON object");
-  CHECK(refusal("{") == "not a JSON object");
-  CHECK(refusal("not json") == "not a JSON object");
   CHECK(refusal("[1, 2]") == "not a JSON object");
-  CHECK(refusal("\"text\"") == "not a JSON object");
-  CHECK(refusal(with("format", "2")) == "format is not 1");
-  CHECK(refusal(with("format", "\"1\"")) == "format is not 1");
-  CHECK(refusal(with("format", "1.5")) == "format is not 1");
-  CHECK(refusal(without("format")) == "format is not 1");
+  CHECK(refusal(with("format", "1")) == "format is not 2");
+  CHECK(refusal(with("format", "\"2\"")) == "format is not 2");
+  CHECK(refusal(with("format", std::nullopt)) == "format is not 2");
+  CHECK(refusal(with("driver_fallback", "1")) == R"(it has an unknown key "driver_fallback")");
+  CHECK(refusal(with("package", "1")) == "package is not a string");
+  CHECK(refusal(with("wheelmerge", std::nullopt)) == "wheelmerge is not a string");
+  CHECK(refusal(with("package", R"("")")) == "package is empty");
 }
 
-TEST_CASE("manifest: parse refuses a missing or mistyped package, distribution or flag") {
-  CHECK(refusal(with("package", "1")) == "package is not a string");
-  CHECK(refusal(without("package")) == "package is not a string");
-  CHECK(refusal(with("distribution", "null")) == "distribution is not a string");
-  CHECK(refusal(with("driver_fallback", "2")) == "driver_fallback is not 0 or 1");
-  CHECK(refusal(with("driver_fallback", "-1")) == "driver_fallback is not 0 or 1");
-  CHECK(refusal(with("driver_fallback", "true")) == "driver_fallback is not 0 or 1");
-  CHECK(refusal(without("driver_fallback")) == "driver_fallback is not 0 or 1");
-  CHECK(refusal(with("driver_fallback", "1")) == "");
+TEST_CASE("manifest: parse refuses sources in an order no loader knows") {
+  CHECK(refusal(with("sources", R"(["driver"])")) == R"(sources ["driver"] is none of the orders a loader knows)");
+  CHECK(refusal(with("sources", R"(["cuda-bindings","driver"])")) != "");
+  CHECK(refusal(with("sources", R"([])")) != "");
+  CHECK(refusal(with("sources", "1")) == "sources is not a list");
+  CHECK(refusal(with("sources", R"(["cuda-bindings"])")) == "");
 }
 
 TEST_CASE("manifest: parse refuses variants that are no labels, or listed twice") {
   CHECK(refusal(with("variants", "[12, 13]")) == "variants is not a list of labels");
-  CHECK(refusal(with("variants", "\"cu12\"")) == "variants is not a list of labels");
-  CHECK(refusal(without("variants")) == "variants is not a list of labels");
-  CHECK(refusal(with("variants", R"(["cu12","gpu"])")) == R"(variant "gpu" is not a variant label)");
-  CHECK(refusal(with("variants", R"(["cu12","cu012"])")) == R"(variant "cu012" is not a variant label)");
-  CHECK(refusal(with("variants", R"(["cu12","cu13","cu12"])")) == "variant cu12 is listed twice");
-  CHECK(refusal(with("extras", "[1]")) == "extras is not a list of labels");
   CHECK(refusal(with("variants", "[]")) == "variants is not a list of labels");
-  CHECK(refusal(with("extras", R"(["nope"])")) == "extras names a build the manifest does not list: nope");
-  CHECK(refusal(with("package", R"("")")) == "package is empty");
+  CHECK(refusal(with("variants", R"(["cu12","gpu"])")) == R"(variant "gpu" is not a variant label)");
+  CHECK(refusal(with("variants", R"(["cu12","cu13","cu12"])")) == "variant cu12 is listed twice");
+  CHECK(refusal(with("selector", R"("torch")")) == "variant cu12 is no label of selector torch");
+  CHECK(refusal(with("selector", R"("rocm")")) == "selector is not one of cuda, torch, cpu");
 }
 
-TEST_CASE("manifest: the selector defaults to cuda and must fit every label") {
-  std::string why;
-  auto old = LoaderManifest::parse(with("package", "\"pkg\""), why);  // written before selectors existed
-  REQUIRE_MESSAGE(old, why);
-  CHECK(old->selector == "cuda");
-  const std::string cpu = with("variants", R"(["x86_64_v1","x86_64_v3"])");
-  // The base's sections name cu12 and cu13: replace them with the CPU levels' own.
-  std::string cpu_manifest = cpu;
-  for (auto [from, to] : {std::pair{"\"cu12\"", "\"x86_64_v1\""}, std::pair{"\"cu13\"", "\"x86_64_v3\""}})
-    for (size_t at; (at = cpu_manifest.find(from)) != std::string::npos;) cpu_manifest.replace(at, std::strlen(from), to);
-  cpu_manifest.insert(1, R"("selector":"cpu",)");
-  auto levels = LoaderManifest::parse(cpu_manifest, why);
-  REQUIRE_MESSAGE(levels, why);
-  CHECK(levels->selector == "cpu");
-  CHECK(levels->variants == std::vector<std::string>{"x86_64_v1", "x86_64_v3"});
-  CHECK(LoaderManifest::parse(levels->to_json(), why)->to_json() == levels->to_json());
-
-  CHECK(refusal(R"({"selector":"torch",)" + with("package", "\"pkg\"").substr(1)) == "variant cu12 is no label of selector torch");
-  CHECK(refusal(R"({"selector":"rocm",)" + with("package", "\"pkg\"").substr(1)) == "selector is not one of cuda, torch, cpu");
-  CHECK(refusal(R"({"selector":1,)" + with("package", "\"pkg\"").substr(1)) == "selector is not one of cuda, torch, cpu");
-  CHECK(refusal(cpu) == "variant x86_64_v1 is no label of selector cuda");
-}
-
-TEST_CASE("manifest: to_json writes every build's sections, files or not") {
-  LoaderManifest m;
-  m.package = "pkg";
-  m.distribution = "demo";
-  m.variants = {"cu12", "cu13"};
-  std::string why;
-  auto back = LoaderManifest::parse(m.to_json(), why);
-  REQUIRE_MESSAGE(back, why);
-  CHECK(back->builds.size() == 2);
-}
-
-TEST_CASE("manifest: parse refuses sections naming unlisted builds or holding no strings") {
-  CHECK(refusal(with("modules", R"({"cu14":{}})")) == "modules has a build the manifest does not list: cu14");
-  CHECK(refusal(with("files", R"({"cu12":{},"cu11":{}})")) == "files has a build the manifest does not list: cu11");
-  CHECK(refusal(with("preload", R"({"cu14":[]})")) == "preload has a build the manifest does not list: cu14");
-  CHECK(refusal(with("build_info", R"({"cu14":{}})")) == "build_info has a build the manifest does not list: cu14");
-  CHECK(refusal(with("modules", "[]")) == "modules is not an object");
-  CHECK(refusal(without("modules")) == "modules is missing");
-  CHECK(refusal(without("files")) == "files is missing");
-  CHECK(refusal(without("preload")) == "preload is missing");
-  CHECK(refusal(with("modules", R"({"cu12":{"pkg._core":1}})")) == "modules of cu12 is not an object of strings");
-  CHECK(refusal(with("files", R"({"cu13":{"a.so":null}})")) == "files of cu13 is not an object of strings");
-  CHECK(refusal(with("files", R"({"cu13":["a.so"]})")) == "files of cu13 is not an object of strings");
-  CHECK(refusal(with("preload", R"({"cu13":[1]})")) == "preload of cu13 is not a list of paths");
-  CHECK(refusal(with("preload", R"({"cu13":"libx.so"})")) == "preload of cu13 is not a list of paths");
-  CHECK(refusal(with("build_info", R"({"cu12":{"cuda":12.8}})")) == "build_info of cu12 is not an object of strings");
-  CHECK(refusal(with("build_info", R"({"cu12":"12.8"})")) == "build_info of cu12 is not an object of strings");
+TEST_CASE("manifest: parse refuses sections naming unlisted builds, lacking one, or holding no strings") {
+  CHECK(refusal(with("modules", R"({"cu12":{},"cu13":{},"cu11":{}})")) ==
+        "modules has a build the manifest does not list: cu11");
+  CHECK(refusal(with("files", R"({"cu12":{}})")) == "files lacks the build cu13");
+  CHECK(refusal(with("preload", R"({"cu12":[1],"cu13":[]})")) == "preload of cu12 is not a list of strings");
+  CHECK(refusal(with("extras", R"({"cu12":"cu12","cu13":[]})")) == "extras of cu12 is not a list of strings");
+  CHECK(refusal(with("build_info", R"({"cu12":{"a":1},"cu13":{}})")) == "build_info of cu12 is not an object of strings");
+  CHECK(refusal(with("extras", "[]")) == "extras is not an object");
 }
 
 TEST_CASE("manifest: manifest_archive_path resolves paths against the package directory") {

@@ -66,7 +66,7 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   CHECK(sorted == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD",
                                            "pkg-1.0.dist-info/WHEEL", "pkg/__init__.py",
                                            "pkg/_core.cu12.cpython-311-x86_64-linux-gnu.so",
-                                           "pkg/_core.cu13.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                           "pkg/_core.cu13.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py",
                                            "pkg/util.py"});
   CHECK(paths.back() == "pkg-1.0.dist-info/RECORD");
 
@@ -86,7 +86,7 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   CHECK(manifest->package == "pkg");
   CHECK(manifest->distribution == "pkg");
   CHECK(manifest->variants == std::vector<std::string>{"cu12", "cu13"});
-  CHECK(manifest->extras == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(manifest->extras == std::map<std::string, std::vector<std::string>>{{"cu12", {"cu12"}}, {"cu13", {"cu13"}}});
   CHECK(manifest->builds.at("cu12").modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cu12.cpython-311-x86_64-linux-gnu.so"}});
   CHECK(manifest->builds.at("cu13").modules ==
@@ -116,7 +116,7 @@ TEST_CASE("merge: one build keeps its files and names, and gets a loader that im
   for (const WheelFile& f : merged->files) paths.emplace_back(f.path);
   std::sort(paths.begin(), paths.end());
   CHECK(paths == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD", "pkg-1.0.dist-info/WHEEL",
-                                          "pkg/__init__.py", "pkg/_core.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                          "pkg/__init__.py", "pkg/_core.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py",
                                           "pkg/util.py"});
   CHECK(member_text(*merged, "pkg/_core.cpython-311-x86_64-linux-gnu.so") == cuda_build(13).files.at(kCoreModule));
   auto json = manifest_of_loader(member_text(*merged, "pkg/_wheelmerge.py"));

@@ -228,11 +228,21 @@ TEST_CASE("plan: variant extension modules get labelled names and a loader with 
   CHECK(b13.build_info.empty());
 }
 
-TEST_CASE("plan: without --driver-fallback the manifest says so") {
-  MergePlan plan = plan_ok({demo_package("cu12").done(), demo_package("cu13").done()});
+TEST_CASE("plan: without --driver-fallback the manifest says so; builds without cuda-bindings select by runtime and driver") {
+  auto with_bindings = [](const std::string& label) {
+    return demo_package(label).requires_dist("cuda-bindings==" + label.substr(2) + ".*").done();
+  };
+  MergePlan plan = plan_ok({with_bindings("cu12"), with_bindings("cu13")});
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
   CHECK_FALSE(manifest.driver_fallback);
+  CHECK(manifest.sources() == std::vector<std::string>{"cuda-bindings"});
   CHECK(manifest.builds.at("cu12").build_info.empty());
+  CHECK(manifest.extras.at("cu12") == std::vector<std::string>{"cu12"});  // its cuda-bindings
+
+  MergePlan without = plan_ok({demo_package("cu12").done(), demo_package("cu13").done()});
+  LoaderManifest plain = manifest_in(without, "pkg/_wheelmerge.py");
+  CHECK_FALSE(plain.cuda_bindings);
+  CHECK(plain.sources() == std::vector<std::string>{"runtime", "driver"});
 }
 
 TEST_CASE("plan: the plan does not depend on the order of the inputs") {
@@ -670,7 +680,7 @@ TEST_CASE("plan: RECORD comes last with one row per member, and WHEEL is generat
   // The payload sorted by path, then the dist-info sorted, then RECORD.
   CHECK(paths(plan) == std::vector<std::string>{
                            "pkg/__init__.py", "pkg/_core.cu12.cpython-312-x86_64-linux-gnu.so",
-                           "pkg/_core.cu13.cpython-312-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/util.py",
+                           "pkg/_core.cu13.cpython-312-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py", "pkg/util.py",
                            "demo-1.0.dist-info/METADATA", "demo-1.0.dist-info/WHEEL", "demo-1.0.dist-info/RECORD"});
 
   CHECK(member(plan, "demo-1.0.dist-info/WHEEL").content ==
@@ -709,7 +719,7 @@ TEST_CASE("plan: METADATA is merged, differing requirements becoming label extra
         "Requires-Dist: numpy\n"
         "Requires-Dist: cuda-bindings>=12,<13; extra == \"cu12\"\n"
         "Requires-Dist: cuda-bindings>=13,<14; extra == \"cu13\"\n");
-  CHECK(manifest_in(plan, "pkg/_wheelmerge.py").extras == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(manifest_in(plan, "pkg/_wheelmerge.py").extras == std::map<std::string, std::vector<std::string>>{{"cu12", {"cu12"}}, {"cu13", {"cu13"}}});
   CHECK(plan.warnings == std::vector<std::string>{"cu12 warning", "cu13 warning"});  // in label order
 }
 
@@ -781,7 +791,8 @@ TEST_CASE("plan: preload paths of a .data/platlib package are relative to where 
   // verify resolves them the same way, to the members that hold them.
   std::set<std::string> members;
   for (const PlannedMember& m : plan.members) members.emplace(m.path);
-  std::vector<LoaderFiles> loaders{{loader, std::string(member(plan, loader).content), std::string(member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content)}};
+  std::vector<LoaderFiles> loaders{{loader, std::string(member(plan, loader).content), std::string(member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content),
+                                    std::string(member(plan, "demo-1.0.data/platlib/pkg/_wheelmerge_rules.py").content)}};
   Problems problems;
   check_loaders("demo.whl", loaders, members, problems);
   CHECK_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front().what));

@@ -1,4 +1,5 @@
 #include "merger/verify.hpp"
+#include "merger/version.hpp"
 
 #include "merger/loader.hpp"
 #include "merger/manifest.hpp"
@@ -24,7 +25,8 @@ LoaderManifest manifest(const std::string& package = "pkg") {
   m.package = package;
   m.distribution = "pkg";
   m.variants = {"cu12", "cu13"};
-  m.extras = {"cu12", "cu13"};
+  m.wheelmerge = std::string(kVersion);
+  m.extras = {{"cu12", {"cu12"}}, {"cu13", {"cu13"}}};
   for (const auto& [label, stored] : {std::pair{"cu12", kCu12}, std::pair{"cu13", kCu13}}) {
     m.builds[label].modules = {{package + "._core", stored}};
     m.builds[label].files = {{kOriginal, stored}};
@@ -33,8 +35,8 @@ LoaderManifest manifest(const std::string& package = "pkg") {
 }
 
 LoaderFiles loader(const LoaderManifest& m, const std::string& dir = "pkg") {
-  return {dir + "/_wheelmerge.py", render_loader(m.to_json()),
-          "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n"};
+  return {dir + "/_wheelmerge.py", render_loader(m),
+          "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n", render_rules(m.selector)};
 }
 
 std::set<std::string> paths(const std::string& dir = "pkg") {
@@ -154,7 +156,7 @@ TEST_CASE("verify: two loaders that disagree on the variants") {
   LoaderManifest other = manifest("pkg2");
   other.variants = {"cu12"};
   other.builds.erase("cu13");
-  other.extras = {"cu12"};
+  other.extras = {{"cu12", {"cu12"}}};
   std::set<std::string> files = paths();
   files.merge(paths("pkg2"));
   files.erase("pkg2/" + kCu13);
@@ -209,25 +211,43 @@ TEST_CASE("verify: a malformed manifest") {
     CHECK(problems[0].what == "loader manifest malformed");
     return problems[0].found;
   };
-  CHECK(malformed(render_loader(json + " garbage")) == "not a JSON object");
-  CHECK(malformed(render_loader("garbage" + json)) == "not a JSON object");
-  CHECK(malformed(render_loader("[1, 2]")) == "not a JSON object");
-  CHECK(malformed("print('no manifest here')\n") == "no manifest line");
-  CHECK(malformed("") == "no manifest line");
-  // Well-formed JSON that is no manifest.
-  std::string wrong_format = json;
-  wrong_format.replace(wrong_format.find("\"format\":1"), 10, "\"format\":2");
-  CHECK(malformed(render_loader(wrong_format)) == "format is not 1");
-  std::string bad_label = json;
-  bad_label.replace(bad_label.find("[\"cu12\",\"cu13\"]", bad_label.find("\"variants\"")), 15, "[\"cu12\",\"gpu\"]");
-  CHECK(malformed(render_loader(bad_label)).find("is not a variant label") != std::string::npos);
+  CHECK(malformed("print('no manifest here')\n") == "no manifest block");
+  CHECK(malformed("") == "no manifest block");
+  std::string source = render_loader(manifest());
+  std::string twice = source;
+  twice.insert(twice.find("_PACKAGE = "), "_PACKAGE = \"json\"\n");
+  CHECK(malformed(twice) == "the manifest block does not assign _SELECTOR = where expected");
+  std::string bad_label = source;
+  bad_label.replace(bad_label.find("(\"cu12\", \"cu13\")"), 16, "(\"cu12\", \"gpu\")");
+  CHECK(malformed(bad_label).find("is not a variant label") != std::string::npos);
+}
+
+TEST_CASE("verify: a loader or rules module other than what wheelmerge writes") {
+  LoaderFiles l = loader(manifest());
+  l.loader_source += "import os\n";
+  Problems problems;
+  CHECK(check_loaders("m.whl", {l}, paths(), problems).empty());
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what.starts_with("loader is not the one wheelmerge"));
+  l = loader(manifest());
+  l.rules_source = render_rules("cpu");
+  problems.clear();
+  check_loaders("m.whl", {l}, paths(), problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what.starts_with("rules module is not the one"));
+  l.rules_source.reset();
+  problems.clear();
+  check_loaders("m.whl", {l}, paths(), problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "loader's rules module is missing");
 }
 
 TEST_CASE("verify: find_loaders reads the loaders of a wheel, and skips modules of that name that are no loader") {
   TempDir dir;
   WheelBuilder b("pkg-1.0-cp311-cp311-linux_x86_64.whl",
                  {{"pkg/__init__.py", std::string(kLoaderImport)},
-                  {"pkg/_wheelmerge.py", render_loader(manifest().to_json())},
+                  {"pkg/_wheelmerge.py", render_loader(manifest())},
+                  {"pkg/_wheelmerge_rules.py", render_rules("cuda")},
                   {"pkg/" + kCu12, "12"},
                   {"pkg/" + kCu13, "13"},
                   {"other/__init__.py", ""},

@@ -83,8 +83,8 @@ TEST_CASE("write: the written archive holds the plan's members, in its order, wi
     }
     if (m.sha256) CHECK(sha256_b64(bytes) == base64url_nopad(*m.sha256));
   }
-  // The loader, the patched __init__.py, WHEEL, METADATA and RECORD.
-  CHECK(generated == 5);
+  // The loader and its rules module, the patched __init__.py, WHEEL, METADATA and RECORD.
+  CHECK(generated == 6);
   CHECK(zip->entries.back().name == p.plan.dist_info + "/RECORD");
 }
 

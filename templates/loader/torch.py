@@ -1,0 +1,155 @@
+# --- selector torch: labels torch210_cu12 (torch's major.minor, the CUDA major) ---------------
+
+
+def _torch_label(label: str) -> tuple[int, int, int]:
+    """ "torch210_cu12" -> (2, 10, 12): torch 2.10 built with CUDA 12."""
+    version, _, cuda = label[len("torch") :].partition("_cu")
+    return int(version[0]), int(version[1:]), int(cuda)
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    """(major, minor) a version starts with ("2.10.0+cu128" -> (2, 10)), or None."""
+    parts = version.strip().split(".")
+    digits = [part[: len(part) - len(part.lstrip("0123456789"))] for part in parts[:2]]
+    if len(digits) < 2 or not digits[0] or not digits[1] or digits[0] != parts[0]:
+        return None
+    return int(digits[0]), int(digits[1])
+
+
+def _detect_build() -> tuple[str, str]:
+    override = _override()
+    found = _torch()
+    if found.version is None:
+        needs = f"the {override[0]} build" if override else "every build"
+        raise _error(
+            f"cannot select a torch build: {found.why}, and {needs} needs torch",
+            _torch_fix([override[0]] if override else list(_VARIANTS)),
+        )
+    fitting = [label for label in _VARIANTS if _torch_fits(label, found)]
+    if override is not None:
+        label, how, variable = override
+        if label in fitting:
+            return label, f"{how}, and {found.described} is installed"
+        fixes = [_torch_fix([label])]
+        if fitting:
+            fixes.append(
+                (
+                    f"use the {fitting[-1]} build, which fits the installed torch",
+                    [f"unset {variable}"],
+                )
+            )
+        raise _error(
+            f"cannot select a torch build: {how}, but {found.described} is installed; "
+            f"the {label} build needs {_torch_needs(label)}",
+            *fixes,
+        )
+    if not fitting:
+        raise _error(
+            f"cannot select a torch build: {found.described} is installed, and no build was compiled for it",
+            _torch_fix(list(_VARIANTS)),
+        )
+    return fitting[-1], f"{found.described} is installed"
+
+
+class _Torch:
+    """The installed torch: version (None when it cannot be imported, with why), cuda
+    (torch.version.cuda; None for a CPU-only torch) and a description."""
+
+    def __init__(self, version: str | None, cuda: str | None, why: str) -> None:
+        self.version, self.cuda, self.why = version, cuda, why
+        built = (
+            f"built with CUDA {cuda}"
+            if cuda
+            else "CPU-only: torch.version.cuda is None"
+        )
+        self.described = f"torch {version} ({built})" if version is not None else why
+
+
+def _torch() -> _Torch:
+    """Imports torch, as every build needs it loaded before its extensions. Never raises."""
+    import importlib
+
+    try:
+        torch = importlib.import_module("torch")
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            return _Torch(
+                None, None, f"`import torch` failed ({type(error).__name__}: {error})"
+            )
+        return _Torch(None, None, f"torch is not installed ({error})")
+    except (
+        BaseException
+    ) as error:  # a broken torch can fail with anything, SystemExit included
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        return _Torch(
+            None, None, f"`import torch` failed ({type(error).__name__}: {error})"
+        )
+    try:
+        version = str(torch.__version__).strip()
+        cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    except Exception as error:
+        return _Torch(
+            None,
+            None,
+            f"reading torch's version failed ({type(error).__name__}: {error})",
+        )
+    return _Torch(version, None if cuda is None else str(cuda).strip(), "")
+
+
+def _torch_fits(label: str, found: _Torch) -> bool:
+    """Whether LABEL's build runs with torch FOUND: the same torch major.minor (the C++ ABI of
+    torch changes between minors) and the same CUDA major. No build fits a CPU-only torch."""
+    major, minor, cuda_major = _torch_label(label)
+    if found.cuda is None or found.version is None:
+        return False
+    cuda = _major_minor(found.cuda + ".0")
+    return (
+        _major_minor(found.version) == (major, minor)
+        and cuda is not None
+        and cuda[0] == cuda_major
+    )
+
+
+def _torch_needs(label: str) -> str:
+    """ "torch 2.10 built with CUDA 12" for torch210_cu12."""
+    major, minor, cuda_major = _torch_label(label)
+    return f"torch {major}.{minor} built with CUDA {cuda_major}"
+
+
+def _torch_fix(labels: list[str]) -> tuple[str, list[str]]:
+    """Installing the torch of each of LABELS; where the build recorded which CUDA its torch
+    had (build_info "torch_cuda"), PyTorch's own index for that CUDA is named as well."""
+    commands = []
+    for label in labels:
+        major, minor, cuda_major = _torch_label(label)
+        install = f'pip install "torch=={major}.{minor}.*"'
+        commands.append(f"{install}  # {label}: {_torch_needs(label)}")
+        recorded = _major_minor(_BUILD_INFO[label].get("torch_cuda", ""))
+        if recorded is not None and recorded[0] == cuda_major:
+            cu = f"cu{recorded[0]}{recorded[1]}"
+            commands.append(
+                f"{install} --index-url https://download.pytorch.org/whl/{cu}  # the same with "
+                f"CUDA {recorded[0]}.{recorded[1]}, which {label} was built with"
+            )
+    which = "it was" if len(labels) == 1 else "one of them was"
+    return (
+        f"Install the torch {which} built for (its torch.version.cuda must be of the CUDA major "
+        "the label names)",
+        commands,
+    )
+
+
+def _general_fixes() -> list[tuple[str, list[str]]]:
+    return [_torch_fix(list(_VARIANTS))]
+
+
+def _suggested() -> str:
+    return _VARIANTS[-1]
+
+
+_DETECTED = ("torch",)
+
+
+def _detected() -> dict[str, object]:
+    return {"torch": _torch().described}
