@@ -46,9 +46,8 @@ def path(relative: str) -> str:
     label = selected()
     if relative not in _FILES[label]:
         have = ", ".join(sorted(_FILES[label])) or "none"
-        raise LookupError(
-            f"{relative!r} is not a variant file; its {label} build has: {have}"
-        )
+        what = f"{relative!r} is not a variant file of {_DISTRIBUTION}"
+        raise LookupError(f"{what}; its {label} build has: {have}")
     return _absolute(_FILES[label][relative])
 
 
@@ -207,7 +206,7 @@ def _rules(function: str, *args: str) -> object:
         sys.modules[name] = module = type(sys)(name)
         module.__file__ = origin
         SourceFileLoader(name, origin).exec_module(module)
-    return getattr(sys.modules[name], function)(sys.modules[__name__], *args)
+    return getattr(sys.modules[name], function)(globals(), *args)
 
 
 def _shared_state() -> _State:

@@ -117,14 +117,14 @@ def _cpu() -> _Cpu:
             described="this Python is 32-bit, not x86-64",
         )
     try:
-        present = _cpuid_features()
+        present = _attempt("", _cpuid_features)
         method = "CPUID and XGETBV"
-    except Exception as error:
-        why = f"{type(error).__name__}: {error}"
+    except _Unknown as error:
+        why = str(error)
         try:
-            present = _cpuinfo_features()
+            present = _attempt("", _cpuinfo_features)
             method = f"/proc/cpuinfo flags; CPUID could not be run: {why}"
-        except Exception as second:
+        except _Unknown as second:
             # Every x86-64 CPU runs the baseline; nothing above it is certain.
             return _Cpu(
                 level=1,
@@ -132,7 +132,7 @@ def _cpu() -> _Cpu:
                 missing=[],
                 described=(
                     f"this CPU's level could not be detected (CPUID: {why}; /proc/cpuinfo: "
-                    f"{type(second).__name__}: {second}), so only x86-64-v1 is certain"
+                    f"{second}), so only x86-64-v1 is certain"
                 ),
             )
     level, missing = 1, []

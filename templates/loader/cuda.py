@@ -30,10 +30,10 @@ def _detect_build() -> tuple[str, str]:
         found = f"no cuda-bindings found: {source}"
         if "runtime" not in _SOURCES:
             raise _error(f"cannot select a CUDA build: {found}")
-    runtime, label = _runtime_choice()
+    runtime, chosen = _runtime_choice()
     found = "; ".join(filter(None, [found, runtime]))
-    if label is not None:
-        return label, found
+    if chosen is not None:
+        return chosen, found
     driver, how = _driver_major()
     found = "; ".join(filter(None, [found, how]))
     if driver is None:
@@ -87,8 +87,10 @@ def _checked_override(label: str, how: str, variable: str) -> tuple[str, str]:
         raise _error(
             f"cannot select a CUDA build: {_IGNORE_VAR}={ignore!r} is neither 1 nor 0",
             (
-                f"Set it to 1 to let {variable} choose a build whatever cuda-bindings is "
-                "installed, or unset it",
+                (
+                    f"Set it to 1 to let {variable} choose a build whatever cuda-bindings "
+                    "is installed, or unset it"
+                ),
                 [f"export {_IGNORE_VAR}=1", f"unset {_IGNORE_VAR}"],
             ),
         )
@@ -144,25 +146,32 @@ def _check_floor(label: str, version: str, source: str) -> None:
 def _cuda_bindings() -> tuple[str | None, str]:
     """cuda-bindings' version and where it came from, or None and why it was not found: its
     distribution metadata, else ``cuda.bindings.__version__``. Never raises."""
-    where = "not in distribution metadata"
     try:
-        version, directory = _distribution("cuda-bindings")
-        if directory is None:
-            version = _metadata_version("cuda-bindings")
-        if version is not None and _major(version) >= 0:
-            return version, "from its distribution metadata"
-        if version is not None:
-            where = f"its distribution metadata has Version {version!r}, without a major number"
-        elif directory is not None:
-            where = "its distribution metadata has no Version"
-        import importlib
+        return _attempt("detecting it failed", _find_cuda_bindings)
+    except _Unknown as why:
+        return None, str(why)
 
-        found = getattr(importlib.import_module("cuda.bindings"), "__version__", None)
-    except Exception as error:  # a broken install can fail with more than ImportError
-        return (
-            None,
-            f"{where}, `import cuda.bindings` failed ({type(error).__name__}: {error})",
+
+def _find_cuda_bindings() -> tuple[str | None, str]:
+    import importlib
+
+    where = "not in distribution metadata"
+    version, directory = _distribution("cuda-bindings")
+    if directory is None:
+        version = _metadata_version("cuda-bindings")
+    if version is not None and _major(version) >= 0:
+        return version, "from its distribution metadata"
+    if version is not None:
+        where = (
+            f"its distribution metadata has Version {version!r}, without a major number"
         )
+    elif directory is not None:
+        where = "its distribution metadata has no Version"
+    module = _attempt(
+        f"{where}, `import cuda.bindings` failed",
+        lambda: importlib.import_module("cuda.bindings"),
+    )
+    found = getattr(module, "__version__", None)
     if found is None:
         return None, f"{where}, cuda.bindings has no __version__"
     if _major(str(found)) < 0:
@@ -179,9 +188,7 @@ def _metadata_version(name: str) -> str | None:
 
     try:
         version = importlib.metadata.version(name)
-    except (
-        Exception
-    ):  # PackageNotFoundError, or a KeyError for metadata without Version
+    except (ImportError, LookupError, OSError, ValueError):  # not found, or no Version
         return None
     return str(version).strip() if version else None
 
@@ -217,7 +224,7 @@ def _driver_major() -> tuple[int | None, str]:
     try:
         # The driver's SONAME: "libcuda.so" is a development link or the toolkit's stub.
         libcuda = ctypes.CDLL("libcuda.so.1")
-    except Exception as error:  # OSError, as a rule
+    except OSError as error:
         return None, f"the CUDA driver libcuda.so.1 could not be loaded ({error})"
     try:
         get_version = libcuda.cuDriverGetVersion
@@ -230,7 +237,7 @@ def _driver_major() -> tuple[int | None, str]:
         status = get_version(
             ctypes.byref(version)
         )  # needs no cuInit: no CUDA context is made
-    except Exception as error:
+    except (OSError, TypeError, ValueError, ctypes.ArgumentError) as error:
         what = f"{type(error).__name__}: {error}"
         return None, f"calling cuDriverGetVersion of libcuda.so.1 failed ({what})"
     if status != 0:
@@ -310,6 +317,7 @@ def _override_fixes() -> list[tuple[str, list[str]]]:
 
 _DETECTED = (
     "cuda-bindings",
+    "cuda-bindings at",
     "selection sources",
     "floors",
     "NVIDIA wheels",
@@ -341,9 +349,8 @@ def _detected() -> dict[str, object]:
                     .replace("-", " ", 1)
                 )
     return {
-        "cuda-bindings": f"{version} ({source}{', ' + where if where else ''})"
-        if version
-        else source,
+        "cuda-bindings": f"{version} ({source})" if version else source,
+        "cuda-bindings at": where,
         "selection sources": ", ".join(_SOURCES),
         "floors": "; ".join(floors),
         "NVIDIA wheels": ", ".join(wheels) or "none",
@@ -362,7 +369,7 @@ def _gpus() -> str:
         )
         if nvml.nvmlInit_v2() != 0:
             return "unknown: nvmlInit_v2 failed"
-    except Exception as error:
+    except (OSError, AttributeError) as error:
         return f"unknown: NVML could not be loaded ({error})"
     try:
         count = ctypes.c_uint(0)

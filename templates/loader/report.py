@@ -6,18 +6,17 @@ detected, the selection or why none fits. --json prints the same as a JSON objec
 Exit status: 0 when a build is selected and loads, 1 when not, 2 for a usage error."""
 
 
-def report(loader: ModuleType) -> str:
+def report(loader: dict[str, Any]) -> str:
     """The report as text."""
     return _render(_diagnosis(loader))
 
 
-def main(loader: ModuleType) -> None:
+def main(loader: dict[str, Any]) -> None:
     """``python -m <package>._wheelmerge``: prints the report and exits."""
     arguments = sys.argv[1:]
     if "-h" in arguments or "--help" in arguments:
-        print(
-            _USAGE.replace("PACKAGE", loader.__name__.rpartition(".")[0] or "PACKAGE")
-        )
+        package = str(loader["__name__"]).rpartition(".")[0] or "PACKAGE"
+        print(_USAGE.replace("PACKAGE", package))
         raise SystemExit(0)
     if any(argument != "--json" for argument in arguments):
         print(f"error: unknown arguments {arguments}\n{_USAGE}", file=sys.stderr)
@@ -32,11 +31,11 @@ def main(loader: ModuleType) -> None:
     raise SystemExit(0 if data["selected"] else 1)
 
 
-def _diagnosis(loader: ModuleType) -> dict[str, object]:
+def _diagnosis(loader: dict[str, Any]) -> dict[str, object]:
     import platform
 
     _bind(loader)
-    state = loader._STATE
+    state = _loader._STATE
     kept = state.selection is not None
     data: dict[str, object] = {
         "distribution": _DISTRIBUTION,
@@ -55,7 +54,7 @@ def _diagnosis(loader: ModuleType) -> dict[str, object]:
     data["selected"] = None
     try:
         label, how = _select()
-        loader._preload(label)
+        _loader._preload(label)
     except ImportError as error:
         data["error"] = str(error)
     else:
@@ -96,8 +95,10 @@ def _drift(label: str) -> str:
 
 def _render(data: dict[str, object]) -> str:
     lines = [
-        f"{data['distribution']} (package {data['package']}), merged by wheelmerge "
-        f"{data['wheelmerge']}",
+        (
+            f"{data['distribution']} (package {data['package']}), merged by wheelmerge "
+            f"{data['wheelmerge']}"
+        ),
         f"builds: {', '.join(_VARIANTS)}",
         f"python: {data['python']} on {data['platform']}",
     ]

@@ -2,14 +2,19 @@
 
 ``_wheelmerge.py`` decides the usual case itself and reads this module only for the others:
 overrides, fallbacks, every error with its fixes, and the report of
-``python -m <package>._wheelmerge [--json]``. Each function takes the loader module first.
+``python -m <package>._wheelmerge [--json]``. Each public function takes the loader's
+globals first.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from types import ModuleType
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 # The loader's manifest and names, bound by _bind (see the loader for what each holds).
 _WHEELMERGE = ""
@@ -26,18 +31,16 @@ _BUILD_INFO: dict[str, dict[str, str]] = {}
 _VARIANT_VARS: tuple[str, ...] = ()
 _RUNTIME_WHEELS: tuple[tuple[str, int], ...] = ()
 _BOUND = [name for name in globals() if name.isupper() and name.startswith("_")]
-_loader = sys
+_loader: Any = None  # the loader's globals, as attributes
 
 
-def _bind(loader: ModuleType) -> None:
+def _bind(loader: dict[str, Any]) -> None:
     global _loader
-    _loader = loader
-    globals().update(
-        {name: getattr(loader, name) for name in _BOUND if hasattr(loader, name)}
-    )
+    _loader = SimpleNamespace(**loader)
+    globals().update({name: loader[name] for name in _BOUND if name in loader})
 
 
-def detect(loader: ModuleType) -> tuple[str, str]:
+def detect(loader: dict[str, Any]) -> tuple[str, str]:
     """(label, how it was chosen) from the environment as it is now; raises SelectionError."""
     _bind(loader)
     try:
@@ -53,7 +56,7 @@ def detect(loader: ModuleType) -> tuple[str, str]:
         ) from error
 
 
-def failure(loader: ModuleType, kind: str, *details: str) -> ImportError:
+def failure(loader: dict[str, Any], kind: str, *details: str) -> ImportError:
     """The error of a selected build that cannot be loaded: a file is "missing"
     (module, path) or a library failed to "preload" (label, path, why)."""
     _bind(loader)
@@ -62,15 +65,32 @@ def failure(loader: ModuleType, kind: str, *details: str) -> ImportError:
     if kind == "missing":
         module, origin = details
         text = f"cannot import {module}: {origin}, its file in the {label} build, is missing"
-        return _error(
+        error = _error(
             f"{text}.\nThe {label} build was selected because {how}", reinstall
         )
+        return ImportError(str(error), name=module, path=origin)
     library, why = details[1:]
     text = f"cannot load {library}, a private library of its {label} build: {why}"
     reinstall = ("Reinstall it if files are missing or damaged", reinstall[1])
     error = _error(f"{text}.\nThe {label} build was selected because {how}", reinstall)
     preload: ImportError = _loader.PreloadError(str(error))
     return preload
+
+
+class _Unknown(Exception):
+    """Why what the rules look for is not known; it never leaves this module."""
+
+
+def _attempt(what: str, call: Callable[[], _T]) -> _T:
+    """CALL's result; whatever it raises (a broken install can raise anything) becomes
+    _Unknown saying WHAT failed, and how."""
+    try:
+        return call()
+    except _Unknown:
+        raise
+    except Exception as error:
+        how = f"{type(error).__name__}: {error}"
+        raise _Unknown(f"{what} ({how})" if what else how) from error
 
 
 def _select() -> tuple[str, str]:

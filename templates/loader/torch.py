@@ -67,33 +67,35 @@ class _Torch:
 
 def _torch() -> _Torch:
     """Imports torch, as every build needs it loaded before its extensions. Never raises."""
+    try:
+        return _attempt("", _import_torch)
+    except _Unknown as why:
+        return _Torch(None, None, str(why))
+
+
+def _import_torch() -> _Torch:
     import importlib
 
     try:
         torch = importlib.import_module("torch")
     except ModuleNotFoundError as error:
-        if error.name != "torch":
-            return _Torch(
-                None, None, f"`import torch` failed ({type(error).__name__}: {error})"
-            )
-        return _Torch(None, None, f"torch is not installed ({error})")
-    except (
-        BaseException
-    ) as error:  # a broken torch can fail with anything, SystemExit included
-        if isinstance(error, KeyboardInterrupt):
-            raise
-        return _Torch(
-            None, None, f"`import torch` failed ({type(error).__name__}: {error})"
+        what = f"`import torch` failed ({type(error).__name__}: {error})"
+        raise _Unknown(
+            what if error.name != "torch" else f"torch is not installed ({error})"
         )
-    try:
-        version = str(torch.__version__).strip()
-        cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    except SystemExit as error:  # a broken torch can fail with anything
+        raise _Unknown(f"`import torch` failed (SystemExit: {error})") from error
     except Exception as error:
-        return _Torch(
-            None,
-            None,
-            f"reading torch's version failed ({type(error).__name__}: {error})",
-        )
+        raise _Unknown(
+            f"`import torch` failed ({type(error).__name__}: {error})"
+        ) from error
+    version = _attempt(
+        "reading torch's version failed", lambda: str(torch.__version__).strip()
+    )
+    cuda = _attempt(
+        "reading torch's version failed",
+        lambda: getattr(getattr(torch, "version", None), "cuda", None),
+    )
     return _Torch(version, None if cuda is None else str(cuda).strip(), "")
 
 

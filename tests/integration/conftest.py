@@ -70,6 +70,13 @@ def run(command: Sequence[str | Path], *, check: bool = True, env: Mapping[str, 
 
 # --- the binary --------------------------------------------------------------------------------
 
+def wheelmerge_version() -> str:
+    """The version CMakeLists.txt gives the project (what a loader names as its writer)."""
+    match = re.search(r"^project\(wheelmerge VERSION (\S+)", (ROOT / "CMakeLists.txt").read_text(), re.M)
+    assert match, "CMakeLists.txt names no project version"
+    return match.group(1)
+
+
 @pytest.fixture(scope="session")
 def wheelmerge_bin() -> Path:
     """The wheelmerge executable: $WHEELMERGE, else build/wheelmerge."""

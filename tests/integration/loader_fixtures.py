@@ -1,5 +1,6 @@
 """Builds merged-package layouts for the loader tests: real C extensions and private shared
-libraries per CUDA build, and the loader rendered from templates/loader.py as the merger does."""
+libraries per CUDA build, and the loader and rules module the merger writes for a manifest
+(`wheelmerge loader MANIFEST.json`, which renders them as a merge does)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "templates" / "loader.py"
-MANIFEST_LINE = '_MANIFEST_JSON = r"""{}"""'
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")  # ".cpython-311-x86_64-linux-gnu.so"
 LABELS = ("cu12", "cu13")
 DISTRIBUTION = "pkg-name"
@@ -65,12 +64,21 @@ int cuInit(unsigned int flags) { abort(); }
 """
 
 
-def render_loader(template: str, manifest: dict) -> str:
-    """What the merger does: the manifest line of the template replaced by the manifest."""
-    lines = template.split("\n")
-    assert lines.count(MANIFEST_LINE) == 1, "the template must hold the manifest line once"
-    rendered = f'_MANIFEST_JSON = r"""{json.dumps(manifest, ensure_ascii=True)}"""'
-    return "\n".join(rendered if line == MANIFEST_LINE else line for line in lines)
+def render_loader(manifest: dict, directory: Path) -> Path:
+    """Writes the loader and rules module of MANIFEST into DIRECTORY, as a merge does."""
+    source = directory / "_wheelmerge.manifest.json"
+    # Tests that drop a build from "variants" leave its sections: the merger would not write them.
+    manifest = {key: {label: value.get(label, [] if key in ("extras", "preload") else {})
+                      for label in manifest["variants"]}
+                if key in ("extras", "modules", "files", "preload", "build_info") else value
+                for key, value in manifest.items()}
+    source.write_text(json.dumps(manifest))
+    binary = os.environ.get("WHEELMERGE") or str(ROOT / "build" / "wheelmerge")
+    result = subprocess.run([binary, "loader", str(source), "-o", str(directory)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    source.unlink()
+    return directory / "_wheelmerge.py"
 
 
 def compile_shared(source: str, output: Path, *, defines=(), soname=None, libs=(), libdir=None):
@@ -146,9 +154,9 @@ def add_cuda_bindings(site: Path, version, *, metadata: str | None = None) -> Pa
 
 
 def default_manifest(extras=LABELS) -> dict:
-    """The manifest of the layout make_site builds. EXTRAS: the labels that are extras of the
-    distribution (a wheel whose builds required different cuda-bindings); empty: the manifest
-    has no "extras" key, as when the builds' requirements did not differ."""
+    """The manifest of the layout make_site builds (format 2, docs/interfaces.md). EXTRAS: the
+    labels that are extras of the distribution (a wheel whose builds required different
+    cuda-bindings); the others have none."""
     def for_each(make):
         return {label: make(label) for label in LABELS}
 
@@ -170,12 +178,15 @@ def default_manifest(extras=LABELS) -> dict:
         f"esub/__init__{EXT_SUFFIX}": f"esub/__init__.{label}{EXT_SUFFIX}",
     })
     files["cu13"]["_extra.py"] = "_extra.cu13.py"
-    manifest = {
-        "format": 1,
+    return {
+        "format": 2,
+        "wheelmerge": "",
         "package": "pkg",
         "distribution": DISTRIBUTION,
+        "selector": "cuda",
         "variants": list(LABELS),
-        "driver_fallback": 0,
+        "sources": list(SOURCES["cuda-bindings"]),
+        "extras": for_each(lambda label: [label] if label in extras else []),
         "modules": modules,
         "files": files,
         # Dependencies first: libwmrt needs libwmdep.
@@ -183,9 +194,15 @@ def default_manifest(extras=LABELS) -> dict:
                                            f"../pkg.libs/libwmrt.{label}.so.1"]),
         "build_info": {"cu12": {"cuda": "12.9.1"}, "cu13": {"cuda": "13.0.2"}},
     }
-    if extras:
-        manifest["extras"] = list(extras)
-    return manifest
+
+
+# The orders of selection sources a cuda manifest may have: builds that use cuda-bindings, the
+# same merged with --driver-fallback, and builds that do not use cuda-bindings (CuPy).
+SOURCES = {
+    "cuda-bindings": ("cuda-bindings",),
+    "driver-fallback": ("cuda-bindings", "runtime", "driver"),
+    "no cuda-bindings": ("runtime", "driver"),
+}
 
 
 def make_site(site: Path, native: Path, manifest: dict) -> Path:
@@ -195,7 +212,7 @@ def make_site(site: Path, native: Path, manifest: dict) -> Path:
     (package / "kernels").mkdir()
     (site / "pkg.libs").mkdir()
     (package / "__init__.py").write_text(INIT_PY)
-    (package / "_wheelmerge.py").write_text(render_loader(TEMPLATE.read_text(), manifest))
+    render_loader(manifest, package)
     (package / "sub" / "__init__.py").write_text("")
     (package / "plain.py").write_text("VALUE = 'plain'\n")
     (package / "_extra.cu13.py").write_text("BUILD = 'cu13'\n")
