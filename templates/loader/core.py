@@ -1,8 +1,5 @@
-"""Selects the build of this package to import (written by wheelmerge; docs/loader.md).
-
-The usual case is decided here; the others, the errors and the report of ``python -m
-<package>._wheelmerge`` are in ``_wheelmerge_rules.py``, read only when needed.
-"""
+"""Selects the build of this package to import (written by wheelmerge; docs/loader.md):
+the usual case here, the rest in _wheelmerge_rules.py, which is read only when needed."""
 
 from __future__ import annotations
 
@@ -88,12 +85,7 @@ class _Finder:
             raise _failure("missing", fullname, origin)
         package = os.path.basename(origin).startswith("__init__.")
         extension = origin.endswith(tuple(EXTENSION_SUFFIXES))
-        kinds = (
-            SourceFileLoader,
-            ExtensionFileLoader,
-            _PackageSource,
-            _PackageExtension,
-        )
+        kinds = (SourceFileLoader, ExtensionFileLoader, _PkgSource, _PkgExtension)
         loader = kinds[2 * package + extension](fullname, origin)
         spec = ModuleSpec(fullname, loader, origin=origin, is_package=package)
         spec.has_location = True
@@ -102,12 +94,12 @@ class _Finder:
         return spec
 
 
-class _PackageSource(SourceFileLoader):
+class _PkgSource(SourceFileLoader):
     def is_package(self, fullname: str) -> bool:
         return True
 
 
-class _PackageExtension(ExtensionFileLoader):
+class _PkgExtension(ExtensionFileLoader):
     def is_package(self, fullname: str) -> bool:
         return True
 
@@ -127,17 +119,12 @@ def _prepare() -> str:
 def _select() -> tuple[str, str]:
     with _STATE.lock:
         # Only success is kept, and never replaced: one process never mixes builds.
-        if _STATE.selection is None:
-            _STATE.selection = _detect()
+        if (
+            _STATE.selection is None
+        ):  # (label, how): the usual case here, others by the rules
+            found = _usual() or _rules("detect")
+            _STATE.selection = found if isinstance(found, tuple) else ("", "")
         return _STATE.selection
-
-
-def _detect() -> tuple[str, str]:
-    """(label, how it was chosen): the usual case here, any other by the rules module."""
-    found = _usual() or _rules("detect")
-    if isinstance(found, tuple):
-        return str(found[0]), str(found[1])
-    raise SelectionError(f"{_DISTRIBUTION}: no selection ({found!r})")
 
 
 def _preload(label: str) -> None:
@@ -167,25 +154,21 @@ def _distribution(name: str) -> tuple[str | None, str | None]:
             continue
         for child in children:
             stem, _, suffix = child.lower().rpartition(".")
-            if (
-                suffix == "dist-info"
-                and stem.partition("-")[0].replace(".", "_") == wanted
-            ):
-                directory = os.path.join(entry or ".", child)
-                return _version(directory), directory
+            found = stem.partition("-")[0].replace(".", "_")
+            if suffix == "dist-info" and found == wanted:
+                return _version(os.path.join(entry or ".", child))
     return None, None
 
 
-def _version(directory: str) -> str | None:
+def _version(directory: str) -> tuple[str | None, str]:
     try:
         with open(os.path.join(directory, "METADATA"), encoding="utf-8") as file:
-            for line in file:
-                key, _, value = line.partition(":")
-                if not line.strip() or key.lower() == "version":
-                    return value.strip() or None
+            for key, _, value in (line.partition(":") for line in file):
+                if not key.strip() or key.lower() == "version":
+                    return value.strip() or None, directory
     except (OSError, ValueError):
         pass
-    return None
+    return None, directory
 
 
 #: selector
@@ -198,10 +181,8 @@ def _failure(kind: str, *details: str) -> ImportError:
 
 def _rules(function: str, *args: str) -> object:
     """Calls FUNCTION of _wheelmerge_rules.py, beside this module, read on first use."""
-    name, origin = (
-        __name__ + "_rules",
-        os.path.join(_PACKAGE_DIR, "_wheelmerge_rules.py"),
-    )
+    name = __name__ + "_rules"
+    origin = os.path.join(_PACKAGE_DIR, "_wheelmerge_rules.py")
     if getattr(sys.modules.get(name), "__file__", None) != origin:
         sys.modules[name] = module = type(sys)(name)
         module.__file__ = origin
@@ -212,11 +193,8 @@ def _rules(function: str, *args: str) -> object:
 def _shared_state() -> _State:
     """The process-wide state, kept on this package's finder in ``sys.meta_path`` (installed
     on first run), where a reload or a second copy of this module finds it."""
-    mine = [
-        f
-        for f in sys.meta_path
-        if getattr(f, "wheelmerge_package_dir", 0) == _PACKAGE_DIR
-    ]
+    key = "wheelmerge_package_dir"
+    mine = [f for f in sys.meta_path if getattr(f, key, 0) == _PACKAGE_DIR]
     finder = mine[0] if mine else _Finder()
     if not mine:
         sys.meta_path.insert(0, finder)

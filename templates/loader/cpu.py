@@ -87,8 +87,7 @@ def _detect_build() -> tuple[str, str]:
         raise _error(
             f"cannot select a CPU build: {cpu.described}, below every build",
             (
-                f"Install a wheel of it with a build for this CPU (x86_64_v{cpu.level} or "
-                "lower)",
+                f"Install a wheel of it with a build for this CPU (x86_64_v{cpu.level} or lower)",
                 [f'pip install --force-reinstall "{_DISTRIBUTION}"'],
             ),
         )
@@ -213,7 +212,7 @@ class _MachineCode:
         self.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         self.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         self.size = mmap.PAGESIZE
-        address = self.mmap(
+        address: int | None = self.mmap(
             None,
             self.size,
             mmap.PROT_READ | mmap.PROT_WRITE,

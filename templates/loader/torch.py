@@ -135,11 +135,8 @@ def _torch_fix(labels: list[str]) -> tuple[str, list[str]]:
                 f"CUDA {recorded[0]}.{recorded[1]}, which {label} was built with"
             )
     which = "it was" if len(labels) == 1 else "one of them was"
-    return (
-        f"Install the torch {which} built for (its torch.version.cuda must be of the CUDA major "
-        "the label names)",
-        commands,
-    )
+    needs = "its torch.version.cuda must be of the CUDA major the label names"
+    return f"Install the torch {which} built for ({needs})", commands
 
 
 def _general_fixes() -> list[tuple[str, list[str]]]:

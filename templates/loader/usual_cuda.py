@@ -8,10 +8,8 @@ def _usual() -> tuple[str, str] | None:
         label = f"cu{_number(version)}"
         if label not in _VARIANTS or _below_floor(label, version):
             return None
-        return (
-            label,
-            f"cuda-bindings {version} is installed (from its distribution metadata)",
-        )
+        how = f"cuda-bindings {version} is installed (from its distribution metadata)"
+        return label, how
     found = [(n, m, _distribution(n)[0]) for n, m in _RUNTIME_WHEELS]
     majors = {m or _number(v) for _, m, v in found if v is not None}
     if len(majors) != 1 or f"cu{min(majors)}" not in _VARIANTS:
@@ -26,8 +24,7 @@ _CUDA_VARS = ("WHEELMERGE_CUDA_MAJOR", "WHEELMERGE_IGNORE_CUDA_BINDINGS")
 
 
 def _number(text: str, part: int = 0) -> int:
-    """The number part PART of a version starts with ("13.0.2" -> 13; "12.9rc1", 1 -> 9); -1
-    when none. Part 1 needs a part 0 of digits alone, as a major.minor does."""
+    """The number part PART of a version starts with ("12.9rc1" -> 12; 1 -> 9), else -1."""
     pieces = text.strip().split(".")
     if part and (len(pieces) <= part or pieces[0].strip("0123456789") or not pieces[0]):
         return -1
@@ -39,8 +36,10 @@ def _below_floor(label: str, version: str) -> bool:
     """Whether VERSION is of the major of the cuda-bindings LABEL's build was compiled
     against (build_info "cuda_bindings") but of an older minor."""
     floor = _BUILD_INFO[label].get("cuda_bindings", "")
-    if min(_number(floor, 1), _number(version, 1)) < 0 or _number(floor) != _number(
-        version
-    ):
-        return False
-    return _number(version, 1) < _number(floor, 1)
+    found, needed = (
+        (_number(version), _number(version, 1)),
+        (_number(floor), _number(floor, 1)),
+    )
+    return (
+        min(found[1], needed[1]) >= 0 and found[0] == needed[0] and found[1] < needed[1]
+    )
