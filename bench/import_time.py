@@ -91,7 +91,7 @@ TIMING_CODE = ("import time; t = time.perf_counter(); import wmbench; "
                "print(time.perf_counter() - t)")
 IMPORTTIME_REPS = 5  # -X importtime runs per environment (module list, cumulative figures)
 
-INIT_PY = f'''"""{NAME}: a tiny package with one C extension, for wheelmerge's import-time benchmark."""
+INIT_PY = f'''"""{NAME}: a tiny package with a C extension (wheelmerge's import-time benchmark)."""
 from ._core import build_major
 '''
 

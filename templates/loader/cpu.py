@@ -98,9 +98,12 @@ def _cpu() -> _Cpu:
     """This CPU's psABI level: level (0: not x86-64), method (how it was found; None when it
     was not), missing (what the next level lacks) and a description. Never raises."""
     import ctypes
-    import platform
 
-    machine = platform.machine()
+    # platform.machine(), without the cost of importing platform (and re).
+    if sys.platform == "win32":
+        machine = os.environ.get("PROCESSOR_ARCHITECTURE", "")
+    else:
+        machine = os.uname().machine
     if machine.lower() not in ("x86_64", "amd64"):
         return _Cpu(
             level=0,
@@ -116,12 +119,14 @@ def _cpu() -> _Cpu:
             described="this Python is 32-bit, not x86-64",
         )
     try:
-        present = _attempt("", _cpuid_features)
+        with _Attempt():
+            present = _cpuid_features()
         method = "CPUID and XGETBV"
     except _Unknown as error:
         why = str(error)
         try:
-            present = _attempt("", _cpuinfo_features)
+            with _Attempt():
+                present = _cpuinfo_features()
             method = f"/proc/cpuinfo flags; CPUID could not be run: {why}"
         except _Unknown as second:
             # Every x86-64 CPU runs the baseline; nothing above it is certain.
@@ -294,17 +299,9 @@ def _suggested() -> str:
     return runnable[-1] if runnable else _VARIANTS[0]
 
 
-_DETECTED = ("CPU", "CPU lacks")
-
-
-def _detected() -> dict[str, object]:
+def _detected() -> list[tuple[str, str]]:
     cpu = _cpu()
     if cpu.method is None:
-        return {"CPU": cpu.described}
-    lacks = (
-        f"for x86-64-v{cpu.level + 1}: {', '.join(cpu.missing)}" if cpu.missing else ""
-    )
-    return {
-        "CPU": f"x86-64-v{cpu.level} (detected with {cpu.method})",
-        "CPU lacks": lacks,
-    }
+        return [("CPU", cpu.described)]
+    lacks = (f"CPU lacks for x86-64-v{cpu.level + 1}", ", ".join(cpu.missing))
+    return [("CPU", f"x86-64-v{cpu.level} (detected with {cpu.method})"), lacks]

@@ -147,7 +147,8 @@ def _cuda_bindings() -> tuple[str | None, str]:
     """cuda-bindings' version and where it came from, or None and why it was not found: its
     distribution metadata, else ``cuda.bindings.__version__``. Never raises."""
     try:
-        return _attempt("detecting it failed", _find_cuda_bindings)
+        with _Attempt("detecting it failed"):
+            return _find_cuda_bindings()
     except _Unknown as why:
         return None, str(why)
 
@@ -167,10 +168,8 @@ def _find_cuda_bindings() -> tuple[str | None, str]:
         )
     elif directory is not None:
         where = "its distribution metadata has no Version"
-    module = _attempt(
-        f"{where}, `import cuda.bindings` failed",
-        lambda: importlib.import_module("cuda.bindings"),
-    )
+    with _Attempt(f"{where}, `import cuda.bindings` failed"):
+        module = importlib.import_module("cuda.bindings")
     found = getattr(module, "__version__", None)
     if found is None:
         return None, f"{where}, cuda.bindings has no __version__"
@@ -315,25 +314,17 @@ def _override_fixes() -> list[tuple[str, list[str]]]:
     ]
 
 
-_DETECTED = (
-    "cuda-bindings",
-    "cuda-bindings at",
-    "selection sources",
-    "floors",
-    "NVIDIA wheels",
-    "CUDA driver",
-    "GPUs",
-)
-
-
-def _detected() -> dict[str, object]:
+def _detected() -> list[tuple[str, str]]:
     """What the cuda rules look at, for the report."""
     version, source = _cuda_bindings()
-    where = _distribution("cuda-bindings")[1]
     floors = [
         f"{label} needs cuda-bindings >= {info['cuda_bindings']}"
         for label, info in _BUILD_INFO.items()
         if info.get("cuda_bindings")
+    ]
+    found = [(name, major, _distribution(name)[0]) for name, major in _RUNTIME_WHEELS]
+    runtimes = [
+        f"{n} {v} (CUDA {m or _major(v)})" for n, m, v in found if v is not None
     ]
     wheels = []
     for entry in sys.path:
@@ -343,20 +334,22 @@ def _detected() -> dict[str, object]:
             continue
         for child in children:
             if child.startswith("nvidia_") and child.endswith(".dist-info"):
-                wheels.append(
-                    child[: -len(".dist-info")]
-                    .replace("_", "-", 1)
-                    .replace("-", " ", 1)
-                )
-    return {
-        "cuda-bindings": f"{version} ({source})" if version else source,
-        "cuda-bindings at": where,
-        "selection sources": ", ".join(_SOURCES),
-        "floors": "; ".join(floors),
-        "NVIDIA wheels": ", ".join(wheels) or "none",
-        "CUDA driver": _driver_major()[1],
-        "GPUs": _gpus(),
-    }
+                name, _, release = child[: -len(".dist-info")].partition("-")
+                wheels.append(f"{name.replace('_', '-')} {release}")
+    none = "none of " + ", ".join(name for name, _ in _RUNTIME_WHEELS) + " installed"
+    return [
+        ("cuda-bindings", f"{version} ({source})" if version else source),
+        ("cuda-bindings at", _distribution("cuda-bindings")[1] or ""),
+        ("selection sources", ", ".join(_SOURCES)),
+        ("floors", "; ".join(floors)),
+        (
+            "CUDA runtime wheels",
+            ("; ".join(runtimes) or none) if "runtime" in _SOURCES else "",
+        ),
+        ("NVIDIA wheels", ", ".join(wheels) or "none"),
+        ("CUDA driver", _driver_major()[1]),
+        ("GPUs", _gpus()),
+    ]
 
 
 def _gpus() -> str:

@@ -6,12 +6,12 @@ detected, the selection or why none fits. --json prints the same as a JSON objec
 Exit status: 0 when a build is selected and loads, 1 when not, 2 for a usage error."""
 
 
-def report(loader: dict[str, Any]) -> str:
+def report(loader: dict[str, object]) -> str:
     """The report as text."""
     return _render(_diagnosis(loader))
 
 
-def main(loader: dict[str, Any]) -> None:
+def main(loader: dict[str, object]) -> None:
     """``python -m <package>._wheelmerge``: prints the report and exits."""
     arguments = sys.argv[1:]
     if "-h" in arguments or "--help" in arguments:
@@ -31,7 +31,7 @@ def main(loader: dict[str, Any]) -> None:
     raise SystemExit(0 if data["selected"] else 1)
 
 
-def _diagnosis(loader: dict[str, Any]) -> dict[str, object]:
+def _diagnosis(loader: dict[str, object]) -> dict[str, object]:
     import platform
 
     _bind(loader)
@@ -50,7 +50,7 @@ def _diagnosis(loader: dict[str, Any]) -> dict[str, object]:
             if name.startswith("WHEELMERGE_")
         },
     }
-    data.update(_detected())
+    data["detected"] = dict(_detected())
     data["selected"] = None
     try:
         label, how = _select()
@@ -100,14 +100,15 @@ def _render(data: dict[str, object]) -> str:
             f"{data['wheelmerge']}"
         ),
         f"builds: {', '.join(_VARIANTS)}",
+        f"selector: {_SELECTOR}",
         f"python: {data['python']} on {data['platform']}",
     ]
     environment = data["environment"]
     assert isinstance(environment, dict)
     lines += [f"{name}: {value}" for name, value in environment.items()]
-    lines += [
-        f"{key}: {data[key]}" for key in _DETECTED if data.get(key) not in (None, "")
-    ]
+    detected = data["detected"]
+    assert isinstance(detected, dict)
+    lines += [f"{key}: {value}" for key, value in detected.items() if value]
     if data["selected"] is None:
         lines.append("selection failed:")
         lines += [f"    {line}" for line in str(data["error"]).splitlines()]

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, TypeVar
-
-_T = TypeVar("_T")
 
 # The loader's manifest and names, bound by _bind (see the loader for what each holds).
 _WHEELMERGE = ""
@@ -31,16 +27,16 @@ _BUILD_INFO: dict[str, dict[str, str]] = {}
 _VARIANT_VARS: tuple[str, ...] = ()
 _RUNTIME_WHEELS: tuple[tuple[str, int], ...] = ()
 _BOUND = [name for name in globals() if name.isupper() and name.startswith("_")]
-_loader: Any = None  # the loader's globals, as attributes
+_loader = SimpleNamespace()  # the loader's globals, as attributes
 
 
-def _bind(loader: dict[str, Any]) -> None:
+def _bind(loader: dict[str, object]) -> None:
     global _loader
     _loader = SimpleNamespace(**loader)
     globals().update({name: loader[name] for name in _BOUND if name in loader})
 
 
-def detect(loader: dict[str, Any]) -> tuple[str, str]:
+def detect(loader: dict[str, object]) -> tuple[str, str]:
     """(label, how it was chosen) from the environment as it is now; raises SelectionError."""
     _bind(loader)
     try:
@@ -56,7 +52,7 @@ def detect(loader: dict[str, Any]) -> tuple[str, str]:
         ) from error
 
 
-def failure(loader: dict[str, Any], kind: str, *details: str) -> ImportError:
+def failure(loader: dict[str, object], kind: str, *details: str) -> ImportError:
     """The error of a selected build that cannot be loaded: a file is "missing"
     (module, path) or a library failed to "preload" (label, path, why)."""
     _bind(loader)
@@ -81,16 +77,22 @@ class _Unknown(Exception):
     """Why what the rules look for is not known; it never leaves this module."""
 
 
-def _attempt(what: str, call: Callable[[], _T]) -> _T:
-    """CALL's result; whatever it raises (a broken install can raise anything) becomes
-    _Unknown saying WHAT failed, and how."""
-    try:
-        return call()
-    except _Unknown:
-        raise
-    except Exception as error:
-        how = f"{type(error).__name__}: {error}"
-        raise _Unknown(f"{what} ({how})" if what else how) from error
+class _Attempt:
+    """A block whose exception (a broken install can raise anything) becomes _Unknown
+    saying WHAT failed, and how."""
+
+    def __init__(self, what: str = "") -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: object, error: BaseException | None, trace: object
+    ) -> None:
+        if isinstance(error, Exception) and not isinstance(error, _Unknown):
+            how = f"{type(error).__name__}: {error}"
+            raise _Unknown(f"{self.what} ({how})" if self.what else how) from error
 
 
 def _select() -> tuple[str, str]:

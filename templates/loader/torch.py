@@ -68,7 +68,8 @@ class _Torch:
 def _torch() -> _Torch:
     """Imports torch, as every build needs it loaded before its extensions. Never raises."""
     try:
-        return _attempt("", _import_torch)
+        with _Attempt():
+            return _import_torch()
     except _Unknown as why:
         return _Torch(None, None, str(why))
 
@@ -89,13 +90,9 @@ def _import_torch() -> _Torch:
         raise _Unknown(
             f"`import torch` failed ({type(error).__name__}: {error})"
         ) from error
-    version = _attempt(
-        "reading torch's version failed", lambda: str(torch.__version__).strip()
-    )
-    cuda = _attempt(
-        "reading torch's version failed",
-        lambda: getattr(getattr(torch, "version", None), "cuda", None),
-    )
+    with _Attempt("reading torch's version failed"):
+        version = str(torch.__version__).strip()
+        cuda = getattr(getattr(torch, "version", None), "cuda", None)
     return _Torch(version, None if cuda is None else str(cuda).strip(), "")
 
 
@@ -147,8 +144,5 @@ def _suggested() -> str:
     return _VARIANTS[-1]
 
 
-_DETECTED = ("torch",)
-
-
-def _detected() -> dict[str, object]:
-    return {"torch": _torch().described}
+def _detected() -> list[tuple[str, str]]:
+    return [("torch", _torch().described)]

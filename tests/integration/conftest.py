@@ -70,6 +70,22 @@ def run(command: Sequence[str | Path], *, check: bool = True, env: Mapping[str, 
 
 # --- the binary --------------------------------------------------------------------------------
 
+def loader_manifest(source: str) -> dict:
+    """The manifest of a generated loader as Python reads it, in the JSON form of
+    docs/interfaces.md ("Loader manifest"): its manifest block executed by the interpreter."""
+    begin = source.index("# wheelmerge manifest: ")
+    end = source.index("# end of the wheelmerge manifest")
+    constants: dict = {}
+    exec(compile(source[begin:end], "<loader manifest>", "exec"), constants)  # noqa: S102 (our test input)
+    lists = lambda mapping: {key: list(value) for key, value in mapping.items()}  # noqa: E731
+    return {"format": 2, "wheelmerge": constants["_WHEELMERGE"], "package": constants["_PACKAGE"],
+            "distribution": constants["_DISTRIBUTION"], "selector": constants["_SELECTOR"],
+            "variants": list(constants["_VARIANTS"]), "sources": list(constants["_SOURCES"]),
+            "extras": lists(constants["_EXTRAS"]), "modules": constants["_MODULES"],
+            "files": constants["_FILES"], "preload": lists(constants["_PRELOAD"]),
+            "build_info": constants["_BUILD_INFO"]}
+
+
 def wheelmerge_version() -> str:
     """The version CMakeLists.txt gives the project (what a loader names as its writer)."""
     match = re.search(r"^project\(wheelmerge VERSION (\S+)", (ROOT / "CMakeLists.txt").read_text(), re.M)

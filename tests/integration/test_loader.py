@@ -488,12 +488,13 @@ def test_diagnosis_when_a_build_is_selected(bindings_python, site):
     version = CUDA_BINDINGS["cu12"]
     assert lines[:2] == [f"{DISTRIBUTION} (package pkg), merged by wheelmerge {WHEELMERGE_VERSION}",
                          "builds: cu12, cu13"]
-    assert lines[2].startswith(f"python: CPython {platform.python_version()} on Linux-")
-    assert lines[3:5] == [f"cuda-bindings: {version} (from its distribution metadata)",
+    assert lines[2] == "selector: cuda"
+    assert lines[3].startswith(f"python: CPython {platform.python_version()} on Linux-")
+    assert lines[4:6] == [f"cuda-bindings: {version} (from its distribution metadata)",
                           f"cuda-bindings at: {bindings_python[12].parents[1]}/lib/python"
                           f"{sys.version_info[0]}.{sys.version_info[1]}/site-packages/"
                           f"cuda_bindings-{version}.dist-info"]
-    assert lines[5] == "selection sources: cuda-bindings"
+    assert lines[6] == "selection sources: cuda-bindings"
     assert "NVIDIA wheels: none" in lines  # the venv has cuda-bindings alone
     assert any(line.startswith("CUDA driver: ") for line in lines)
     assert any(line.startswith("GPUs: ") for line in lines)

@@ -182,6 +182,6 @@ def test_the_report_module_helps_and_prints_json(bindings_python, native, tmp_pa
     assert report["distribution"] == DISTRIBUTION
     assert report["selected"] == "cu12"
     assert report["builds"] == ["cu12", "cu13"]
-    assert report["cuda-bindings at"].endswith(".dist-info")
+    assert report["detected"]["cuda-bindings at"].endswith(".dist-info")
     assert any(entry["stored"] == f"_core.cu12{EXT_SUFFIX}" for entry in report["files"]["cu12"])
     assert sys.version.split()[0] in report["python"]

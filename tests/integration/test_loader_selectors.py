@@ -115,10 +115,12 @@ else:
 
 # --- building and installing merged wheels ----------------------------------------------------
 
-def build_inputs(directory: Path, package: str, builds: dict[str, tuple[int, str, list[str]]]):
+def build_inputs(directory: Path, package: str, builds: dict[str, tuple[int, str, list[str]]],
+                 requires: dict[str, list[str]] | None = None):
     """One wheel of PACKAGE per label: its extension returns the build number, executes the
     instruction and is compiled with the flags BUILDS gives (label -> (number, instruction,
-    flags)); the label is the .LABEL suffix of the file name."""
+    flags)); the label is the .LABEL suffix of the file name. REQUIRES: each label's
+    Requires-Dist."""
     directory.mkdir(parents=True, exist_ok=True)
     wheels = []
     for label, (number, instruction, flags) in builds.items():
@@ -129,9 +131,10 @@ def build_inputs(directory: Path, package: str, builds: dict[str, tuple[int, str
              f"-I{sysconfig.get_paths()['include']}", "-o", extension, source])
         files = {f"{package}/__init__.py": b'"""A package with one build per label."""\n',
                  f"{package}/_core{EXT_SUFFIX}": extension.read_bytes()}
+        metadata = {"Requires-Dist": (requires or {}).get(label, [])}
         wheels.append(build_wheel(
             directory / f"{package}-1.0-cp311-cp311-linux_x86_64.{label}.whl", files,
-            name=package))
+            name=package, metadata=metadata))
     return wheels
 
 
@@ -368,8 +371,20 @@ def test_not_x86_64_fits_no_cpu_build(python, cpu_site):
 
 @pytest.fixture(scope="session")
 def cuda_inputs(tmp_path_factory) -> list[Path]:
+    """Builds that use cuda-bindings: each requires its major's."""
     builds = {f"cu{major}": (major, '"nop"', []) for major in (12, 13)}
-    return build_inputs(tmp_path_factory.mktemp("cuda-inputs"), "wmcuda", builds)
+    requires = {f"cu{major}": [f"cuda-bindings=={major}.*"] for major in (12, 13)}
+    return build_inputs(tmp_path_factory.mktemp("cuda-inputs"), "wmcuda", builds, requires)
+
+
+@pytest.fixture(scope="session")
+def runtime_inputs(tmp_path_factory) -> list[Path]:
+    """Builds that do not use cuda-bindings (as CuPy's): each brings its CUDA runtime through a
+    `ctk` extra, which the merge splits into ctk-cu12 and ctk-cu13."""
+    builds = {f"cu{major}": (major, '"nop"', []) for major in (12, 13)}
+    requires = {"cu12": ['nvidia-cuda-runtime-cu12; extra == "ctk"'],
+                "cu13": ['nvidia-cuda-runtime==13.*; extra == "ctk"']}
+    return build_inputs(tmp_path_factory.mktemp("runtime-inputs"), "wmcuda", builds, requires)
 
 
 @pytest.fixture(scope="session")
@@ -433,13 +448,37 @@ def test_runtime_wheels_of_both_majors_fall_through_to_the_driver(
 
 def test_runtime_wheels_need_driver_fallback(python, cuda_inputs, runtimes, wheelmerge_bin,
                                              tmp_path):
-    """Without --driver-fallback the runtime wheels decide nothing, as before."""
+    """Builds that use cuda-bindings: without --driver-fallback the runtime wheels decide
+    nothing, as before."""
     site = pip_target(tmp_path / "site", merge(wheelmerge_bin, cuda_inputs, tmp_path / "out"))
     found = probe(python, [site, runtimes["cu12"]], "wmcuda")
     assert found["error"] == "SelectionError", found
     assert "runtime" not in found["message"]
     report = diagnosis(python, [site, runtimes["cu12"]], "wmcuda")
-    assert "CUDA runtime wheels" not in report.stdout and "driver fallback: off" in report.stdout
+    assert "CUDA runtime wheels" not in report.stdout
+    assert "selection sources: cuda-bindings\n" in report.stdout
+
+
+@pytest.mark.parametrize("runtime, label", [("cu12", "cu12"), ("cu13", "cu13")])
+def test_builds_without_cuda_bindings_select_by_runtime_wheels(
+        python, runtime_inputs, runtimes, wheelmerge_bin, tmp_path, runtime, label):
+    """Builds that require no cuda-bindings (CuPy) select by the CUDA runtime wheels with no
+    merge flag, and never propose cuda-bindings: the fix is the build's own extra."""
+    site = pip_target(tmp_path / "site", merge(wheelmerge_bin, runtime_inputs, tmp_path / "out"))
+    found = probe(python, [site, runtimes[runtime]], "wmcuda")
+    assert (found["selected"], found["build"]) == (label, int(label[2:]))
+    empty = tmp_path / "no-driver"
+    empty.mkdir()
+    refused = probe(python, [site], "wmcuda", env={"LD_LIBRARY_PATH": str(empty)})
+    assert refused["error"] == "SelectionError", refused
+    message = refused["message"]
+    assert message.startswith("wmcuda: cannot select a CUDA build: the CUDA driver libcuda.so.1 "
+                              "could not be loaded")
+    assert ('Install what one of them needs:\n    pip install "wmcuda[ctk-cu12]"\n'
+            '    pip install "wmcuda[ctk-cu13]"\n') in message
+    assert "cuda-bindings" not in message
+    report = diagnosis(python, [site, runtimes[runtime]], "wmcuda")
+    assert "selection sources: runtime, driver\n" in report.stdout
 
 
 def test_nothing_to_select_by_proposes_the_runtime_wheels(python, cuda_site, tmp_path):
@@ -453,7 +492,8 @@ def test_nothing_to_select_by_proposes_the_runtime_wheels(python, cuda_site, tmp
     assert ('or install the CUDA runtime wheel of one of them:\n'
             '    pip install "nvidia-cuda-runtime-cu12"\n'
             '    pip install "nvidia-cuda-runtime==13.*"') in message
-    assert 'pip install "cuda-bindings==12.*"' in message
+    # The builds require cuda-bindings 12 and 13: installing the build's extra brings it.
+    assert 'pip install "wmcuda[cu12]"' in message
     assert "export WHEELMERGE_CUDA_MAJOR=13" in message
 
 
@@ -572,8 +612,9 @@ def test_torch_not_installed(python, torch_site):
     report = diagnosis(python, [torch_site], "wmtorch")
     assert report.returncode == 1 and report.stderr == ""
     lines = report.stdout.splitlines()
-    assert lines[2:5] == ["selector: torch", "WHEELMERGE_VARIANT: (not set)",
-                          "torch: torch is not installed (No module named 'torch')"]
+    assert lines[2] == "selector: torch"
+    assert lines[3].startswith("python: ")
+    assert lines[4] == "torch: torch is not installed (No module named 'torch')"
 
 
 # --- labels ------------------------------------------------------------------------------------
@@ -587,22 +628,31 @@ LABEL_CASES = {
     "x86_64_v1": ("cpu", 1), "x86_64_v4": ("cpu", 4), "x86_64_v0": None, "x86_64_v5": None,
     "x86_64_v12": None, "x86-64-v3": None, "x86_64": None,
 }
+# How the loaders read the labels the merger accepted: the torch rules split theirs.
+TORCH_LABELS = {label: case[1] for label, case in LABEL_CASES.items() if case and case[0] == "torch"}
 
 
-def test_label_parsers(python, torch_site):
-    """The loader reads labels as the merger writes them (merger/label.cpp)."""
+def test_label_parsers(python, torch_site, wheelmerge_bin, tmp_path):
+    """The merger accepts exactly the labels of merger/label.cpp (a manifest with any other is
+    refused), and the torch rules read the accepted ones back as the merger means them."""
     code = f"""
 import json
-from wmtorch import _wheelmerge as wm
-parsers = {{"cuda": wm._cuda_label, "torch": wm._torch_label, "cpu": wm._cpu_label}}
-found = {{}}
-for label in {list(LABEL_CASES)!r}:
-    hits = [(name, parse(label)) for name, parse in parsers.items() if parse(label) is not None]
-    found[label] = hits[0] if len(hits) == 1 else (hits or None)
-print(json.dumps(found))
+from wmtorch import _wheelmerge_rules as rules
+print(json.dumps({{label: rules._torch_label(label) for label in {list(TORCH_LABELS)!r}}}))
 """
     result = python_run(python, [torch_site], "-c", code)
     assert result.returncode == 0, result.stderr
-    found = {label: (tuple(hit) if hit else None)
-             for label, hit in json.loads(result.stdout).items()}
-    assert found == LABEL_CASES
+    assert {label: list(parts) for label, parts in json.loads(result.stdout).items()} == TORCH_LABELS
+    for label, case in LABEL_CASES.items():
+        manifest = tmp_path / f"{label}.json"
+        selector = case[0] if case else "cuda"
+        labels = [label, {"cuda": "cu99", "torch": "torch29_cu99", "cpu": "x86_64_v2"}[selector]]
+        sections = {key: {each: [] if key in ("extras", "preload") else {} for each in labels}
+                    for key in ("extras", "modules", "files", "preload", "build_info")}
+        manifest.write_text(json.dumps({
+            "format": 2, "wheelmerge": "", "package": "p", "distribution": "p",
+            "selector": selector, "variants": labels,
+            "sources": ["cuda-bindings"] if selector == "cuda" else [], **sections}))
+        rendered = subprocess.run([str(wheelmerge_bin), "loader", str(manifest), "-o", str(tmp_path)],
+                                  capture_output=True, text=True, check=False)
+        assert (rendered.returncode == 0) == (case is not None), (label, rendered.stderr)

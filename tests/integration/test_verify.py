@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -112,27 +113,39 @@ def test_wheel_tags_differing_from_the_file_name_warn(wheelmerge_bin, demo_wheel
 
 
 def _with_manifest(merged: Path, target: Path, change) -> Path:
-    """A copy of the merged wheel whose loader manifest is `change(manifest)`."""
+    """A copy of the merged wheel whose loader's text is `change(text)`."""
     loader = "wmdemo/_wheelmerge.py"
     with zipfile.ZipFile(merged) as z:
         source = z.read(loader).decode()
-    prefix = '_MANIFEST_JSON = r"""'
-    start = source.index(prefix) + len(prefix)
-    end = source.index('"""', start)
-    manifest = change(json.loads(source[start:end]))
-    text = source[:start] + json.dumps(manifest) + source[end:]
+    text = change(source)
+    assert text != source
     return rewrite(merged, target / merged.name, replace={loader: text.encode()})
 
 
+def _constant(name: str, value: str):
+    """A change giving the manifest constant NAME (with its annotation) the Python VALUE."""
+    def change(source: str) -> str:
+        start = source.index(f"\n{name}") + 1
+        end = re.compile(r"^[_#]", re.M).search(source, start + 1).start()
+        head = source[start:source.index(" = ", start) + 3]
+        return source[:start] + head + value + "\n" + source[end:]
+    return change
+
+
 @pytest.mark.parametrize("change", [
-    lambda m: {**m, "driver_fallback": "yes"},
-    lambda m: {**m, "variants": [12, 13]},
-    lambda m: {**m, "files": {label: {k: 7 for k in files} for label, files in m["files"].items()}},
-    lambda m: {**m, "preload": {"cu99": ["x.so"]}},
-    lambda m: {**m, "modules": []},
-    lambda m: {**m, "files": {label: {k: "../../../etc/passwd" for k in files} for label, files in m["files"].items()}},
-], ids=["fallback-not-int", "labels-not-strings", "paths-not-strings", "unknown-build", "modules-not-object",
-        "path-outside-the-wheel"])
+    _constant("_SOURCES", '("yes",)'),
+    _constant("_VARIANTS", "(12, 13)"),
+    _constant("_FILES", '{"cu12": {"a": 7}, "cu13": {}}'),
+    _constant("_PRELOAD", '{"cu99": ("x.so",)}'),
+    _constant("_MODULES", "[]"),
+    _constant("_FILES", '{"cu12": {"a": "../../../etc/passwd"}, "cu13": {}}'),
+    # What Python reads differs from what a reader of the block alone would see.
+    lambda source: source.replace("# end of the wheelmerge manifest\n",
+                                  "# end of the wheelmerge manifest\n_PRELOAD = {\"cu12\": (\"/tmp/x.so\",)}\n"),
+    lambda source: source.replace("\n", "\r\n"),
+    lambda source: source.replace("def _usual(", "def _unused(", 1),
+], ids=["sources-unknown", "labels-not-strings", "paths-not-strings", "unknown-build", "modules-not-object",
+        "path-outside-the-wheel", "assigned-again-after-the-block", "crlf", "code-changed"])
 def test_malformed_manifest_is_invalid_input(wheelmerge_bin, merged, tmp_path, change):
     """verify and inspect refuse a malformed manifest as invalid input (exit 3) naming the
     loader, never as an internal error."""
