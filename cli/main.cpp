@@ -595,7 +595,7 @@ Subcommand add_loader(CLI::App& app, Output& out) {
                                 in ? why : std::string("an unreadable file")}});
             if (manifest->wheelmerge.empty()) manifest->wheelmerge = std::string(wm::kVersion);
             for (const auto& [name, text] : {std::pair{std::string(wm::kLoaderModule), wm::render_loader(*manifest)},
-                                             std::pair{std::string(wm::kRulesModule), wm::render_rules(manifest->selector)}}) {
+                                             std::pair{std::string(wm::kRulesModule), wm::render_rules(manifest->selector, manifest->package)}}) {
               std::ofstream file(a->out_dir + "/" + name, std::ios::binary | std::ios::trunc);
               file << text;
               if (!file.flush())

@@ -280,10 +280,14 @@ std::string render_loader(const LoaderManifest& manifest) {
   return replace_line(out, "#: selector\n", manifest.selector == "cuda" ? kLoaderUsualCuda : kLoaderUsualOther);
 }
 
-std::string render_rules(std::string_view selector) {
+std::string render_rules(std::string_view selector, std::string_view package) {
   std::string_view part = selector == "cuda" ? kRulesCuda : selector == "torch" ? kRulesTorch : kRulesCpu;
   std::string out = replace_line(kRulesCore, "#: selector\n", part);
-  return replace_line(out, "#: include report\n", kRulesReport);
+  out = replace_line(out, "#: include report\n", kRulesReport);
+  const std::string_view placeholder = "of package PACKAGE (";
+  size_t at = out.find(placeholder);
+  if (at == std::string::npos || at > out.find('\n')) throw std::logic_error("templates/loader/rules.py names no PACKAGE");
+  return out.replace(at, placeholder.size(), "of package " + std::string(package) + " (");
 }
 
 bool claims_to_be_loader(std::string_view source) {

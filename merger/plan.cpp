@@ -737,7 +737,7 @@ void Planner::add_loaders() {
       continue;
     }
     members.push_back(generated(package + "/" + std::string(kLoaderModule), render_loader(manifest)));
-    members.push_back(generated(package + "/" + std::string(kRulesModule), render_rules(manifest.selector)));
+    members.push_back(generated(package + "/" + std::string(kRulesModule), render_rules(manifest.selector, manifest.package)));
   }
   std::erase_if(members, [&](const PlannedMember& m) { return m.input && patched_inits.count(m.path); });
 }

@@ -58,7 +58,7 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
     const std::string rules_path = package_dir + "/" + std::string(kRulesModule);
     if (!l.rules_source)
       fail(rules_path, "loader's rules module is missing", "the module beside the loader", "no such member");
-    else if (*l.rules_source != render_rules(manifest->selector))
+    else if (*l.rules_source != render_rules(manifest->selector, manifest->package))
       fail(rules_path, "rules module is not the one wheelmerge " + std::string(kVersion) + " writes",
            "the rendered rules module of selector " + manifest->selector, "other text");
     // The package and its modules are the loader's own: a manifest claiming another package's

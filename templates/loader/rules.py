@@ -1,4 +1,4 @@
-"""The rest of this package's build selection (written by wheelmerge).
+"""The rest of the build selection of package PACKAGE (written by wheelmerge).
 
 ``_wheelmerge.py`` decides the usual case itself and reads this module only for the others:
 overrides, fallbacks, every error with its fixes, and the report of

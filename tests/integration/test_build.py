@@ -33,7 +33,7 @@ from typing import Any, Mapping
 import pytest
 
 import wheelgen
-from conftest import ROOT, clean_env, run, tool_python
+from conftest import ROOT, clean_env, run, tool_python, loader_manifest
 
 PROJECTS = Path(__file__).resolve().parent / "build_projects"
 WMDEMO = ROOT / "examples" / "wmdemo"
@@ -159,9 +159,7 @@ def manifest(wheel: Path, package: str) -> dict[str, Any]:
     """The loader manifest of `package` in the merged wheel (docs/interfaces.md)."""
     with zipfile.ZipFile(wheel) as z:
         loader = z.read(f"{package}/_wheelmerge.py").decode()
-    match = re.search(r'^_MANIFEST_JSON = r"""(.*?)"""$', loader, re.M | re.S)
-    assert match, f"no manifest in {package}/_wheelmerge.py"
-    return json.loads(match.group(1))
+    return loader_manifest(loader)
 
 
 def variant_bytes(wheel: Path, package: str, label: str, original: str) -> bytes:

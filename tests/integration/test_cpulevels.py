@@ -158,7 +158,7 @@ def test_merged_layout(merged: Path) -> None:
     assert merged.name == "cpulevels-0.1.0-cp311-cp311-linux_x86_64.whl"
     names = {n for n in zipfile.ZipFile(merged).namelist() if ".dist-info/" not in n}
     assert names == {"cpulevels/__init__.py", "cpulevels/_core.pyi", "cpulevels/py.typed",
-                     "cpulevels/_wheelmerge.py", *(f"cpulevels/_core.{label}{EXT}" for label in LEVELS)}
+                     "cpulevels/_wheelmerge.py", "cpulevels/_wheelmerge_rules.py", *(f"cpulevels/_core.{label}{EXT}" for label in LEVELS)}
 
 
 def test_merged_wheel_verifies(merged: Path, wheelmerge_bin: Path) -> None:

@@ -246,7 +246,7 @@ def test_merged_layout(merged: Path) -> None:
     variant = {f"cudademo/_core.{label}{EXT}" for label in MAJORS}
     variant |= {f"cudademo/_libs/libcudart.{label}.so.{major}" for label, major in MAJORS.items()}
     variant |= {f"cudademo/kernels/scale.{label}.ptx" for label in MAJORS}
-    assert names == {*SHARED, "cudademo/_wheelmerge.py", *variant}
+    assert names == {*SHARED, "cudademo/_wheelmerge.py", "cudademo/_wheelmerge_rules.py", *variant}
 
 
 # Runs in an installed environment: what was imported, and which libcudart the process maps.

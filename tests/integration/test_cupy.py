@@ -118,7 +118,9 @@ def inputs() -> dict[str, Path]:
 def merged(wheelmerge_bin: Path, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cupy-merged")
     started = time.monotonic()
-    result = wheelmerge(wheelmerge_bin, "merge", "--name", "cupy", "--driver-fallback", "--json", inputs["cu12"],
+    # No --driver-fallback: builds that require no cuda-bindings select by the runtime wheels
+    # and the driver anyway.
+    result = wheelmerge(wheelmerge_bin, "merge", "--name", "cupy", "--json", inputs["cu12"],
                         inputs["cu13"], "-o", out, "--variant-file", VARIANT_FILE)
     print(f"merged CuPy in {time.monotonic() - started:.1f} s")
     summary = json.loads(result.stdout)
@@ -305,6 +307,10 @@ def test_without_runtime_wheels_or_driver_import_fails_clearly(bare_env: Path, t
     assert result.returncode == 1
     assert "cupy: cannot select a CUDA build" in result.stderr
     assert "builds for cu12, cu13" in result.stderr
+    # The fix is CuPy's own extra of each build, never cuda-bindings, which CuPy does not use.
+    assert ('Install what one of them needs:\n    pip install "cupy[ctk-cu12]"\n'
+            '    pip install "cupy[ctk-cu13]"') in result.stderr, result.stderr
+    assert "cuda-bindings" not in result.stderr
     # The override still imports a build on a machine without any CUDA.
     seen = json.loads(probe(bare_env, {"LD_LIBRARY_PATH": str(broken_driver), "WHEELMERGE_CUDA_MAJOR": "13"}).stdout)
     assert seen["selected"] == ["cu13"] * 3

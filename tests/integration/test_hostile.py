@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import oracle  # noqa: E402
 import wheelgen as wg  # noqa: E402
 from measured_run import BINARY, Run, run_measured, sanitized_binary  # noqa: E402
-from conftest import Venv  # noqa: E402
+from conftest import Venv, loader_manifest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -275,9 +275,7 @@ def manifest_of(output: Path) -> tuple[str, dict]:
         loaders = [n for n in z.namelist() if n.endswith("/_wheelmerge.py")]
         assert len(loaders) == 1, loaders
         text = z.read(loaders[0]).decode("utf-8")
-    m = re.search(r'^_MANIFEST_JSON = r"""(.*)"""$', text, re.M)
-    assert m, "no manifest line in the loader"
-    return loaders[0], json.loads(m.group(1))
+    return loaders[0], loader_manifest(text)
 
 
 def output_check_platlib_package(output: Path, stderr: str) -> None:

@@ -33,7 +33,7 @@ def test_one_build_keeps_its_files_and_names_and_gets_a_loader(single, demo_whee
         theirs = {n: given.read(n) for n in given.namelist() if ".dist-info/" not in n}
         ours = {n: merged.read(n) for n in merged.namelist() if ".dist-info/" not in n}
     added = sorted(set(ours) - set(theirs))
-    assert added == ["wmdemo/_wheelmerge.py"], added
+    assert added == ["wmdemo/_wheelmerge.py", "wmdemo/_wheelmerge_rules.py"], added
     assert not set(theirs) - set(ours)
     changed = sorted(n for n in theirs if theirs[n] != ours[n])
     assert changed == ["wmdemo/__init__.py"]  # the loader import, put in

@@ -28,7 +28,7 @@ import pytest
 from packaging.metadata import Metadata
 
 import torch_envs
-from conftest import ROOT, clean_env, run, tool_python
+from conftest import ROOT, clean_env, run, tool_python, loader_manifest
 from torch_envs import TorchEnv
 
 EXAMPLE = ROOT / "examples" / "torchdemo"
@@ -162,13 +162,13 @@ def test_build_refuses_a_variant_of_another_torch(envs: dict[str, TorchEnv], too
 
 def manifest(wheel: Path) -> dict:
     loader = zipfile.ZipFile(wheel).read("torchdemo/_wheelmerge.py").decode()
-    return json.loads(re.search(r'^_MANIFEST_JSON = r"""(.*?)"""$', loader, re.M | re.S)[1])
+    return loader_manifest(loader)
 
 
 def test_merged_layout(merged: Path) -> None:
     assert merged.name == WHEEL_NAME
     names = {n for n in zipfile.ZipFile(merged).namelist() if ".dist-info/" not in n}
-    assert names == {*SHARED, "torchdemo/_wheelmerge.py", *(f"torchdemo/_C.{label}{EXT}" for label in LABELS)}
+    assert names == {*SHARED, "torchdemo/_wheelmerge.py", "torchdemo/_wheelmerge_rules.py", *(f"torchdemo/_C.{label}{EXT}" for label in LABELS)}
     found = manifest(merged)
     assert found["selector"] == "torch"
     assert found["variants"] == LABELS

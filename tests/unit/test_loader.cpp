@@ -234,7 +234,9 @@ TEST_CASE("the rendered loader carries the manifest as Python literals, and it c
 }
 
 TEST_CASE("the rules module differs per selector and holds no template directive") {
-  std::string cuda = render_rules("cuda"), torch = render_rules("torch"), cpu = render_rules("cpu");
+  std::string cuda = render_rules("cuda", "pkg"), torch = render_rules("torch", "pkg"), cpu = render_rules("cpu", "pkg");
+  CHECK(cuda.starts_with("\"\"\"The rest of the build selection of package pkg (written by wheelmerge)."));
+  CHECK(render_rules("cuda", "a.b") != cuda);  // no two packages of a wheel share the file
   CHECK(cuda != torch);
   CHECK(torch != cpu);
   for (const std::string& rules : {cuda, torch, cpu}) {

@@ -36,7 +36,7 @@ LoaderManifest manifest(const std::string& package = "pkg") {
 
 LoaderFiles loader(const LoaderManifest& m, const std::string& dir = "pkg") {
   return {dir + "/_wheelmerge.py", render_loader(m),
-          "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n", render_rules(m.selector)};
+          "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n", render_rules(m.selector, m.package)};
 }
 
 std::set<std::string> paths(const std::string& dir = "pkg") {
@@ -230,7 +230,7 @@ TEST_CASE("verify: a loader or rules module other than what wheelmerge writes") 
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].what.starts_with("loader is not the one wheelmerge"));
   l = loader(manifest());
-  l.rules_source = render_rules("cpu");
+  l.rules_source = render_rules("cpu", "pkg");
   problems.clear();
   check_loaders("m.whl", {l}, paths(), problems);
   REQUIRE(problems.size() == 1);
@@ -247,7 +247,7 @@ TEST_CASE("verify: find_loaders reads the loaders of a wheel, and skips modules 
   WheelBuilder b("pkg-1.0-cp311-cp311-linux_x86_64.whl",
                  {{"pkg/__init__.py", std::string(kLoaderImport)},
                   {"pkg/_wheelmerge.py", render_loader(manifest())},
-                  {"pkg/_wheelmerge_rules.py", render_rules("cuda")},
+                  {"pkg/_wheelmerge_rules.py", render_rules("cuda", "pkg")},
                   {"pkg/" + kCu12, "12"},
                   {"pkg/" + kCu13, "13"},
                   {"other/__init__.py", ""},
