@@ -337,6 +337,7 @@ def _detected() -> list[tuple[str, str]]:
                 name, _, release = child[: -len(".dist-info")].partition("-")
                 wheels.append(f"{name.replace('_', '-')} {release}")
     none = "none of " + ", ".join(name for name, _ in _RUNTIME_WHEELS) + " installed"
+    gpus, why = _gpus()
     return [
         ("cuda-bindings", f"{version} ({source})" if version else source),
         ("cuda-bindings at", _distribution("cuda-bindings")[1] or ""),
@@ -348,12 +349,14 @@ def _detected() -> list[tuple[str, str]]:
         ),
         ("NVIDIA wheels", ", ".join(wheels) or "none"),
         ("CUDA driver", _driver_major()[1]),
-        ("GPUs", _gpus()),
+        ("GPUs", ", ".join(f"{i}: {name} (sm_{cc})" for i, name, cc in gpus) or why),
+        *_kernel_warnings(gpus),
     ]
 
 
-def _gpus() -> str:
-    """The GPUs NVML sees, with their compute capability; never creates a CUDA context."""
+def _gpus() -> tuple[list[tuple[int, str, int]], str]:
+    """The GPUs NVML sees as (index, name, compute capability as 90), or none and why; it
+    creates no CUDA context."""
     import ctypes
 
     try:
@@ -361,13 +364,13 @@ def _gpus() -> str:
             "nvml.dll" if sys.platform == "win32" else "libnvidia-ml.so.1"
         )
         if nvml.nvmlInit_v2() != 0:
-            return "unknown: nvmlInit_v2 failed"
+            return [], "unknown: nvmlInit_v2 failed"
     except (OSError, AttributeError) as error:
-        return f"unknown: NVML could not be loaded ({error})"
+        return [], f"unknown: NVML could not be loaded ({error})"
+    found = []
     try:
         count = ctypes.c_uint(0)
         nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
-        found = []
         for index in range(min(count.value, 64)):
             handle = ctypes.c_void_p()
             if nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(handle)) != 0:
@@ -375,14 +378,125 @@ def _gpus() -> str:
             name = ctypes.create_string_buffer(96)
             nvml.nvmlDeviceGetName(handle, name, 96)
             major, minor = ctypes.c_int(0), ctypes.c_int(0)
-            nvml.nvmlDeviceGetCudaComputeCapability(
-                handle, ctypes.byref(major), ctypes.byref(minor)
-            )
+            capability = nvml.nvmlDeviceGetCudaComputeCapability
+            capability(handle, ctypes.byref(major), ctypes.byref(minor))
             label = name.value.decode(errors="replace")
-            found.append(f"{index}: {label} (sm_{major.value}{minor.value})")
-        return "; ".join(found) or "none"
+            found.append((index, label, major.value * 10 + minor.value))
     finally:
         nvml.nvmlShutdown()
+    return found, "none"
+
+
+def _kernel_warnings(gpus: list[tuple[int, str, int]]) -> list[tuple[str, str]]:
+    """A warning per visible GPU that some file of the selected build has no code for, which
+    would fail with "no kernel image is available" when a kernel is launched."""
+    try:
+        label = _select()[0]
+    except ImportError:
+        return []
+    stored = [*_MODULES[label].values(), *_FILES[label].values(), *_PRELOAD[label]]
+    warnings = []
+    for path in sorted({str(_loader._absolute(each)) for each in stored}):
+        code = _gpu_code(path)
+        for index, name, capability in gpus if code else []:
+            if not any(
+                _runs(kind, arch, suffix, capability) for kind, arch, suffix in code
+            ):
+                have = ", ".join(sorted(_spelled(*each) for each in code))
+                names = os.path.basename(path)
+                why = f"{names} of the {label} build has code for {have} only"
+                kernels = "its kernels would fail with 'no kernel image is available'"
+                warnings.append(
+                    (
+                        f"warning: GPU {index}",
+                        f"{name} (sm_{capability}): {why}; {kernels}",
+                    )
+                )
+    return warnings
+
+
+def _runs(kind: int, arch: int, suffix: str, capability: int) -> bool:
+    """Whether code of KIND (1 PTX, 2 SASS) for ARCH runs on a GPU of CAPABILITY: PTX on any
+    later GPU, SASS within its major from its minor on (arch-specific SASS on its own GPU)."""
+    if kind == 1:
+        return arch <= capability
+    if suffix == "a":
+        return arch == capability
+    return arch // 10 == capability // 10 and arch <= capability
+
+
+def _spelled(kind: int, arch: int, suffix: str) -> str:
+    return f"{'compute' if kind == 1 else 'sm'}_{arch}{suffix}"
+
+
+def _gpu_code(path: str) -> set[tuple[int, int, str]]:
+    """The (kind, architecture, suffix) entries of the fat binaries in the ELF file PATH's
+    .nv_fatbin section, read as cuobjdump reads them: headers only, payloads skipped. Empty
+    for any other file, or one that cannot be read so."""
+    import struct
+
+    found: set[tuple[int, int, str]] = set()
+    try:
+        with open(path, "rb") as file:
+            head = file.read(64)
+            if head[:5] != b"\x7fELF\x02" or head[5] != 1:
+                return found
+            (shoff,) = struct.unpack_from("<Q", head, 0x28)
+            count, names = struct.unpack_from("<HH", head, 0x3C)
+            file.seek(shoff)
+            first = file.read(64)
+            count = (
+                count or struct.unpack_from("<Q", first, 0x20)[0]
+            )  # extended numbering
+            names = (
+                struct.unpack_from("<I", first, 0x28)[0] if names == 0xFFFF else names
+            )
+            if not 0 < count <= 65536 or names >= count:
+                return found
+            file.seek(shoff)
+            table = file.read(64 * count)
+            sections = [
+                struct.unpack_from("<IIQQQQ", table, 64 * i) for i in range(count)
+            ]
+            file.seek(sections[names][4])
+            strings = file.read(min(sections[names][5], 1 << 24))
+            for name, _, _, _, offset, size in sections:
+                if strings[name : strings.find(b"\0", name)] == b".nv_fatbin":
+                    _walk_fatbin(path, offset, size, found)
+    except (OSError, ValueError, IndexError, struct.error):
+        return set()
+    return found
+
+
+def _walk_fatbin(
+    path: str, start: int, size: int, found: set[tuple[int, int, str]]
+) -> None:
+    """Adds the entries of the fat binaries in [START, START + SIZE) of file PATH to FOUND."""
+    import struct
+
+    at, end = start, start + size
+    with open(path, "rb") as file:
+        while at + 16 <= end:
+            file.seek(at)
+            magic, _, header, fat = struct.unpack("<IHHQ", file.read(16))
+            if magic == 0 and header == 0:  # padding between fat binaries
+                at += 8
+                continue
+            if magic != 0xBA55ED50 or header < 16:
+                return
+            entry, last = at + header, min(at + header + fat, end)
+            while entry + 64 <= last:
+                file.seek(entry)
+                raw = file.read(64)
+                kind, _, entry_header, payload = struct.unpack_from("<HHIQ", raw)
+                arch, flags = (
+                    struct.unpack_from("<I", raw, 28)[0],
+                    struct.unpack_from("<Q", raw, 40)[0],
+                )
+                suffix = "a" if flags & 0x100000 else "f" if flags & 0x200000 else ""
+                found.add((kind, arch, suffix))
+                entry += max(entry_header, 64) + payload
+            at = last
 
 
 def _number(text: str, part: int = 0) -> int:

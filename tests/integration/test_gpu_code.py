@@ -296,3 +296,43 @@ def test_elf_files_without_a_readable_section_table_have_no_gpu_code(wheelmerge_
     }[case]()
     member = inspect_member(wheelmerge_bin, tmp_path, data)
     assert "gpu_code" not in member and "gpu_code_unreadable" not in member, member
+
+
+# --- the loader's report: the selected build's GPU code against the visible GPUs ---------------
+
+REPORT_PROBE = """
+import json, os
+os.environ["WHEELMERGE_VARIANT"] = "cu13"
+from pkg import _wheelmerge as loader
+import pkg._wheelmerge_rules as rules
+rules._bind(vars(loader))
+gpus = [(0, "sm_70 GPU", 70), (1, "sm_75 GPU", 75), (2, "sm_89 GPU", 89), (3, "sm_90 GPU", 90),
+        (4, "sm_103 GPU", 103), (5, "sm_121 GPU", 121)]
+print(json.dumps({"code": sorted(rules._spelled(*c) for c in rules._gpu_code(loader.path("k.so"))),
+                  "warnings": [list(w) for w in rules._kernel_warnings(gpus)]}))
+"""
+
+
+def test_the_report_reads_the_selected_builds_gpu_code_as_cuobjdump_does(compiled: dict[str, Path], tmp_path: Path) -> None:
+    """`python -m pkg._wheelmerge` reads the fat binaries of the selected build's files as
+    cuobjdump lists them, and warns for each visible GPU that one of them has no code for (the
+    GPUs are given here, as NVML would list them: this machine has none)."""
+    from loader_fixtures import default_manifest, render_loader, run_python
+
+    package = tmp_path / "site" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "k.cu13.so").write_bytes(compiled["so"].read_bytes())
+    manifest = default_manifest()
+    for section in ("modules", "files", "preload"):
+        manifest[section] = {"cu12": {} if section != "preload" else [], "cu13": {} if section != "preload" else []}
+    manifest["files"]["cu13"] = {"k.so": "k.cu13.so"}
+    render_loader(manifest, package)
+    result = run_python(Path(tool_python()), package.parent, "-c", REPORT_PROBE)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["code"] == cuobjdump_code(compiled["so"])
+    # sm_75 runs on 7.5, sm_86 on 8.9, sm_90a on 9.0 alone, sm_100f on 10.3, compute_120 on 12.1.
+    assert found["warnings"] == [["warning: GPU 0", "sm_70 GPU (sm_70): k.cu13.so of the cu13 build has code for "
+                                  + ", ".join(found["code"]) + " only; its kernels would fail with "
+                                  "'no kernel image is available'"]]
