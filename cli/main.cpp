@@ -429,7 +429,8 @@ Subcommand add_merge(CLI::App& app, Output& out) {
   merge->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
   repeatable(merge->add_option("--variant-file", a->options.variant_globs, "glob of other paths that may differ per build"));
   merge->add_flag("--driver-fallback", a->options.driver_fallback,
-                  "let the loader use the driver's CUDA version when cuda-bindings is not installed");
+                  "builds that require cuda-bindings: let the loader use the CUDA runtime wheels, then the "
+                  "driver's CUDA version, when cuda-bindings is not installed (builds that do not use it always do)");
   repeatable(merge->add_option("--build-info", a->build_info,
                     "LABEL:KEY=VALUE recorded in the loader's build_info() for that input (repeatable)"));
   merge->add_option("--name", a->options.name,
