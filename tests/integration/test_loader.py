@@ -868,3 +868,31 @@ except ImportError as error:
         "The cu12 build was selected because WHEELMERGE_CUDA_MAJOR=12 is set.\n"
         "This wheel of pkg-name has builds for cu12, cu13. Reinstall it:\n"
         '    pip install --force-reinstall --no-deps "pkg-name"\n')
+
+
+# --- the override of one distribution ------------------------------------------------------------
+
+def test_the_distributions_own_override_wins_over_the_global_ones(bare_python, site):
+    """WHEELMERGE_VARIANT_<NAME> (the normalized name in upper case) pins this distribution
+    alone: the global WHEELMERGE_VARIANT and WHEELMERGE_CUDA_MAJOR are not read for it."""
+    env = {"WHEELMERGE_VARIANT_PKG_NAME": "cu13", "WHEELMERGE_VARIANT": "cu12", "WHEELMERGE_CUDA_MAJOR": "12"}
+    site_dir = site()
+    found = probe(bare_python, site_dir, env=env)
+    assert (found["selected"], found["build_major"]) == ("cu13", 13)
+    how = run_python(bare_python, site_dir, "-c", "from pkg import _wheelmerge as w; print(w._select()[1])", env=env)
+    assert how.stdout == "WHEELMERGE_VARIANT_PKG_NAME=cu13 is set\n", how.stderr
+
+
+def test_another_distributions_override_is_not_read(bare_python, site):
+    found = probe(bare_python, site(), env={"WHEELMERGE_VARIANT_OTHER_PKG": "cu13",
+                                            "WHEELMERGE_CUDA_MAJOR": "12"})
+    assert (found["selected"], found["build_major"]) == ("cu12", 12)
+
+
+def test_a_distributions_override_naming_no_build_is_refused_naming_it(bare_python, site):
+    kind, message = failure(bare_python, site(), env={"WHEELMERGE_VARIANT_PKG_NAME": "cu11"})
+    assert kind == "SelectionError"
+    assert message.startswith("pkg-name: cannot select a CUDA build: WHEELMERGE_VARIANT_PKG_NAME='cu11' "
+                              "names no build of this wheel.\n")
+    assert "    export WHEELMERGE_VARIANT_PKG_NAME=cu13\n" in message
+    assert "    unset WHEELMERGE_VARIANT_PKG_NAME\n" in message
