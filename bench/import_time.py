@@ -63,6 +63,9 @@ import time
 import zipfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import cpu_busy_s  # noqa: E402  (the load figure the merge benchmark reports too)
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEFAULT_WORK = HERE / "out" / "import"
@@ -341,18 +344,6 @@ def summary(seconds: list[float]) -> dict:
     ms = [s * 1e3 for s in seconds]
     return {"best_ms": min(ms), "median_ms": statistics.median(ms), "max_ms": max(ms),
             "runs_ms": [round(x, 3) for x in ms]}
-
-
-def cpu_busy_s() -> float | None:
-    """Seconds of CPU time all CPUs have spent busy since boot (/proc/stat)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except OSError:
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    busy = sum(fields[:8]) - idle  # leave out guest time, already counted in user
-    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def children_cpu_s() -> float:

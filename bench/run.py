@@ -65,7 +65,7 @@ sys.path.insert(0, str(HERE))
 import make_many  # noqa: E402
 import make_wheels  # noqa: E402
 
-PARTS = ("big", "many", "real")
+PARTS = ("big", "many", "real", "import")
 TARGET_SPEEDUP = 25.0          # big: baseline median / wheelmerge median, at least
 TARGET_CP_RATIO = 2.0          # big: wheelmerge median / copy-floor median, at most
 TARGET_RSS_MIB = 64.0          # big: wheelmerge peak RSS, at most
@@ -785,6 +785,29 @@ def fmt_fig(v) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
+def run_part_import(args, timer, wm: Path) -> dict:
+    """The loader's import cost: bench/import_time.py (its README section), run as a child with
+    the merge parts' interpreter; its target is this part's."""
+    work = OUT / "import"
+    result = subprocess.run([args.python, str(HERE / "import_time.py"), "--wheelmerge", str(wm),
+                             "--work", str(work), "--reps", str(max(args.reps, 25))],
+                            capture_output=True, text=True)
+    (OUT / "logs" / "import.stderr").write_text(result.stderr)
+    try:
+        found = json.loads((work / "results.json").read_text())
+    except (OSError, ValueError) as error:
+        return {"skipped": f"import_time.py ended with {result.returncode} and no results ({error}):\n"
+                           f"{result.stderr[-2000:]}", "targets": []}
+    merged = found["environments"]["merged"]
+    return {
+        "summary_md": found.get("summary_md", result.stdout),
+        "results": {},
+        "targets": [target("import", f"merged cuda import, best of {found['reps']} above the unmerged "
+                           f"build's (at most {found['target_ms']:g} ms, no heavy module)",
+                           round(merged["best_diff_ms"], 2), found["all_pass"], "ms")],
+    }
+
+
 def markdown(results: dict) -> str:
     m = results["machine"]
     L = [f"## wheelmerge benchmark, {results['date_utc']}", "",
@@ -803,6 +826,9 @@ def markdown(results: dict) -> str:
         if "skipped" in part:
             first = part["skipped"].splitlines()[0] if part["skipped"] else "?"
             L += [f"SKIPPED: {first} (in full in results.json)", ""]
+            continue
+        if "summary_md" in part:  # import: import_time.py's own summary
+            L += [part["summary_md"], ""]
             continue
         ins = part["inputs"]
         if isinstance(ins, dict):
@@ -873,7 +899,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description="wheelmerge vs wheel unpack/pack and cp benchmark")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", type=parse_only, default=list(PARTS), metavar="PARTS",
-                    help="comma-separated parts to run: big, many, real (default: all)")
+                    help="comma-separated parts to run: big, many, real, import (default: all)")
     ap.add_argument("--wheelmerge", type=Path,
                     default=Path(os.environ.get("WHEELMERGE", ROOT / "build" / "wheelmerge")))
     ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"),
@@ -925,7 +951,8 @@ def main() -> int:
     machine = machine_info(args.python, None if args.baseline_only else wm)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     timer = Timer(args, logs)
-    runners = {"big": run_part_big, "many": run_part_many, "real": run_part_real}
+    runners = {"big": run_part_big, "many": run_part_many, "real": run_part_real,
+               "import": run_part_import}
     parts = {}
     for name in args.only:
         print(f"run: === part {name} ===", file=sys.stderr)
