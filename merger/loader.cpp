@@ -75,46 +75,55 @@ std::string py_string(std::string_view s) {
 // the line when it fits in 88 columns, else one item per line, each laid out the same way,
 // with a trailing comma. `prefix` and `suffix` are what shares its first and last line.
 struct PyValue {
-  std::string text;                                      // a string's literal, when no items
-  std::vector<std::pair<std::string, PyValue>> items;    // dict: (key literal, value); tuple: ("", value)
-  char open = 0;                                         // '(' or '{', 0 for a string
+  std::string text;              // a string's literal, when no items
+  std::vector<std::string> keys;  // a dict's key literals, one per value; empty for a tuple
+  std::vector<PyValue> values;   // the items
+  char open = 0;                 // '(' or '{', 0 for a string
+
+  void add(std::string key, PyValue value) {
+    if (!key.empty()) keys.push_back(std::move(key));
+    values.push_back(std::move(value));
+  }
+  // "KEY: " before item `i`, empty in a tuple.
+  std::string head(size_t i) const { return keys.empty() ? std::string() : keys[i] + ": "; }
 };
 
 std::string flat(const PyValue& v) {
   if (!v.open) return v.text;
   std::string out(1, v.open);
-  for (size_t i = 0; i < v.items.size(); ++i) {
+  for (size_t i = 0; i < v.values.size(); ++i) {
     if (i) out += ", ";
-    if (!v.items[i].first.empty()) out += v.items[i].first + ": ";
-    out += flat(v.items[i].second);
+    out += v.head(i) + flat(v.values[i]);
   }
-  if (v.open == '(' && v.items.size() == 1) out += ",";
+  if (v.open == '(' && v.values.size() == 1) out += ",";
   return out + (v.open == '(' ? ")" : "}");
 }
 
 std::string laid_out(const PyValue& v, size_t indent, size_t prefix, size_t suffix) {
   std::string one = flat(v);
   constexpr size_t kLineLength = 88;
-  if (!v.open || v.items.empty() || indent + prefix + one.size() + suffix <= kLineLength) return one;
+  if (!v.open || v.values.empty() || indent + prefix + one.size() + suffix <= kLineLength) return one;
   std::string pad(indent + 4, ' ');
   std::string out(1, v.open);
   out += "\n";
-  for (const auto& [key, item] : v.items) {
-    std::string head = key.empty() ? std::string() : key + ": ";
-    out += pad + head + laid_out(item, indent + 4, head.size(), 1) + ",\n";
+  for (size_t i = 0; i < v.values.size(); ++i) {
+    std::string head = v.head(i);
+    out += pad + head + laid_out(v.values[i], indent + 4, head.size(), 1) + ",\n";
   }
   return out + std::string(indent, ' ') + (v.open == '(' ? ")" : "}");
 }
 
 PyValue py_strings(const std::vector<std::string>& items) {
-  PyValue v{{}, {}, '('};
-  for (const std::string& item : items) v.items.emplace_back("", PyValue{py_string(item), {}, 0});
+  PyValue v;
+  v.open = '(';
+  for (const std::string& item : items) v.add({}, PyValue{py_string(item), {}, {}, 0});
   return v;
 }
 
 PyValue py_strings(const std::map<std::string, std::string>& map) {
-  PyValue v{{}, {}, '{'};
-  for (const auto& [key, value] : map) v.items.emplace_back(py_string(key), PyValue{py_string(value), {}, 0});
+  PyValue v;
+  v.open = '{';
+  for (const auto& [key, value] : map) v.add(py_string(key), PyValue{py_string(value), {}, {}, 0});
   return v;
 }
 
@@ -143,21 +152,22 @@ std::string package_variable(std::string_view distribution) {
 std::string manifest_block(const LoaderManifest& m) {
   // One entry per build, in label order (a dict literal's order is its keys').
   auto per_build = [&](auto get) {
-    PyValue v{{}, {}, '{'};
+    PyValue v;
+    v.open = '{';
     static const BuildFiles kNone;
     std::vector<std::string> labels(m.variants.begin(), m.variants.end());
     std::sort(labels.begin(), labels.end());
     for (const std::string& label : labels) {
       auto it = m.builds.find(label);
-      v.items.emplace_back(py_string(label), get(it == m.builds.end() ? kNone : it->second, label));
+      v.add(py_string(label), get(it == m.builds.end() ? kNone : it->second, label));
     }
     return v;
   };
   std::string out = std::string(kBlockBegin) + m.wheelmerge + " recorded about this package's builds.\n";
-  out += py_assign("_WHEELMERGE", "", {py_string(m.wheelmerge), {}, 0});
-  out += py_assign("_DISTRIBUTION", "", {py_string(m.distribution), {}, 0});
-  out += py_assign("_PACKAGE", "", {py_string(m.package), {}, 0});
-  out += py_assign("_SELECTOR", "", {py_string(m.selector), {}, 0});
+  out += py_assign("_WHEELMERGE", "", {py_string(m.wheelmerge), {}, {}, 0});
+  out += py_assign("_DISTRIBUTION", "", {py_string(m.distribution), {}, {}, 0});
+  out += py_assign("_PACKAGE", "", {py_string(m.package), {}, {}, 0});
+  out += py_assign("_SELECTOR", "", {py_string(m.selector), {}, {}, 0});
   out += py_assign("_VARIANTS", "tuple[str, ...]", py_strings(m.variants));
   out += py_assign("_SOURCES", "tuple[str, ...]", py_strings(m.sources()));
   out += py_assign("_EXTRAS", "dict[str, tuple[str, ...]]", per_build([&](const BuildFiles&, const std::string& label) {
@@ -287,7 +297,10 @@ std::string render_rules(std::string_view selector, std::string_view package) {
   const std::string_view placeholder = "of package PACKAGE (";
   size_t at = out.find(placeholder);
   if (at == std::string::npos || at > out.find('\n')) throw std::logic_error("templates/loader/rules.py names no PACKAGE");
-  return out.replace(at, placeholder.size(), "of package " + std::string(package) + " (");
+  // The name as a string literal's contents (quotes, backslashes and any other character
+  // escaped), so that no directory name can end the docstring.
+  std::string literal = py_string(package);
+  return out.replace(at, placeholder.size(), "of package " + literal.substr(1, literal.size() - 2) + " (");
 }
 
 bool claims_to_be_loader(std::string_view source) {
@@ -302,7 +315,12 @@ std::optional<std::string> manifest_of_loader(std::string_view source, std::stri
     why = "no manifest block";
     return std::nullopt;
   }
-  begin = source.find('\n', begin + 1) + 1;
+  begin = source.find('\n', begin + 1);
+  if (begin == std::string_view::npos) {
+    why = "the manifest block has no end";
+    return std::nullopt;
+  }
+  ++begin;
   size_t end = source.find(std::string("\n") + std::string(kBlockEnd), begin - 1);
   if (end == std::string_view::npos) {
     why = "the manifest block has no end";

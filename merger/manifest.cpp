@@ -79,6 +79,9 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
     *field = j[key].get<std::string>();
   }
   if (m.package.empty()) return fail("package is empty");
+  // The version goes into a comment line of the loader as it is: nothing but what versions hold.
+  if (m.wheelmerge.size() > 64 || m.wheelmerge.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+!_-") != std::string::npos)
+    return fail(fmt::format("wheelmerge is not a version: {}", nlohmann::json(m.wheelmerge.substr(0, 64)).dump()));
   if (!parse_selector(m.selector)) return fail("selector is not one of cuda, torch, cpu");
   if (!j.contains("variants") || !all_strings(j["variants"]) || j["variants"].empty())
     return fail("variants is not a list of labels");

@@ -237,6 +237,9 @@ TEST_CASE("the rules module differs per selector and holds no template directive
   std::string cuda = render_rules("cuda", "pkg"), torch = render_rules("torch", "pkg"), cpu = render_rules("cpu", "pkg");
   CHECK(cuda.starts_with("\"\"\"The rest of the build selection of package pkg (written by wheelmerge)."));
   CHECK(render_rules("cuda", "a.b") != cuda);  // no two packages of a wheel share the file
+  // A directory name cannot end the docstring: quotes and backslashes are escaped.
+  std::string odd = render_rules("cuda", "x\"\"\"+__import__('os')\\");
+  CHECK(odd.starts_with(R"("""The rest of the build selection of package x\x22\x22\x22+__import__('os')\\ (written)"));
   CHECK(cuda != torch);
   CHECK(torch != cpu);
   for (const std::string& rules : {cuda, torch, cpu}) {

@@ -98,6 +98,9 @@ TEST_CASE("manifest: parse refuses what is not JSON, not of format 2, or has oth
   CHECK(refusal(with("package", "1")) == "package is not a string");
   CHECK(refusal(with("wheelmerge", std::nullopt)) == "wheelmerge is not a string");
   CHECK(refusal(with("package", R"("")")) == "package is empty");
+  // The version is written into a comment line of the loader: a line break would start code.
+  CHECK(refusal(with("wheelmerge", R"("1.0\nimport os")")) == R"(wheelmerge is not a version: "1.0\nimport os")");
+  CHECK(refusal(with("wheelmerge", R"("1.0.dev3+g1a2b")")) == "");
 }
 
 TEST_CASE("manifest: parse refuses sources in an order no loader knows") {
