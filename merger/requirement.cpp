@@ -1,5 +1,7 @@
 #include "merger/requirement.hpp"
 
+#include "merger/text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -56,24 +58,6 @@ size_t invalid_utf8_at(std::string_view s) {
     i += n;
   }
   return std::string_view::npos;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // The length of the whitespace character at `p` as Python's `\s` and str.strip() know it

@@ -12,6 +12,8 @@ std::vector<std::string> split(std::string_view text, char separator);
 
 // Well-formed UTF-8: no overlong forms, surrogates or values past U+10FFFF.
 bool is_valid_utf8(std::string_view text);
+// Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8.
+void append_utf8(std::string& out, char32_t cp);
 
 // The key under which names are one file on case-insensitive or normalising file systems
 // (Windows, macOS): full Unicode case folding of the NFC form ("Straße" and "STRASSE" match).
