@@ -38,6 +38,13 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
   for (const LoaderFiles& l : loaders) {
     const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
     std::string why;
+    // Python reads CR and CRLF as line ends too, which the manifest reader below does not: a
+    // loader wheelmerge wrote has LF only, so any CR is refused before the block is read.
+    if (size_t cr = l.loader_source.find('\r'); cr != std::string::npos) {
+      fail(l.loader_path, "loader has CR line endings", "LF only, as wheelmerge writes loaders",
+           fmt::format("a CR on line {}", 1 + std::count(l.loader_source.begin(), l.loader_source.begin() + static_cast<std::ptrdiff_t>(cr), '\n')));
+      continue;
+    }
     auto text = manifest_of_loader(l.loader_source, why);
     auto manifest = text ? LoaderManifest::parse(*text, why) : std::nullopt;
     if (!manifest) {

@@ -58,7 +58,8 @@ def _cuda_override() -> tuple[str, str, str] | None:
     value = os.environ.get(_ENV_VAR, "")
     if not value or (variant is not None and variant[2] == _VARIANT_VARS[0]):
         return variant
-    if not value.strip().removeprefix("cu").isdigit():
+    digits = value.strip().removeprefix("cu")
+    if not (digits.isascii() and digits.isdigit()):
         raise _error(
             f"cannot select a CUDA build: {_ENV_VAR}={value!r} is not a CUDA major version "
             "(expected e.g. 13 or cu13)",

@@ -137,10 +137,13 @@ def test_environment_override_selects_the_build(bare_python, site, value, label)
     assert found["pyvariant_file"] == str(site_dir / "pkg" / f"_pyvariant.{label}.py")
 
 
-def test_invalid_override_is_an_import_error(bare_python, site):
-    kind, message = failure(bare_python, site(), env={"WHEELMERGE_CUDA_MAJOR": "thirteen"})
+@pytest.mark.parametrize("value", ["thirteen", "\uff11\uff13", "cu\u0661\u0663", "1\u00b3"])
+def test_invalid_override_is_an_import_error(bare_python, site, value):
+    """Words, and digits other than ASCII's (fullwidth, Arabic-Indic, superscript), which
+    Python's str.isdigit() takes and int() partly reads, are no CUDA major."""
+    kind, message = failure(bare_python, site(), env={"WHEELMERGE_CUDA_MAJOR": value})
     assert kind == "SelectionError"
-    assert "WHEELMERGE_CUDA_MAJOR='thirteen' is not a CUDA major version" in message
+    assert f"WHEELMERGE_CUDA_MAJOR={value!r} is not a CUDA major version" in message
     assert_override_fixes(message)
 
 

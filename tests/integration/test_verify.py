@@ -4,6 +4,8 @@ a correct RECORD, so only the loader check can catch them."""
 
 from __future__ import annotations
 
+import ast
+
 import base64
 import hashlib
 import json
@@ -143,9 +145,11 @@ def _constant(name: str, value: str):
     lambda source: source.replace("# end of the wheelmerge manifest\n",
                                   "# end of the wheelmerge manifest\n_PRELOAD = {\"cu12\": (\"/tmp/x.so\",)}\n"),
     lambda source: source.replace("\n", "\r\n"),
+    lambda source: source.replace("\n", "\r"),
+    lambda source: "\ufeff" + source,
     lambda source: source.replace("def _usual(", "def _unused(", 1),
 ], ids=["sources-unknown", "labels-not-strings", "paths-not-strings", "unknown-build", "modules-not-object",
-        "path-outside-the-wheel", "assigned-again-after-the-block", "crlf", "code-changed"])
+        "path-outside-the-wheel", "assigned-again-after-the-block", "crlf", "cr", "bom", "code-changed"])
 def test_malformed_manifest_is_invalid_input(wheelmerge_bin, merged, tmp_path, change):
     """verify and inspect refuse a malformed manifest as invalid input (exit 3) naming the
     loader, never as an internal error."""
@@ -155,6 +159,25 @@ def test_malformed_manifest_is_invalid_input(wheelmerge_bin, merged, tmp_path, c
         assert result.returncode == 3, (command, result.stderr)
         assert "wmdemo/_wheelmerge.py" in result.stderr, result.stderr
         assert "internal error" not in result.stderr, result.stderr
+
+
+def test_python_reads_what_verify_refuses(merged):
+    """The consumer verify must agree with is the interpreter: in a loader whose manifest
+    constant is assigned again after the block, Python binds the second value (a preload from
+    /tmp), and it reads CR-only line endings as lines too, so the block's text alone would
+    mislead; both are refused above."""
+    with zipfile.ZipFile(merged) as z:
+        source = z.read("wmdemo/_wheelmerge.py").decode()
+    second = source.replace("# end of the wheelmerge manifest\n",
+                            "# end of the wheelmerge manifest\n_PRELOAD = {\"cu12\": (\"/tmp/x.so\",)}\n")
+    preloads = []
+    for node in ast.parse(second).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == "_PRELOAD" for t in targets):
+            preloads.append(ast.literal_eval(node.value))
+    assert len(preloads) == 2 and preloads[-1] == {"cu12": ("/tmp/x.so",)}, preloads
+    cr = ast.parse(source.replace("\n", "\r"))
+    assert [n.lineno for n in cr.body] == [n.lineno for n in ast.parse(source).body]
 
 
 def test_record_signatures_are_accepted_unchecked_and_left_out_of_the_merge(wheelmerge_bin, demo_wheels, tmp_path):
