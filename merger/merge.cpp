@@ -9,6 +9,7 @@
 #include "merger/write.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <map>
@@ -51,6 +52,25 @@ std::string suffix_hint(const WheelInput& in) {
 
 }  // namespace
 
+namespace {
+// Every label an input names, where they disagree ("pkg-1.0+cu12-...cu13.whl"): which one
+// holds the build cannot be guessed. With --name, the distribution name's suffix counts too.
+std::optional<Problem> disagreeing_labels(const WheelInput& input, const MergeOptions& options) {
+  std::vector<LabelSource> sources = label_sources(input);
+  std::string file = std::filesystem::path(input.path).filename().string();
+  std::optional<NameSuffixLabel> suffix;
+  if (!options.name.empty() && (suffix = name_suffix_label(file.substr(0, file.find('-')))))
+    sources.push_back({"distribution name's suffix", suffix->label});
+  std::vector<std::string> named;
+  for (const LabelSource& s : sources)
+    if (s.label != sources.front().label) named.push_back(fmt::format("{} ({})", s.label, s.form));
+  if (named.empty()) return std::nullopt;
+  named.insert(named.begin(), fmt::format("{} ({})", sources.front().label, sources.front().form));
+  return Problem{ProblemKind::usage, input.path, {}, "the input names different variant labels",
+                 "one label, wherever the input names it", fmt::format("{}", fmt::join(named, " and "))};
+}
+}  // namespace
+
 std::string input_label(const WheelInput& input, const MergeOptions& options) {
   std::string label = detect_label(input);
   if (!label.empty() || options.name.empty()) return label;
@@ -67,6 +87,9 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
                         "that says which build it has)", "0"});
     return std::nullopt;
   }
+  for (const WheelInput& in : inputs)
+    if (auto disagreement = disagreeing_labels(in, options)) problems.push_back(std::move(*disagreement));
+  if (problems.size() != before) return std::nullopt;
   std::vector<WheelInput> labelled = with_name_labels(inputs, options, problems);
   if (problems.size() != before) return std::nullopt;
   std::map<std::string, std::string> labels;  // label -> input

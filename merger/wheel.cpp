@@ -542,17 +542,26 @@ bool is_installer_file(const std::string& rel) {
 
 bool is_record_signature(const std::string& rel) { return rel == "RECORD.jws" || rel == "RECORD.p7s"; }
 
-std::string detect_label(const WheelInput& input) {
-  if (!input.label.empty()) return input.label;
+std::vector<LabelSource> label_sources(const WheelInput& input) {
+  std::vector<LabelSource> found;
+  if (!input.label.empty()) found.push_back({"PATH=LABEL", input.label});
   // Read from the name's text, so a label is found even where the rest of the name is invalid.
   std::string file = std::filesystem::path(input.path).filename().string();
-  if (file.size() <= 4 || file.substr(file.size() - 4) != ".whl") return {};
+  if (file.size() <= 4 || file.substr(file.size() - 4) != ".whl") return found;
   std::string stem = file.substr(0, file.size() - 4);
   if (size_t dot = stem.rfind('.'); dot != std::string::npos && VariantLabel::parse(stem.substr(dot + 1)))
-    return stem.substr(dot + 1);
+    found.push_back({".LABEL suffix", stem.substr(dot + 1)});
   size_t first = stem.find('-'), second = stem.find('-', first + 1);
-  if (first == std::string::npos) return {};
-  return local_version_label(stem.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
+  if (first == std::string::npos) return found;
+  std::string local =
+      local_version_label(stem.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
+  if (!local.empty()) found.push_back({"+LABEL local version", local});
+  return found;
+}
+
+std::string detect_label(const WheelInput& input) {
+  std::vector<LabelSource> sources = label_sources(input);
+  return sources.empty() ? std::string() : sources.front().label;
 }
 
 // Streaming: every member with a RECORD hash, of every wheel, read once, in parallel, largest

@@ -79,7 +79,15 @@ struct Wheel {
   std::string base_version() const { return strip_local_label(name.version); }
 };
 
-// The label an input carries: explicit, ".cuNN" suffix, "+cuNN" local version; empty if none.
+// Where an input names its label, each with the label found there, in order of precedence:
+// the explicit PATH=LABEL, the file name's ".cuNN" suffix, its "+cuNN" local version.
+struct LabelSource {
+  std::string_view form;  // "PATH=LABEL", ".LABEL suffix", "+LABEL local version"
+  std::string label;
+};
+std::vector<LabelSource> label_sources(const WheelInput& input);
+
+// The label an input carries: the first of label_sources(); empty if none.
 std::string detect_label(const WheelInput& input);
 
 // Digests RECORD gives in another algorithm than sha256, by position in Wheel::files.

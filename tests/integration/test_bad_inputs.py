@@ -415,6 +415,13 @@ CASES: list[Case] = [
     case("filename_seven_parts", W(), bad_name="pkg-1.0-1-cp311-cp311-linux_x86_64-x.cu12.whl"),
     case("filename_four_parts_explicit_label", W(), bad_name="a/pkg-cp311-cp311-linux_x86_64.whl",
          bad_label="cu12"),
+    # Labels read two ways: the +LABEL local version, the .LABEL suffix and PATH=LABEL must agree
+    # (installers and `pip` see the local version; the merged METADATA and loader the label).
+    case("label_local_version_and_suffix_disagree", W(version="1.0+cu12"), exit=2,
+         bad_name=wg.wheel_filename("pkg", "1.0+cu12", TAGS, label="cu13"),
+         member=["cu12 (+LABEL local version)", "cu13 (.LABEL suffix)"]),
+    case("label_explicit_and_suffix_disagree", W(), exit=2, bad_label="cu13",
+         member=["cu13 (PATH=LABEL)", "cu12 (.LABEL suffix)"]),
     case("filename_build_not_digit", W(build="b1"),
          bad_name=wg.wheel_filename("pkg", "1.0", TAGS, build="b1", label="cu12"),
          good=W(build="1"), good_name=wg.wheel_filename("pkg", "1.0", TAGS, build="1", label="cu13")),

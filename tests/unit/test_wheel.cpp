@@ -266,7 +266,7 @@ TEST_CASE("wheel: a name that is no wheel file name is refused before the archiv
 
 TEST_CASE("wheel: the label comes from PATH=LABEL, a .cuNN suffix, a +cuNN local version, or nowhere") {
   CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.whl", "cu12"}) == "cu12");
-  // The explicit label wins over what the name says.
+  // The explicit label comes first (read_inputs refuses an input whose sources disagree).
   CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", "cu13"}) == "cu13");
   CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", ""}) == "cu12");
   CHECK(detect_label({"/a/b.c/pkg-1.0+cu13-cp311-cp311-linux_x86_64.whl", ""}) == "cu13");
@@ -276,6 +276,19 @@ TEST_CASE("wheel: the label comes from PATH=LABEL, a .cuNN suffix, a +cuNN local
   CHECK(detect_label({"pkg-1.0-cp311-cp311-linux_x86_64.cuda.whl", ""}).empty());
   CHECK(detect_label({"pkg-1.0-cp311-cp311-linux_x86_64.cu012.whl", ""}).empty());
   CHECK(detect_label({"pkg-1.0.tar.gz", ""}).empty());
+}
+
+TEST_CASE("wheel: label_sources lists every place an input names a label, in order") {
+  auto forms = [](const WheelInput& input) {
+    std::vector<std::string> out;
+    for (const LabelSource& s : label_sources(input)) out.push_back(std::string(s.form) + ":" + s.label);
+    return out;
+  };
+  CHECK(forms({"pkg-1.0+cu12-cp311-cp311-linux_x86_64.cu13.whl", "cu14"}) ==
+        std::vector<std::string>{"PATH=LABEL:cu14", ".LABEL suffix:cu13", "+LABEL local version:cu12"});
+  CHECK(forms({"pkg-1.0+cu12-cp311-cp311-linux_x86_64.whl", ""}) ==
+        std::vector<std::string>{"+LABEL local version:cu12"});
+  CHECK(forms({"pkg-1.0-cp311-cp311-linux_x86_64.whl", ""}).empty());
 }
 
 TEST_CASE("wheel: read_wheel keeps the label it detects") {
