@@ -54,13 +54,10 @@ std::string suffix_hint(const WheelInput& in) {
 
 namespace {
 // Every label an input names, where they disagree ("pkg-1.0+cu12-...cu13.whl"): which one
-// holds the build cannot be guessed. With --name, the distribution name's suffix counts too.
-std::optional<Problem> disagreeing_labels(const WheelInput& input, const MergeOptions& options) {
+// holds the build cannot be guessed. (With --name, the plan checks the label's CUDA major
+// against the name's suffix, cupy_cuda12x.)
+std::optional<Problem> disagreeing_labels(const WheelInput& input) {
   std::vector<LabelSource> sources = label_sources(input);
-  std::string file = std::filesystem::path(input.path).filename().string();
-  std::optional<NameSuffixLabel> suffix;
-  if (!options.name.empty() && (suffix = name_suffix_label(file.substr(0, file.find('-')))))
-    sources.push_back({"distribution name's suffix", suffix->label});
   std::vector<std::string> named;
   for (const LabelSource& s : sources)
     if (s.label != sources.front().label) named.push_back(fmt::format("{} ({})", s.label, s.form));
@@ -88,7 +85,7 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
     return std::nullopt;
   }
   for (const WheelInput& in : inputs)
-    if (auto disagreement = disagreeing_labels(in, options)) problems.push_back(std::move(*disagreement));
+    if (auto disagreement = disagreeing_labels(in)) problems.push_back(std::move(*disagreement));
   if (problems.size() != before) return std::nullopt;
   std::vector<WheelInput> labelled = with_name_labels(inputs, options, problems);
   if (problems.size() != before) return std::nullopt;

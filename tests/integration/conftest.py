@@ -155,6 +155,41 @@ def demo_wheels(tmp_path_factory: pytest.TempPathFactory) -> DemoWheels:
     return DemoWheels(cu12=cu12, cu13=wheels["13"])
 
 
+def without_label(wheel: Path, directory: Path) -> Path:
+    """A copy of a demo wheel that names no label (version 0.1.0, no .cuNN suffix), for
+    merges that give it one on the command line (PATH=LABEL): a label the name also gave
+    would have to agree. The dist-info directory, METADATA's Version and RECORD follow."""
+    import base64
+    import hashlib
+    import zipfile
+
+    stem = wheel.name[: -len(".whl")]
+    version = stem.split("-")[1]
+    base = version.split("+")[0]
+    name = stem.split("-")[0]
+    tags = re.sub(r"\.cu[0-9]+$", "", "-".join(stem.split("-")[2:]))  # no .cuNN suffix
+    target = directory / f"{name}-{base}-{tags}.whl"
+    old_info, new_info = f"{name}-{version}.dist-info/", f"{name}-{base}.dist-info/"
+    directory.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        members = {}
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == old_info + "METADATA":
+                data = data.replace(f"\nVersion: {version}\n".encode(), f"\nVersion: {base}\n".encode(), 1)
+            members[info.filename.replace(old_info, new_info, 1)] = data
+        rows = []
+        for member, data in members.items():
+            if member == new_info + "RECORD":
+                continue
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            rows.append(f"{member},sha256={digest},{len(data)}")
+        members[new_info + "RECORD"] = ("\n".join(rows) + f"\n{new_info}RECORD,,\n").encode()
+        for member, data in members.items():
+            out.writestr(member, data)
+    return target
+
+
 # --- an offline cache of cuda-bindings wheels --------------------------------------------------
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from conftest import (CUDA_BINDINGS, loader_manifest, DemoWheels, Venv, WheelCache, clean_env, run,
+from conftest import (CUDA_BINDINGS, loader_manifest, without_label, DemoWheels, Venv, WheelCache, clean_env, run,
                       tool_python)
 
 LABELS = ("cu12", "cu13")
@@ -215,10 +215,12 @@ def test_explicit_labels_give_the_same_wheel(wheelmerge_bin: Path, demo_wheels: 
                                              (("x86_64_v1", "x86_64_v3"), "cpu")])
 def test_labels_of_other_selectors(wheelmerge_bin: Path, demo_wheels: DemoWheels, tmp_path: Path,
                                    labels: tuple[str, str], selector: str) -> None:
-    """The same builds under torch or CPU-level labels: files labelled with them, the loader's
-    manifest and `inspect` naming the selector."""
-    out = merge_into(wheelmerge_bin, tmp_path / "out", f"{demo_wheels.cu12}={labels[0]}",
-                     f"{demo_wheels.cu13}={labels[1]}")
+    """The same builds under torch or CPU-level labels (copies under names that carry no CUDA
+    label, which would disagree): files labelled with them, the loader's manifest and
+    `inspect` naming the selector."""
+    inputs = [f"{without_label(wheel, tmp_path / label)}={label}"
+              for wheel, label in zip((demo_wheels.cu12, demo_wheels.cu13), labels)]
+    out = merge_into(wheelmerge_bin, tmp_path / "out", *inputs)
     names = set(read_zip(out).namelist())
     for label in labels:
         assert {stored(path, label) for path in VARIANT} <= names
@@ -234,7 +236,8 @@ def test_labels_of_different_selectors_are_a_usage_error(wheelmerge_bin: Path,
                                                          demo_wheels: DemoWheels,
                                                          tmp_path: Path) -> None:
     result = wheelmerge(wheelmerge_bin, "merge", f"{demo_wheels.cu12}=cu12",
-                        f"{demo_wheels.cu13}=x86_64_v3", "-o", tmp_path / "out", check=False)
+                        f"{without_label(demo_wheels.cu13, tmp_path / 'v3')}=x86_64_v3", "-o", tmp_path / "out",
+                        check=False)
     assert result.returncode == 2
     assert "variant labels of different selectors" in result.stderr
     assert "x86_64_v3 (selector cpu)" in result.stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CUDA_BINDINGS, DemoWheels, Venv, WheelCache, clean_env, run, tool_python
+from conftest import CUDA_BINDINGS, DemoWheels, Venv, WheelCache, clean_env, run, tool_python, without_label
 from test_merge_e2e import wheelmerge
 
 LABELS = ("cu12", "cu13")
@@ -174,7 +174,8 @@ def test_each_variant_wheel_installed_alone_imports_its_build(outputs, make_venv
 def test_labels_without_a_provider_are_refused_and_nothing_is_written(wheelmerge_bin, demo_wheels,
                                                                       tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = wheelmerge(wheelmerge_bin, "variants", f"{demo_wheels.cu12}=x86_64_v2", f"{demo_wheels.cu13}=x86_64_v3",
+    result = wheelmerge(wheelmerge_bin, "variants", f"{without_label(demo_wheels.cu12, tmp_path / 'v2')}=x86_64_v2",
+                        f"{without_label(demo_wheels.cu13, tmp_path / 'v3')}=x86_64_v3",
                         "-o", out, check=False)
     assert result.returncode == 2, result.stderr
     assert "no variant properties for this build's label" in result.stderr

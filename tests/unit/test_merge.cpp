@@ -262,21 +262,28 @@ TEST_CASE("merge: usage problems are found before any input is read") {
     CHECK(problems[0].file == unlabelled);
   }
   SUBCASE("an invalid label") {
-    Problems problems = usage({{cu12, ""}, {cu13, "cu012"}});
+    Problems problems = usage({{cu12, ""}, {unlabelled, "cu012"}});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].what == "invalid variant label");
     CHECK(problems[0].found == "cu012");
-    CHECK(problems[0].file == cu13);
+    CHECK(problems[0].file == unlabelled);
   }
   SUBCASE("two inputs with one label") {
-    Problems problems = usage({{cu12, ""}, {cu13, "cu12"}});
+    Problems problems = usage({{cu12, ""}, {unlabelled, "cu12"}});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].what == "two inputs with the same variant label");
-    CHECK(problems[0].file == cu13);
+    CHECK(problems[0].file == unlabelled);
     CHECK(problems[0].found == "cu12 also for " + cu12);
   }
+  SUBCASE("an input naming two labels") {
+    Problems problems = usage({{cu12, ""}, {cu13, "cu12"}});
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].what == "the input names different variant labels");
+    CHECK(problems[0].file == cu13);
+    CHECK(problems[0].found == "cu12 (PATH=LABEL) and cu13 (.LABEL suffix)");
+  }
   SUBCASE("every usage problem is reported, inputs that do not exist included") {
-    Problems problems = usage({{(dir.path / "missing.whl").string(), ""}, {cu13, "cu012"}});
+    Problems problems = usage({{(dir.path / "missing.whl").string(), ""}, {unlabelled, "cu012"}});
     CHECK(problems.size() == 2);
   }
 }
