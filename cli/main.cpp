@@ -43,7 +43,7 @@ nlohmann::json problem_list(const wm::Problems& problems) {
   for (const wm::Problem& p : problems)
     list.push_back({{"kind", wm::kind_name(p.kind)}, {"file", wm::printable(p.file)},
                     {"member", wm::printable(p.member)}, {"what", wm::printable(p.what)},
-                    {"expected", wm::printable(p.expected, true)}, {"found", wm::printable(p.found, true)},
+                    {"expected", wm::printable(p.expected)}, {"found", wm::printable(p.found, p.found_is_log)},
                     {"message", wm::describe(p)}});
   return list;
 }
@@ -299,7 +299,7 @@ std::optional<std::string> read_python_cflags(const std::string& python, wm::Pro
   auto flags = wm::python_cflags(python, wm::current_environment(), dir, error);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  if (!flags) problems.push_back({wm::ProblemKind::usage, python, {}, "cannot read the interpreter's CFLAGS", {}, error});
+  if (!flags) problems.push_back({wm::ProblemKind::usage, python, {}, "cannot read the interpreter's CFLAGS", {}, error, true});
   return flags;
 }
 

@@ -265,7 +265,7 @@ class VariantBuilder {
   void fail(std::string what, const std::vector<std::string>& argv = {}) {
     std::string found = argv.empty() ? std::string() : "$ " + shell_quote(argv);
     job_.problems.push_back({ProblemKind::other, b_.label.str(), {}, std::move(what), {},
-                             found + "\n  last lines of " + b_.log + ":\n" + tail_lines(b_.log, 25)});
+                             found + "\n  last lines of " + b_.log + ":\n" + tail_lines(b_.log, 25), true});
   }
 
   // The source copy and the environment the variant's commands run in.

@@ -77,8 +77,9 @@ std::string describe(const Problem& p) {
   add(p.what);
   if (!p.expected.empty() || !p.found.empty()) {
     std::string detail;
-    if (!p.expected.empty()) detail += "expected " + indented(printable(p.expected, true));
-    if (!p.found.empty()) detail += (detail.empty() ? "found " : ", found ") + indented(printable(p.found, true));
+    if (!p.expected.empty()) detail += "expected " + printable(p.expected);
+    if (!p.found.empty())
+      detail += (detail.empty() ? "found " : ", found ") + (p.found_is_log ? indented(printable(p.found, true)) : printable(p.found));
     out += out.empty() ? detail : ": " + detail;
   }
   return out;

@@ -23,6 +23,9 @@ struct Problem {
   std::string what;
   std::string expected;
   std::string found;
+  // `found` is a log's last lines, written by a tool wheelmerge ran: printed as lines, each
+  // indented. Every other value's line breaks are input's, printed as \n like any control.
+  bool found_is_log = false;
 };
 
 using Problems = std::vector<Problem>;
@@ -30,9 +33,9 @@ using Problems = std::vector<Problem>;
 // The problem a run stopped by `signal` reports, at `file` (and `member`) where it stopped.
 Problem interruption(std::string file, std::string member, int signal);
 
-// `text` safe to print: valid UTF-8 kept, control characters and invalid bytes as \xNN, C1 and
-// bidirectional controls as \u{XXXX}; line breaks kept where `keep_lines` (multi-line values
-// such as a log's last lines); at most the first 4 KiB of a one-line value and the last 16 KiB
+// `text` safe to print: valid UTF-8 kept, line breaks as \n, other control characters and
+// invalid bytes as \xNN, C1 and bidirectional controls as \u{XXXX}; line breaks kept where
+// `keep_lines` (a log's last lines); at most the first 4 KiB of a one-line value and the last 16 KiB
 // of a multi-line one, with the whole length said.
 std::string printable(std::string_view text, bool keep_lines = false);
 

@@ -357,7 +357,10 @@ CASES: list[Case] = [
     name_case("name_dot_segment", "pkg/./x.py", member="x.py"),
     name_case("name_nul", "pkg/nul\x00.py", member="pkg/nul"),
     name_case("name_control_char", "pkg/esc\x1b.py", member="pkg/esc"),
-    name_case("name_newline", "pkg/nl\n.py", member="pkg/nl"),
+    # Printed escaped: \n on stderr, its JSON string "\\n" in --json's problems.
+    name_case("name_newline", "pkg/nl\n.py", member=[("pkg/nl\\n.py", "pkg/nl\\\\n.py")]),
+    name_case("name_newline_forging_a_verdict", "pkg/a.py\nwheelmerge: pkg.whl: valid wheel",
+              member=[("pkg/a.py\\nwheelmerge: pkg.whl: valid wheel", "pkg/a.py\\\\nwheelmerge: pkg.whl: valid wheel")]),
     name_case("name_invalid_utf8", b"pkg/bad\xff.py", member="pkg/bad"),
     name_case("name_overlong_utf8", b"pkg/\xc0\xae\xc0\xae/x.py"),
 
@@ -627,6 +630,8 @@ def test_bad_input_refused(c: Case, tmp_path: Path) -> None:
     check_names(c, r.stderr, bad, good, "stderr", r)
     for item in c.member:
         assert contains(r.stderr, item), f"stderr must mention {item!r}:\n{describe(r)}"
+    # An input's line breaks are escaped like every control character: no line of its own.
+    assert all(line.startswith("wheelmerge: ") for line in r.stderr.splitlines()), describe(r)
     assert tree(out) == [], f"output directory not empty: {tree(out)}\n{describe(r)}"
     assert {p: digest(p) for p in (bad, good)} == before, "an input was modified"
     if c.fast:
