@@ -32,7 +32,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 #include <unistd.h>
 
@@ -181,8 +180,8 @@ std::optional<wm::Problem> take_build_info(const std::vector<std::string>& value
     if (!labels.count(label) && !labels.count(std::string()))  // an input without a label is the merge's to report
       return wm::Problem{wm::ProblemKind::usage, {}, {}, "--build-info " + value + " names no input",
                          fmt::format("a label of an input ({})", fmt::join(labels, ", ")), label};
-    static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
-    if (!std::regex_match(key, identifier))
+    auto word = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; };
+    if (key.empty() || (key[0] >= '0' && key[0] <= '9') || !std::all_of(key.begin(), key.end(), word))
       return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid key in --build-info " + value,
                          "an identifier such as cuda_version", "\"" + key + "\""};
     options.build_info[label][key] = value.substr(eq + 1);
@@ -625,6 +624,18 @@ int main(int argc, char** argv) {
                                             add_build(app, out),  add_verify(app, out),   add_ci(app, out),
                                             add_config(app, out), add_toolkit(app, out),  add_loader(app, out)};
 
+  // Every value is text: paths, names and labels are written into wheels, JSON and messages,
+  // so bytes that are not UTF-8 are refused here, naming where they were given.
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (wm::is_valid_utf8(args[i])) continue;
+    std::string where = fmt::format("argument {}", i + 1);
+    if (args[i].starts_with("--") && args[i].find('=') != std::string::npos && wm::is_valid_utf8(args[i].substr(0, args[i].find('='))))
+      where += ", the value of " + args[i].substr(0, args[i].find('='));
+    else if (i > 0 && args[i - 1].starts_with('-') && args[i - 1].find('=') == std::string::npos)
+      where += ", after " + wm::printable(args[i - 1]);
+    return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid UTF-8 in the command line", "UTF-8 text",
+                      fmt::format("{}: {}", where, args[i])}});
+  }
   std::vector<const char*> cargv = {argv[0]};
   for (const std::string& a : args) cargv.push_back(a.c_str());
   try {
@@ -634,7 +645,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // CLI11's own text quotes the argument as given: printed as every message is, escaped.
+    std::string command = "wheelmerge";
+    for (CLI::App* at = &app; at && !at->get_subcommands().empty();) {
+      at = at->get_subcommands().front();
+      command += " " + at->get_name();
+    }
+    out.fail({{wm::ProblemKind::usage, {}, {}, e.what(), {}, {}}});
+    out.info("(" + command + " --help lists the options)");
     return 2;
   }
   wm::catch_interrupts();

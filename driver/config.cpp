@@ -10,12 +10,20 @@
 #include <toml++/toml.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
 namespace wm {
 
 namespace {
+
+bool is_environment_name(std::string_view name) {
+  return !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+         });
+}
 
 // The schema is walked once, with a small adapter per file format: a Node says what it is and
 // where it was written. Every mistake is a usage problem naming its place (file:line:column).
@@ -30,9 +38,14 @@ struct Walker {
     ++failures;
   }
   std::optional<std::string> string(const Node& n, const std::string& key) {
-    if (auto s = n.as_string()) return s;
-    fail(n, "\"" + key + "\" must be a string", "a string", n.kind());
-    return std::nullopt;
+    auto s = n.as_string();
+    if (!s) {
+      fail(n, "\"" + key + "\" must be a string", "a string", n.kind());
+    } else if (s->find('\0') != std::string::npos) {  // no program argument or variable holds one
+      fail(n, "\"" + key + "\" holds a NUL character", "a string without NUL", *s);
+      s.reset();
+    }
+    return s;
   }
   std::map<std::string, std::string> env(const Node& n, const std::string& key) {
     std::map<std::string, std::string> out;
@@ -40,8 +53,15 @@ struct Walker {
       fail(n, "\"" + key + "\" must be a table of environment variables", "a table", n.kind());
       return out;
     }
-    for (auto& [name, value] : n.entries())
+    for (auto& [name, value] : n.entries()) {
+      if (!is_environment_name(name)) {
+        // "A=B" or "" would set another variable than the one written, or none.
+        fail(value, fmt::format("\"{}\" names an invalid environment variable", key),
+             "a POSIX name: letters, digits and _, not starting with a digit", name);
+        continue;
+      }
       if (auto s = string(value, key + "." + name)) out[name] = *s;
+    }
     return out;
   }
 
@@ -302,6 +322,41 @@ std::optional<BuildConfig> parse_toml_config(const std::string& text, const std:
   return walk_config(TomlNode{table, source}, source, problems);
 }
 
+namespace {
+// Keys given twice in one mapping: yaml-cpp keeps both, PyYAML the last, ruamel.yaml refuses;
+// so does wheelmerge, naming each place. Keys that are not scalars are refused too. Aliases
+// make a small text a large tree, so the walk is bounded.
+bool unique_yaml_keys(const YAML::Node& node, const std::string& source, Problems& problems, size_t& budget) {
+  if (budget == 0) {
+    problems.push_back({ProblemKind::usage, source, {}, "YAML too large",
+                        "at most 100000 nodes (aliases counted each time they are used)", "more"});
+    return false;
+  }
+  --budget;
+  auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}:{}", source, n.Mark().line + 1, n.Mark().column + 1); };
+  if (node.IsSequence()) {
+    for (const auto& item : node)
+      if (!unique_yaml_keys(item, source, problems, budget)) return false;
+  } else if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) {
+        problems.push_back({ProblemKind::usage, where(kv.first), {}, "a YAML key that is not a string", "a string", "a collection"});
+        return false;
+      }
+      if (auto [it, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark()); !fresh) {
+        problems.push_back({ProblemKind::usage, where(kv.first), {}, fmt::format("key \"{}\" given twice", kv.first.Scalar()),
+                            "each key once in a mapping",
+                            fmt::format("it also at line {}, column {}", it->second.line + 1, it->second.column + 1)});
+        return false;
+      }
+      if (!unique_yaml_keys(kv.second, source, problems, budget)) return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
 std::optional<BuildConfig> parse_yaml_config(const std::string& text, const std::string& source, Problems& problems) {
   YAML::Node root;
   try {
@@ -316,6 +371,8 @@ std::optional<BuildConfig> parse_yaml_config(const std::string& text, const std:
     empty.source = source;
     return empty;
   }
+  size_t budget = 100000;
+  if (!unique_yaml_keys(root, source, problems, budget)) return std::nullopt;
   return walk_config(YamlNode{root, source}, source, problems);
 }
 

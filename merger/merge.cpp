@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <regex>
 #include <utility>
 
 namespace wm {
@@ -22,9 +22,12 @@ namespace wm {
 namespace {
 
 // A project name as PEP 508 allows it: letters and digits, inner runs of "-_." allowed.
+// (Not std::regex: libstdc++'s matcher recurses once per character, and a long name overflows
+// the stack.)
 bool valid_project_name(const std::string& name) {
-  static const std::regex pattern("[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?");
-  return std::regex_match(name, pattern);
+  auto alnum = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  return !name.empty() && alnum(name.front()) && alnum(name.back()) &&
+         std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
 // With --name, an input that carries no label otherwise takes it from its distribution's name

@@ -29,6 +29,9 @@ bool tag_chars_ok(std::string_view s) {
 }  // namespace
 
 bool is_pep440_version(std::string_view version) {
+  // libstdc++'s matcher recurses per character: a version is bounded before it is matched.
+  constexpr size_t kMaxVersionBytes = 1024;
+  if (version.size() > kMaxVersionBytes) return false;
   // The specification's own pattern (packaging.version.VERSION_PATTERN), case-insensitive.
   static const std::regex pattern(
       R"(v?(?:(?:[0-9]+)!)?(?:[0-9]+(?:\.[0-9]+)*))"

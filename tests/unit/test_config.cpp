@@ -1,6 +1,7 @@
 #include "driver/config.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 using namespace wm;
@@ -74,6 +75,45 @@ TEST_CASE("wrong types and duplicates") {
   problems.clear();
   CHECK_FALSE(parse_yaml_config("driver-fallback: yes please\n", "w.yaml", problems));
   CHECK(problems.at(0).what == "\"driver-fallback\" must be true or false");
+}
+
+TEST_CASE("YAML keys given twice are refused, naming both places, as ruamel.yaml does") {
+  Problems problems;
+  CHECK_FALSE(parse_yaml_config("variant-files: [a]\ndriver-fallback: true\nvariant-files: [b]\n", "w.yaml", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].file == "w.yaml:3:1");
+  CHECK(problems[0].what == "key \"variant-files\" given twice");
+  CHECK(problems[0].found == "it also at line 1, column 1");
+  problems.clear();
+  CHECK_FALSE(parse_yaml_config("cu12:\n  env:\n    A: x\n    A: y\n", "w.yaml", problems));
+  CHECK(problems.at(0).what == "key \"A\" given twice");
+  problems.clear();
+  CHECK_FALSE(parse_yaml_config("? [a]\n: 1\n", "w.yaml", problems));
+  CHECK(problems.at(0).what == "a YAML key that is not a string");
+  // Aliases: a short text, an exponential tree; refused by size, not walked.
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c)
+    laughs += fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", c, c, char(c - 1), char(c - 1),
+                          char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1));
+  problems.clear();
+  CHECK_FALSE(parse_yaml_config(laughs, "w.yaml", problems));
+  CHECK(problems.at(0).what == "YAML too large");
+}
+
+TEST_CASE("environment names are POSIX names and no value holds a NUL") {
+  Problems problems;
+  for (const char* name : {"\"A=B\"", "\"\"", "\"1X\"", "\"A B\"", "\"A\\u0000B\""}) {
+    problems.clear();
+    CHECK_FALSE(parse_toml_config(fmt::format("[tool.wheelmerge.env]\n{} = \"x\"\n", name), "p.toml", problems));
+    CHECK(problems.at(0).what == "\"env\" names an invalid environment variable");
+  }
+  problems.clear();
+  CHECK_FALSE(parse_toml_config("[tool.wheelmerge.env]\nA = \"x\\u0000y\"\n", "p.toml", problems));
+  CHECK(problems.at(0).what == "\"env.A\" holds a NUL character");
+  problems.clear();
+  auto c = parse_toml_config("[tool.wheelmerge.env]\n_A1 = \"x\"\n", "p.toml", problems);
+  REQUIRE(c);
+  CHECK(c->env.at("_A1") == "x");
 }
 
 TEST_CASE("syntax errors name the place") {
