@@ -105,3 +105,32 @@ def test_odd_values_are_refused_without_an_internal_error(workdir: Path, subcomm
     _refused_cleanly(result, f"{subcommand} {option} {value[:20]!r}")
     assert _listing(workdir) in (before, sorted(before + ["project/.github", "project/.github/workflows"])), \
         _listing(workdir)
+
+
+def test_yaml_keys_given_twice_are_refused_where_yaml_readers_disagree(workdir: Path) -> None:
+    """PyYAML keeps the last of two `variant-files` keys (yaml-cpp kept both, read as one list):
+    two readings of one file, so wheelmerge refuses it, naming both places."""
+    import yaml
+
+    text = "variant-files: [pkg/a.py]\nvariant-files: [pkg/b.py]\n"
+    assert yaml.safe_load(text) == {"variant-files": ["pkg/b.py"]}
+    project = workdir / "project"
+    (project / "wheelmerge.yaml").write_text(text)
+    result = _run(["config", "project"], workdir)
+    stderr = _refused_cleanly(result, "config")
+    assert result.returncode == 2, stderr
+    assert 'wheelmerge.yaml:2:1: key "variant-files" given twice' in stderr, stderr
+    assert "it also at line 1, column 1" in stderr, stderr
+
+
+@pytest.mark.parametrize("table", ['"A=B" = "x"', '"" = "x"', '"1A" = "x"', 'A = "x\\u0000y"'])
+def test_environment_names_and_nul_values_are_refused(workdir: Path, table: str) -> None:
+    """An environment name holding "=" sets another variable than written (or none: ""), and a
+    NUL ends the value early in every exec; "1A" no shell can name: refused, as POSIX names."""
+    project = workdir / "project"
+    with (project / "pyproject.toml").open("a") as f:
+        f.write(f"\n[tool.wheelmerge.env]\n{table}\n")
+    result = _run(["config", "project"], workdir)
+    stderr = _refused_cleanly(result, "config")
+    assert result.returncode == 2, stderr
+    assert "invalid environment variable" in stderr or "holds a NUL character" in stderr, stderr
