@@ -31,7 +31,8 @@ bool is_valid_extra_name(std::string_view x) {
 }
 
 bool varies_per_build(std::string_view key, bool renamed) {
-  return iequals(key, "Version") || iequals(key, "Requires-Dist") || (renamed && iequals(key, "Name"));
+  return iequals(key, "Version") || iequals(key, "Requires-Dist") ||
+         (renamed && (iequals(key, "Name") || iequals(key, "Description")));
 }
 
 // What makes two requirements the same for pip: the normalised name, the extras and the
@@ -231,6 +232,23 @@ std::string series_specifier(std::vector<std::pair<int, int>> series, std::strin
   return out;
 }
 
+// A wheel's description in either form core metadata allows: the body, else the older
+// `Description:` field, whose lines after the first carry the folding prefix setuptools writes
+// (eight spaces, or seven and "|"), removed here as twine and PyPI remove it.
+std::string description_text(const Wheel& w) {
+  auto field = w.metadata.one("Description");
+  if (!w.metadata.body.empty() || !field) return w.metadata.body;
+  std::vector<std::string> lines = split(*field, '\n');
+  std::string out = lines.front();
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::string_view line = lines[i];
+    if (line.starts_with("       |")) line.remove_prefix(8);
+    else for (int n = 0; n < 8 && !line.empty() && (line.front() == ' ' || line.front() == '\t'); ++n) line.remove_prefix(1);
+    out += "\n" + std::string(line);
+  }
+  return out;
+}
+
 namespace {
 
 // A description cut into paragraphs, each with the blank lines after it, so that joining them
@@ -248,15 +266,27 @@ std::vector<std::string> paragraphs(const std::string& text) {
   return out;
 }
 
+// `text` as a `Description:` field's value: every line after the first folded with eight spaces.
+std::string folded_description(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += "        ";
+  }
+  while (out.ends_with("\n        ")) out.resize(out.size() - 9);  // no trailing blank continuation
+  return out;
+}
+
 // The description of distributions of different names merged under --name: each describes
 // itself ("a CuPy wheel for CUDA 12.x ... pip install cupy-cuda12x[ctk]"), so neither is the
 // merged one's. The paragraphs every build shares at the start and the end are kept once;
 // between them, each build's own paragraphs, introduced by a paragraph naming the build.
+// Each build's description is read in whichever form it has (description_text).
 std::string merged_description(const std::vector<const Wheel*>& wheels) {
   std::vector<std::vector<std::string>> texts;
-  for (const Wheel* w : wheels) texts.push_back(paragraphs(w->metadata.body));
+  for (const Wheel* w : wheels) texts.push_back(paragraphs(description_text(*w)));
   if (std::all_of(texts.begin(), texts.end(), [&](const auto& t) { return t == texts.front(); }))
-    return wheels.front()->metadata.body;
+    return description_text(*wheels.front());
   size_t shortest = texts.front().size();
   for (const auto& t : texts) shortest = std::min(shortest, t.size());
   auto same_at = [&](auto index) {
@@ -532,10 +562,16 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
     }
     if (iequals(h.key, "Version")) out.fields.push_back({h.key, version});
     else if (renamed && iequals(h.key, "Name")) out.fields.push_back({h.key, name});
+    else if (renamed && iequals(h.key, "Description")) continue;  // merged below, in the first build's form
     else out.fields.push_back(h);
   }
   if (!block_done) emit_block();
-  out.body = renamed ? merged_description(wheels) : first.metadata.body;
+  out.body = first.metadata.body;
+  if (renamed) {
+    std::string description = merged_description(wheels);
+    if (!first.metadata.body.empty() || !first.metadata.one("Description")) out.body = std::move(description);
+    else if (!description.empty()) out.fields.push_back({"Description", folded_description(description)});
+  }
   result.text = out.to_string();
   if (result.text.size() > kMaxMetadataFile) {
     problems.push_back({ProblemKind::conflict, first.display, first.dist_info + "/METADATA",

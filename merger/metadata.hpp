@@ -54,6 +54,10 @@ struct MergedMetadata {
 // so may their descriptions, which describe each distribution: the paragraphs they share at the
 // start and end are kept once, and each build's own paragraphs between them, introduced by
 // "For the cu12 build (from cupy-cuda12x 14.2.0):").
+// A wheel's description in either form core metadata allows: the body, else the older
+// `Description:` field with its folding removed.
+std::string description_text(const Wheel& wheel);
+
 std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
                                              const std::string& name, Problems& problems);
 inline std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,

@@ -349,6 +349,36 @@ TEST_CASE("metadata: --name renames the distribution; the builds' names may diff
         std::vector<Header>{{"Metadata-Version", "2.4"}, {"Name", "cupy"}, {"Version", "14.2.0"}, {"Summary", "s"}});
 }
 
+TEST_CASE("metadata: --name merges a Description field as it merges a body") {
+  // The older form: the description in a folded field (setuptools' eight spaces, or "       |").
+  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "cupy-cuda12x"}, {"Version", "1.0"},
+                                {"Description", "CuPy\n        \n        for CUDA 12\n        \n        MIT"}});
+  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "cupy-cuda13x"}, {"Version", "1.0"},
+                                {"Description", "CuPy\n       |\n       |for CUDA 13\n       |\n       |MIT"}});
+  Problems problems;
+  auto merged = merge_metadata({&a, &b}, "1.0", "cupy", problems);
+  const std::string& text = *text_of(merged, problems);
+  Problems parse_problems;
+  auto headers = parse_headers(text, "METADATA", "x", parse_problems);
+  REQUIRE(headers);
+  CHECK(headers->all("Description").size() == 1);
+  CHECK(headers->body.empty());
+  Wheel out;
+  out.metadata = *headers;
+  CHECK(description_text(out) ==
+        "CuPy\n\nFor the cu12 build (from cupy-cuda12x 1.0):\n\nfor CUDA 12\n\n"
+        "For the cu13 build (from cupy-cuda13x 1.0):\n\nfor CUDA 13\n\nMIT");
+  // The body form, as before, for a first build that has it; the field form of the other read alike.
+  a.metadata.fields.pop_back();
+  a.metadata.body = "CuPy\n\nfor CUDA 12\n\nMIT";
+  problems.clear();
+  auto body = merge_metadata({&a, &b}, "1.0", "cupy", problems);
+  const std::string& body_text = *text_of(body, problems);
+  CHECK(body_text.find("Description:") == std::string::npos);
+  CHECK(body_text.ends_with("\n\nCuPy\n\nFor the cu12 build (from cupy-cuda12x 1.0):\n\nfor CUDA 12\n\n"
+                            "For the cu13 build (from cupy-cuda13x 1.0):\n\nfor CUDA 13\n\nMIT"));
+}
+
 TEST_CASE("metadata: torch builds get one torch requirement covering the builds' minors") {
   Wheel a = build("torch210_cu12", {"numpy", "torch==2.10.*", "cuda-bindings~=12.8"});
   Wheel b = build("torch211_cu13", {"numpy", "torch>=2.11,<2.12", "cuda-bindings~=13.0"});
