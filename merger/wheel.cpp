@@ -239,6 +239,18 @@ void list_files(Reader& r) {
 // members bound for one path (or a file where another needs a directory), after case folding,
 // make installers overwrite or fail depending on their order: `.data/platlib/pkg/mod.py` beside
 // `pkg/mod.py`, `.data/data/bin/tool` beside `.data/scripts/tool`.
+// A wheel for Windows holds only names Windows creates as written: pip and installer would
+// otherwise write a member elsewhere than RECORD says (a stream of another file, a name without
+// its trailing dot) or open a device.
+void check_windows_names(Reader& r) {
+  const auto& platforms = r.w.name.platform;
+  if (std::none_of(platforms.begin(), platforms.end(), [](const std::string& p) { return p.starts_with("win"); })) return;
+  for (const ZipEntry& e : r.w.zip.entries)
+    if (std::string why = windows_name_reason(e.name); !why.empty())
+      r.fail(e.name, "member name Windows cannot create", "a name Windows writes as it is (the wheel is for " +
+             fmt::format("{}", fmt::join(platforms, ", ")) + ")", why);
+}
+
 void check_installed_paths(Reader& r) {
   const Wheel& w = r.w;
   if (w.data_dir.empty()) return;
@@ -640,6 +652,7 @@ std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problem
   if (!read_name_and_archive(r) || !check_layout(r)) return std::nullopt;
   list_files(r);
   if (r.failed()) return std::nullopt;
+  check_windows_names(r);
   check_installed_paths(r);
   if (r.failed()) return std::nullopt;
   OtherDigests other_digests;

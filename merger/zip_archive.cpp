@@ -421,6 +421,33 @@ std::string unsafe_name_reason(std::string_view name) {
   return {};
 }
 
+std::string windows_name_reason(std::string_view name) {
+  if (name.ends_with('/')) name.remove_suffix(1);
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = std::min(name.find('/', start), name.size());
+    std::string_view segment = name.substr(start, end - start);
+    start = end + 1;
+    if (segment.empty()) continue;
+    if (size_t bad = segment.find_first_of("<>:\"|?*"); bad != std::string_view::npos)
+      return fmt::format("segment \"{}\" holds '{}', which Windows does not allow in a file name{}", segment, segment[bad],
+                         segment[bad] == ':' ? " (it names an NTFS alternate data stream)" : "");
+    if (segment.back() == '.' || segment.back() == ' ')
+      return fmt::format("segment \"{}\" ends in '{}', which Windows drops", segment, segment.back());
+    // The device names are reserved whatever follows the first dot, and before it trailing spaces.
+    std::string_view stem = segment.substr(0, segment.find('.'));
+    while (!stem.empty() && stem.back() == ' ') stem.remove_suffix(1);
+    std::string upper;
+    for (char c : stem) upper += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+    const bool numbered = (upper.starts_with("COM") || upper.starts_with("LPT")) &&
+                          ((upper.size() == 4 && upper[3] >= '1' && upper[3] <= '9') ||
+                           upper.substr(3) == "\xc2\xb9" || upper.substr(3) == "\xc2\xb2" || upper.substr(3) == "\xc2\xb3");
+    if (upper == "CON" || upper == "PRN" || upper == "AUX" || upper == "NUL" || numbered)
+      return fmt::format("segment \"{}\" is the reserved Windows device name {}", segment, stem);
+  }
+  return {};
+}
+
 namespace {
 
 // A range of the file, [first byte, end): a member from its local header to the end of its data

@@ -94,4 +94,10 @@ Problem clash_problem(const NameClash& clash, const std::vector<std::string_view
 // Why `name` is not a safe archive member name, or empty when it is.
 std::string unsafe_name_reason(std::string_view name);
 
+// Why Windows cannot create `name` (a safe name) as written, or empty: a segment holding one of
+// <>:"|?* (":" opens an NTFS alternate data stream: pkg/__init__.py::$DATA), a reserved device
+// name (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any extension), or one ending in "." or " "
+// (Windows drops them, so the file lands elsewhere than RECORD says).
+std::string windows_name_reason(std::string_view name);
+
 }  // namespace wm

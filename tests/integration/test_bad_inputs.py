@@ -36,6 +36,10 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "py
     else sys.executable
 
 TAGS = "cp311-cp311-linux_x86_64"
+WIN_TAGS = "cp311-cp311-win_amd64"
+# Member names Windows writes elsewhere than they say, each for another reason.
+WINDOWS_UNCREATABLE = ["pkg/__init__.py::$DATA", "pkg/nul.py", "pkg/Com1.txt", "pkg/LPT\u00b9.py", "pkg/trailing.",
+                       "pkg/trailing ", "pkg/con /x.py", "pkg/what?.py", "pkg/a|b.py"]
 BAD_NAME = wg.wheel_filename("pkg", "1.0", TAGS, label="cu12")
 GOOD_NAME = wg.wheel_filename("pkg", "1.0", TAGS, label="cu13")
 UTIL = "pkg/util.py"
@@ -361,6 +365,14 @@ CASES: list[Case] = [
     name_case("name_newline", "pkg/nl\n.py", member=[("pkg/nl\\n.py", "pkg/nl\\\\n.py")]),
     name_case("name_newline_forging_a_verdict", "pkg/a.py\nwheelmerge: pkg.whl: valid wheel",
               member=[("pkg/a.py\\nwheelmerge: pkg.whl: valid wheel", "pkg/a.py\\\\nwheelmerge: pkg.whl: valid wheel")]),
+    # Names Windows cannot create as written, in wheels for Windows (pip and installer would
+    # write an NTFS stream of pkg/__init__.py, a name without its dot, or open a device).
+    *[case(f"windows_name_{i}", W(tags=WIN_TAGS, add={name: b"x = 1\n"}), member=name,
+           bad_name=wg.wheel_filename("pkg", "1.0", WIN_TAGS, label="cu12"),
+           good=W(tags=WIN_TAGS), good_name=wg.wheel_filename("pkg", "1.0", WIN_TAGS, label="cu13"))
+      for i, name in enumerate(WINDOWS_UNCREATABLE)],
+    positive("ok_windows_names_on_linux", W(add={name: b"x = 1\n" for name in WINDOWS_UNCREATABLE}),
+             good=W(add={name: b"x = 1\n" for name in WINDOWS_UNCREATABLE})),
     name_case("name_invalid_utf8", b"pkg/bad\xff.py", member="pkg/bad"),
     name_case("name_overlong_utf8", b"pkg/\xc0\xae\xc0\xae/x.py"),
 
@@ -746,3 +758,17 @@ def test_generator_breaks_only_what_is_asked() -> None:
     with zipfile.ZipFile(io.BytesIO(good)) as z:
         offset = z.getinfo(UTIL).header_offset
     assert offset + 14 <= diff[0] < offset + 18  # the local header's CRC field
+
+
+def test_windows_reads_the_refused_names_as_other_files() -> None:
+    """What Windows' own path rules (Python's PureWindowsPath) make of WINDOWS_UNCREATABLE: a
+    device, a drive-relative stream, or a name that is not the one written."""
+    from pathlib import PureWindowsPath
+
+    for name in WINDOWS_UNCREATABLE:
+        path = PureWindowsPath(name)
+        segments = name.split("/")
+        reserved = path.is_reserved() or any(PureWindowsPath(s).is_reserved() for s in segments)
+        forbidden = any(c in s for s in segments for c in '<>:"|?*')
+        dropped = any(s.endswith((".", " ")) for s in segments)
+        assert reserved or forbidden or dropped, name

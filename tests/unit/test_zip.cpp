@@ -299,3 +299,13 @@ TEST_CASE("zip: a central directory larger than the reader's window, entries acr
     CHECK(zip->entries[i].uncompressed_size == std::to_string(i).size());
   }
 }
+
+TEST_CASE("zip: names Windows cannot create as written") {
+  for (const char* name : {"pkg/__init__.py::$DATA", "pkg/nul", "pkg/NUL.txt", "pkg/con .py", "pkg/Com9.py", "lpt\xc2\xb9.py",
+                           "pkg/a.", "pkg/a ", "pkg/dir./x.py", "pkg/a<b", "pkg/a\"b", "pkg/a*b", "pkg/a?b", "pkg/a|b"})
+    CHECK_MESSAGE(!windows_name_reason(name).empty(), name);
+  for (const char* name : {"pkg/__init__.py", "pkg/nullable.py", "pkg/console.py", "pkg/com10.py", "pkg/lpt0x.py",
+                           "pkg/a.b.c", "pkg/sub/", "pkg/.hidden", "pkg/auxiliary/x.py"})
+    CHECK_MESSAGE(windows_name_reason(name).empty(), name);
+  CHECK(windows_name_reason("pkg/__init__.py::$DATA").find("NTFS alternate data stream") != std::string::npos);
+}
