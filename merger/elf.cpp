@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include <fmt/format.h>
+
 namespace wm {
 
 namespace {
@@ -184,6 +186,159 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std:
     info.needed.push_back(*s);
   }
   return info;
+}
+
+namespace {
+constexpr uint16_t kShnXindex = 0xffff, kShnLoreserve = 0xff00;
+constexpr uint64_t kSectionEntry = 64;
+}  // namespace
+
+void ElfSectionScanner::locate() {
+  ByteView h(head_);
+  if (head_[4] != 2 || head_[5] != 1) {
+    state_ = State::not_elf64;
+    why_ = "it is not a 64-bit little-endian ELF file";
+    return;
+  }
+  machine_ = h.u16(18);
+  table_offset_ = h.u64(40);
+  const uint16_t entry_size = h.u16(58), shnum = h.u16(60), shstrndx = h.u16(62);
+  if (table_offset_ == 0) {
+    state_ = State::no_table;  // readelf: "There are no sections in this file"
+    return;
+  }
+  state_ = State::unreadable;
+  if (entry_size != kSectionEntry) {
+    why_ = fmt::format("its section header entries are {} bytes, not 64", entry_size);
+    return;
+  }
+  count_pending_ = shnum == 0;  // the count is section 0's sh_size
+  names_pending_ = shstrndx == kShnXindex;  // the names' index is section 0's sh_link
+  if (!names_pending_ && shstrndx >= kShnLoreserve) {
+    why_ = fmt::format("its section names index is {:#x}, a reserved index", shstrndx);
+    return;
+  }
+  count_ = count_pending_ ? 1 : shnum;  // section 0 first, to read the rest from it
+  names_index_ = shstrndx;
+  if (table_offset_ > file_size_ || count_ * kSectionEntry > file_size_ - table_offset_) {
+    why_ = fmt::format("its section header table ({} entries at byte {}) lies past its end ({} bytes)", shnum,
+                       table_offset_, file_size_);
+    return;
+  }
+  if (!count_pending_ && !names_pending_ && names_index_ >= count_) {
+    why_ = fmt::format("its section names index {} is not below its {} sections", names_index_, count_);
+    return;
+  }
+  const uint64_t before = std::min(table_offset_, window_before_);
+  window_ = ByteRange{table_offset_ - before, before + count_ * kSectionEntry};
+}
+
+bool ElfSectionScanner::resolve_extended() {
+  if (!count_pending_ && !names_pending_) return false;
+  const uint64_t at = table_offset_ - window_->offset;
+  if (bytes_.size() < at + kSectionEntry) return false;
+  ByteView zero(bytes_.data() + at, kSectionEntry);
+  const uint64_t size = zero.u64(32);
+  const uint32_t link = zero.u32(40);
+  if (names_pending_) {
+    names_pending_ = false;
+    names_index_ = link;
+  }
+  if (!count_pending_) {
+    if (names_index_ >= count_) {
+      window_.reset();
+      why_ = fmt::format("its section names index {} (section 0's sh_link) is not below its {} sections", names_index_, count_);
+    }
+    return false;
+  }
+  count_pending_ = false;
+  // Bounded before the window grows: the table must fit the file, and no real library has this many.
+  if (size == 0) {
+    window_.reset();
+    state_ = State::no_table;  // the gABI: e_shnum 0 and section 0's sh_size 0, no sections
+    return false;
+  }
+  if (size > kMaxElfSections || size * kSectionEntry > file_size_ - table_offset_) {
+    window_.reset();
+    why_ = size > kMaxElfSections
+               ? fmt::format("it has {} sections (section 0's sh_size), more than the {} read", size, kMaxElfSections)
+               : fmt::format("its section header table ({} entries, section 0's sh_size, at byte {}) lies past its end ({} bytes)",
+                             size, table_offset_, file_size_);
+    return false;
+  }
+  count_ = size;
+  if (names_index_ >= count_) {
+    window_.reset();
+    why_ = fmt::format("its section names index {} is not below its {} sections", names_index_, count_);
+    return false;
+  }
+  window_->size = (table_offset_ - window_->offset) + count_ * kSectionEntry;
+  return true;
+}
+
+void ElfSectionScanner::feed(std::span<const uint8_t> chunk) {
+  if (head_.size() < 64) {
+    const size_t n = std::min(64 - head_.size(), chunk.size());
+    head_.insert(head_.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(n));
+    if (head_.size() == 64) {
+      locate();
+      if (window_) {
+        bytes_.reserve(window_->size);
+        if (window_->offset < head_.size()) {  // a window starting inside the ELF header
+          const uint64_t upto = std::min<uint64_t>(head_.size(), window_->offset + window_->size);
+          bytes_.insert(bytes_.end(), head_.begin() + static_cast<ptrdiff_t>(window_->offset),
+                        head_.begin() + static_cast<ptrdiff_t>(upto));
+          if (resolve_extended()) bytes_.reserve(window_->size);
+        }
+      }
+    }
+  }
+  // The window's bytes in order; it grows once, when section 0 gives the count.
+  while (window_) {
+    const uint64_t want = window_->offset + bytes_.size(), end = window_->offset + window_->size;
+    if (want >= end || want >= seen_ + chunk.size()) break;
+    if (want < seen_) {  // went by before the header said where the table is
+      bytes_lost_ = true;
+      break;
+    }
+    const uint64_t take = std::min<uint64_t>(end - want, seen_ + chunk.size() - want);
+    const auto from = chunk.begin() + static_cast<ptrdiff_t>(want - seen_);
+    bytes_.insert(bytes_.end(), from, from + static_cast<ptrdiff_t>(take));
+    if (resolve_extended()) bytes_.reserve(window_->size);
+  }
+  seen_ += chunk.size();
+}
+
+ElfSectionScanner::State ElfSectionScanner::state() const {
+  if (state_ != State::unreadable) return state_;
+  if (!window_ || bytes_lost_ || bytes_.size() != window_->size || count_pending_ || names_pending_) return State::unreadable;
+  return State::read;
+}
+
+std::string ElfSectionScanner::why_not() const {
+  if (state() != State::unreadable) return {};
+  if (!why_.empty()) return why_;
+  if (bytes_lost_) return "its section header table went by before its header was read";
+  return fmt::format("its section header table (at byte {}) lies past its end ({} bytes)", table_offset_, seen_);
+}
+
+std::vector<ElfSectionScanner::Section> ElfSectionScanner::sections() const {
+  std::vector<Section> out;
+  if (state() != State::read) return out;
+  out.reserve(count_);
+  ByteView t(bytes_.data() + (table_offset_ - window_->offset), count_ * kSectionEntry);
+  for (uint64_t i = 0; i < count_; ++i) {
+    const size_t at = i * kSectionEntry;
+    out.push_back({t.u32(at), t.u32(at + 4), t.u64(at + 24), t.u64(at + 32), t.u32(at + 40)});
+  }
+  return out;
+}
+
+std::optional<std::span<const uint8_t>> ElfSectionScanner::kept(uint64_t offset, uint64_t size) const {
+  if (!window_ || offset < window_->offset || offset - window_->offset > bytes_.size() ||
+      size > bytes_.size() - (offset - window_->offset))
+    return std::nullopt;
+  return std::span<const uint8_t>(bytes_).subspan(offset - window_->offset, size);
 }
 
 }  // namespace wm

@@ -58,4 +58,50 @@ class ElfScanner {
   bool dynamic_located_ = false;
 };
 
+// The section header table of a 64-bit little-endian ELF file, read as readelf (binutils) and
+// cuobjdump read it, fed with the file's bytes as they stream by: the ELF header, then the
+// table and the `window` bytes before it, where linkers put the section names. Extended section
+// numbering (the gABI's): an `e_shnum` of 0 with a table present means the count is section 0's
+// `sh_size`, an `e_shstrndx` of SHN_XINDEX (0xffff) that the names' index is section 0's
+// `sh_link`. The count is bounded by kMaxElfSections and by the file's size before anything is
+// kept, so an input cannot make it hold more than the table it has.
+inline constexpr uint64_t kMaxElfSections = 1 << 18;
+
+class ElfSectionScanner {
+ public:
+  struct Section {
+    uint32_t name, type;
+    uint64_t offset, size;
+    uint32_t link;
+  };
+  enum class State : uint8_t {
+    no_table,    // no section header table (e_shoff 0, or a count of 0): no sections at all
+    not_elf64,   // not a 64-bit little-endian ELF file, or shorter than its header
+    unreadable,  // a table that cannot be read: why_not() says why
+    read,
+  };
+  ElfSectionScanner(uint64_t file_size, uint64_t window) : file_size_(file_size), window_before_(window) {}
+  void feed(std::span<const uint8_t> chunk);
+  // After the whole file was fed.
+  State state() const;
+  std::string why_not() const;  // for unreadable
+  uint16_t machine() const { return machine_; }
+  uint64_t bytes_seen() const { return seen_; }
+  std::vector<Section> sections() const;  // state() == read
+  uint64_t names_index() const { return names_index_; }  // < sections().size() when read
+  // The bytes of [offset, offset + size) when the kept window holds them.
+  std::optional<std::span<const uint8_t>> kept(uint64_t offset, uint64_t size) const;
+
+ private:
+  void locate();
+  bool resolve_extended();  // true when section 0 gave the count and the window grew
+  std::vector<uint8_t> head_, bytes_;
+  std::optional<ByteRange> window_;
+  uint64_t file_size_, window_before_, seen_ = 0, table_offset_ = 0, count_ = 0, names_index_ = 0;
+  uint16_t machine_ = 0;
+  bool count_pending_ = false, names_pending_ = false, bytes_lost_ = false;
+  State state_ = State::not_elf64;
+  std::string why_;
+};
+
 }  // namespace wm

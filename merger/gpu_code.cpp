@@ -24,7 +24,6 @@ constexpr uint16_t kKindPtx = 1, kKindElf = 2;
 // The section names and headers an ELF file's first pass keeps: the section header table and
 // this much before it, where linkers put `.shstrtab`.
 constexpr uint64_t kNamesWindow = 256 << 10;
-constexpr uint64_t kMaxSectionTable = 65535ull * 64;
 constexpr uint64_t kMaxSectionNames = 1 << 20;
 constexpr uint32_t kShtProgbits = 1;
 constexpr uint16_t kEmCuda = 190;
@@ -141,90 +140,6 @@ GpuCodeScan FatbinWalker::finish() && {
 
 namespace {
 
-// The first pass over an ELF file: its header, and its section header table with the bytes
-// before it, where linkers put the section names.
-class SectionTableCapture {
- public:
-  void feed(std::span<const uint8_t> chunk) {
-    if (head_.size() < 64) {
-      size_t n = std::min(64 - head_.size(), chunk.size());
-      head_.insert(head_.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(n));
-      if (head_.size() == 64) locate();
-    }
-    if (window_) {
-      auto part = overlap(chunk, seen_, *window_);
-      if (!part.empty()) {
-        if (bytes_.empty()) bytes_.reserve(window_->size);
-        bytes_.insert(bytes_.end(), part.begin(), part.end());
-      }
-    }
-    seen_ += chunk.size();
-  }
-
-  // Why the file has no section table we read; empty when it has one.
-  std::string why_not() const {
-    if (!ok_) return why_;
-    if (bytes_.size() != window_->size) return "its section header table lies past its end";
-    return {};
-  }
-  uint64_t file_size() const { return seen_; }
-  bool cubin() const { return machine_ == kEmCuda; }
-
-  struct Section {
-    uint32_t name, type;
-    uint64_t offset, size;
-  };
-  std::vector<Section> sections() const {
-    std::vector<Section> out;
-    ByteView t(bytes_.data() + (table_offset_ - window_->offset), size_t(count_) * 64);
-    for (uint16_t i = 0; i < count_; ++i)
-      out.push_back({t.u32(i * 64u), t.u32(i * 64u + 4), t.u64(i * 64u + 24), t.u64(i * 64u + 32)});
-    return out;
-  }
-  uint16_t names_index() const { return names_index_; }
-  // The bytes of [offset, offset + size) when the window holds them.
-  std::optional<std::span<const uint8_t>> kept(uint64_t offset, uint64_t size) const {
-    if (offset < window_->offset || offset - window_->offset > bytes_.size() ||
-        size > bytes_.size() - (offset - window_->offset))
-      return std::nullopt;
-    return std::span<const uint8_t>(bytes_).subspan(offset - window_->offset, size);
-  }
-
- private:
-  void locate() {
-    ByteView h(head_);
-    if (head_[4] != 2 || head_[5] != 1) {
-      why_ = "it is not a 64-bit little-endian ELF file";
-      return;
-    }
-    machine_ = h.u16(18);
-    table_offset_ = h.u64(40);
-    const uint16_t entry_size = h.u16(58);
-    count_ = h.u16(60);
-    names_index_ = h.u16(62);
-    if (count_ == 0) {
-      why_ = "it has no section header table";
-      return;
-    }
-    if (entry_size != 64 || names_index_ >= count_ || uint64_t{count_} * 64 > kMaxSectionTable ||
-        table_offset_ > UINT64_MAX - kMaxSectionTable) {
-      why_ = "its section header table is malformed";
-      return;
-    }
-    const uint64_t before = std::min(table_offset_, kNamesWindow);
-    window_ = ByteRange{table_offset_ - before, before + uint64_t{count_} * 64};
-    ok_ = true;
-  }
-
-  std::vector<uint8_t> head_;
-  std::vector<uint8_t> bytes_;
-  std::optional<ByteRange> window_;
-  uint64_t seen_ = 0, table_offset_ = 0;
-  uint16_t count_ = 0, names_index_ = 0, machine_ = 0;
-  bool ok_ = false;
-  std::string why_ = "it is shorter than an ELF header";
-};
-
 // Streams the member once more, handing `fn` the bytes that overlap each range. The ranges are
 // sorted and disjoint: each chunk is matched from the first range not yet passed, so the work is
 // linear in the bytes and the ranges together.
@@ -254,13 +169,13 @@ std::optional<Problem> stream_ranges(const ZipArchive& zip, const ZipEntry& entr
 std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
                                          std::optional<Problem>& problem) {
   const std::string member(entry.name);
-  std::optional<SectionTableCapture> elf;
+  std::optional<ElfSectionScanner> elf;
   std::optional<FatbinWalker> fatbin;
   bool first = true;
   problem = stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
     if (first) {
       first = false;
-      if (ElfScanner::has_magic(chunk)) elf.emplace();
+      if (ElfScanner::has_magic(chunk)) elf.emplace(entry.uncompressed_size, kNamesWindow);
       else if (FatbinWalker::has_magic(chunk)) fatbin.emplace(entry.uncompressed_size);
       else return false;  // no GPU code
     }
@@ -278,13 +193,23 @@ std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& 
   if (!elf) return none;
   // A cubin is code for one GPU, but its header does not say whether it is arch-specific
   // (sm_90 and sm_90a cubins have the same flags): nothing is claimed for it.
-  if (elf->cubin()) return none;
-  if (!elf->why_not().empty()) return none;  // no sections: no fat binary section either
+  if (elf->machine() == kEmCuda) return none;
+  switch (elf->state()) {
+    case ElfSectionScanner::State::not_elf64:  // no CUDA fat binary in one
+    case ElfSectionScanner::State::no_table:   // no sections: no fat binary section either
+      return none;
+    case ElfSectionScanner::State::unreadable:  // it may have one: nothing is claimed for its build
+      none.unreadable = elf->why_not();
+      return none;
+    case ElfSectionScanner::State::read:
+      break;
+  }
 
-  using Section = SectionTableCapture::Section;
+  using Section = ElfSectionScanner::Section;
   const std::vector<Section> sections = elf->sections();
   const Section& names = sections[elf->names_index()];
-  if (names.size > kMaxSectionNames || names.offset > elf->file_size() || names.size > elf->file_size() - names.offset) {
+  const uint64_t file_size = elf->bytes_seen();
+  if (names.size > kMaxSectionNames || names.offset > file_size || names.size > file_size - names.offset) {
     none.unreadable = "its section names lie outside the file";
     return none;
   }
@@ -307,7 +232,7 @@ std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& 
   std::vector<ByteRange> ranges;
   for (const Section& s : sections) {
     if (!named(s.name, ".nv_fatbin") || s.type != kShtProgbits) continue;
-    if (s.offset > elf->file_size() || s.size > elf->file_size() - s.offset) {
+    if (s.offset > file_size || s.size > file_size - s.offset) {
       none.unreadable = "its .nv_fatbin section lies outside the file";
       return none;
     }

@@ -67,9 +67,11 @@ class FatbinWalker {
 };
 
 // The GPU code of one archive member: an ELF file's `.nv_fatbin` section (64-bit,
-// little-endian; two passes over the member where the section names lie outside what the
+// little-endian, its section table read as readelf reads it, extended numbering included
+// (ElfSectionScanner); two passes over the member where the section names lie outside what the
 // first pass keeps, three at most), or a file starting with the fat binary magic. Empty code for
-// any other file. A member the archive cannot stream gives its problem.
+// any other file and for an ELF file without sections; unreadable, with why, for an ELF file
+// whose section table cannot be read. A member the archive cannot stream gives its problem.
 std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
                                          std::optional<Problem>& problem);
 

@@ -3,8 +3,13 @@
 // input as read_wheel's second ranged read would, then finished. Properties: no crash, and the
 // result does not depend on how the bytes were chunked, where the scanner can know the dynamic
 // segment's place before its bytes go by (program headers first, as every linker writes them).
+// The same bytes through ElfSectionScanner (the section header table, extended numbering
+// included): no crash, the same state, reason, sections and names index in any chunking, the
+// names index below the count, and never more sections than kMaxElfSections or the file holds.
 #include "merger/elf.hpp"
 #include "fuzz_common.hpp"
+
+#include <array>
 
 namespace {
 std::optional<wm::ElfInfo> scan(std::span<const uint8_t> file, size_t chunk) {
@@ -48,6 +53,22 @@ bool dynamic_after_headers(std::span<const uint8_t> f, size_t chunk) {
   return located <= *dynamic;
 }
 
+struct SectionRead {
+  wm::ElfSectionScanner::State state;
+  std::string why;
+  std::vector<std::array<uint64_t, 5>> sections;
+  uint64_t names = 0;
+  bool operator==(const SectionRead&) const = default;
+};
+
+SectionRead sections_of(std::span<const uint8_t> file, size_t chunk) {
+  wm::ElfSectionScanner scanner(file.size(), 1024);
+  wm_fuzz::in_chunks(file, chunk, [&](std::span<const uint8_t> part) { scanner.feed(part); });
+  SectionRead r{scanner.state(), scanner.why_not(), {}, scanner.names_index()};
+  for (const auto& s : scanner.sections()) r.sections.push_back({s.name, s.type, s.offset, s.size, s.link});
+  return r;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -55,6 +76,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t chunk = wm_fuzz::chunk_size(data[0]);
   std::span<const uint8_t> file(data + 1, size - 1);
   if (!wm::ElfScanner::has_magic(file)) return 0;  // read_wheel scans only files with the magic
+  const SectionRead sections = sections_of(file, 1 << 20);
+  FUZZ_CHECK(sections == sections_of(file, chunk), "the section table read depends on the chunk size");
+  if (sections.state == wm::ElfSectionScanner::State::read) {
+    FUZZ_CHECK(!sections.sections.empty() && sections.names < sections.sections.size(), "a names index past the table");
+    FUZZ_CHECK(sections.sections.size() <= wm::kMaxElfSections && sections.sections.size() * 64 <= file.size(),
+               "more sections than the file holds");
+  }
+  FUZZ_CHECK((sections.state == wm::ElfSectionScanner::State::unreadable) == !sections.why.empty(),
+             "an unreadable table without a reason, or a reason for a readable one");
   auto whole = scan(file, 1 << 20);
   auto chunked = scan(file, chunk);
   if (!dynamic_after_headers(file, chunk)) return 0;

@@ -22,6 +22,7 @@ import base64
 import dataclasses
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -54,6 +55,7 @@ MAX_LEN = {
     "fuzz_requirement": 4096,
     "fuzz_inflate": 65536,
     "fuzz_fatbin": 8192,
+    "fuzz_variant_json": 8192,
 }
 
 # The dictionary each harness runs with, in tests/fuzz/dicts/.
@@ -65,6 +67,7 @@ DICT = {
     "fuzz_loader_inject": "loader_inject.dict",
     "fuzz_merge": "zip.dict",
     "fuzz_merge_valid": "merge_valid.dict",
+    "fuzz_variant_json": "variant_json.dict",
 }
 
 
@@ -500,6 +503,67 @@ def deflate_streams() -> dict[str, bytes]:
     return {f"{name}_{step}": bytes([step]) + data for name, data in streams.items() for step in (0, 6, 13)}
 
 
+def elf_sections(count: int, extended_count: bool = False, extended_names: bool = False,
+                 section0_size: int | None = None) -> bytes:
+    """A 64-bit ELF shared object with `count` sections (the null one, `.s` ones, `.shstrtab`
+    last) and its section header table at the end; `extended_count` / `extended_names` write the
+    gABI's extended numbering (e_shnum 0 with the count in section 0's sh_size, e_shstrndx
+    SHN_XINDEX with the index in section 0's sh_link); `section0_size` overrides sh_size."""
+    names = b"\0.s\0.shstrtab\0"
+    body = bytearray(64) + names
+    while len(body) % 8:
+        body += b"\0"
+    table = len(body)
+    headers = [bytearray(64)]
+    for i in range(1, count):
+        last = i == count - 1
+        headers.append(bytearray(struct.pack("<IIQQQQIIQQ", 4 if last else 1, 3 if last else 1, 0, 0,
+                                              64 if last else 64, len(names) if last else 0, 0, 0, 1, 0)))
+    if extended_count:
+        struct.pack_into("<Q", headers[0], 32, count)
+    if extended_names:
+        struct.pack_into("<I", headers[0], 40, count - 1)
+    if section0_size is not None:
+        struct.pack_into("<Q", headers[0], 32, section0_size)
+    body += b"".join(headers)
+    header = struct.pack("<4sBBBBBxxxxxxxHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, 3, 62, 1, 0, 0, table, 0, 64, 56, 0,
+                         64, 0 if extended_count else count, 0xFFFF if extended_names else count - 1)
+    body[:64] = header
+    return bytes(body)
+
+
+def variant_documents() -> dict[str, bytes]:
+    """Variant metadata as wheelmerge writes it, with the other provider kinds, and hostile."""
+    schema = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
+    nvidia = {"requires": ["nvidia-variant-provider>=0.0.1,<1.0.0"],
+              "plugin-api": "nvidia_variant_provider.plugin:NvidiaVariantPlugin"}
+
+    def doc(variants: dict, provider: dict = nvidia, namespace: str = "nvidia") -> bytes:
+        return json.dumps({"$schema": schema, "default-priorities": {"namespace": [namespace]},
+                           "providers": {namespace: provider}, "variants": variants}, indent=2, sort_keys=True).encode()
+
+    cu12 = {"nvidia": {"cuda_version_lower_bound": ["12"], "sm_arch": ["120_real", "80_virtual"]}}
+    cu13 = {"nvidia": {"cuda_version_lower_bound": ["13"]}}
+    good = doc({"cu12": cu12})
+    d = {
+        "wheel_cu12": good,
+        "index": doc({"cu12": cu12, "cu13": cu13}),
+        "null": doc({"null": {}}),
+        "optional": doc({"cu13": cu13}, dict(nvidia, optional=True)),
+        "static": doc({"x": {"cpu": {"level": ["v3"], "arch": ["x86_64"]}}},
+                      {"static-properties": {"level": ["v3", "v2"], "arch": ["x86_64"]}, "feature-order": ["level", "arch"]},
+                      "cpu"),
+        "builtin": doc({"x": {"cpu": {"level": ["v3"]}}}, {"builtin": "cpu"}, "cpu"),
+        "duplicate_variants": good.replace(b'"variants": {', b'"variants": {"cu12": {}}, "variants": {', 1),
+        "duplicate_label": good.replace(b'"variants": {', b'"variants": {"cu12": {}, ', 1),
+        "empty_provider": doc({"cu13": cu13}, {}),
+        "bad_plugin_api": doc({"cu13": cu13}, dict(nvidia, **{"plugin-api": "not a path!"})),
+        "bom": b"\xef\xbb\xbf" + good,
+        "unknown_key": good[:-1] + b', "extra": 1}',
+    }
+    return d
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, nargs="?")
@@ -565,6 +629,15 @@ def main() -> int:
             (dict(soname="libz.so", tail=bytes(300)), 0)]):
         for chunk in (0, 1, 3):
             seeds["fuzz_elf"][f"elf_{i}_{chunk}"] = bytes([chunk]) + elf(strtab_vaddr_shift=shift, **kw)
+    # Section header tables, extended numbering (e_shnum 0, e_shstrndx SHN_XINDEX) included.
+    for name, data in {"sections": elf_sections(4), "sections_ext_count": elf_sections(4, True),
+                       "sections_ext_names": elf_sections(4, False, True), "sections_ext_both": elf_sections(4, True, True),
+                       "sections_ext_many": elf_sections(300, True, True),
+                       "sections_ext_zero": elf_sections(4, True, section0_size=0),
+                       "sections_ext_absurd": elf_sections(4, True, True, section0_size=1 << 40)}.items():
+        for chunk in (0, 1, 3):
+            seeds["fuzz_elf"][f"{name}_{chunk}"] = bytes([chunk]) + data
+    seeds["fuzz_variant_json"].update(variant_documents())
     for i, entries in enumerate(FATBINS):
         for chunk in (0, 1, 3):
             seeds["fuzz_fatbin"][f"fatbin_{i}_{chunk}"] = bytes([chunk]) + fatbin(entries)

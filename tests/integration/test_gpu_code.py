@@ -285,17 +285,79 @@ def test_unreadable_fat_binary_sections_say_why_and_give_no_sm_arch(wheelmerge_b
     assert member["sm_arch"] == {"": []}
 
 
-@pytest.mark.parametrize("case", ["table past the end", "65535 sections past the end", "no section table"])
-def test_elf_files_without_a_readable_section_table_have_no_gpu_code(wheelmerge_bin: Path, compiled: dict[str, Path],
-                                                                      tmp_path: Path, case: str) -> None:
+def test_elf_files_without_sections_have_no_gpu_code(wheelmerge_bin: Path, compiled: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    """e_shnum 0 with section 0's sh_size 0: no sections (the gABI), as readelf says."""
+    fatbin = compiled["fatbin"].read_bytes()
+    member = inspect_member(wheelmerge_bin, tmp_path, elf_with_sections([(".nv_fatbin", 1, fatbin)], shnum=0))
+    assert "gpu_code" not in member and "gpu_code_unreadable" not in member, member
+
+
+@pytest.mark.parametrize("case, why", [
+    ("table past the end", "lies past its end"),
+    ("65535 sections past the end", "lies past its end"),
+    ("absurd extended count", "more than the 262144 read"),
+])
+def test_elf_files_whose_section_table_cannot_be_read_give_no_sm_arch(wheelmerge_bin: Path, compiled: dict[str, Path],
+                                                                      tmp_path: Path, case: str, why: str) -> None:
+    """A table that cannot be read may hide a fat binary: the file is unreadable, and its build
+    gets no sm_arch values rather than those of its other files."""
     fatbin = compiled["fatbin"].read_bytes()
     data = {
         "table past the end": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin)], shoff=1 << 40),
         "65535 sections past the end": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin)], shnum=65535),
-        "no section table": lambda: elf_with_sections([(".nv_fatbin", 1, fatbin)], shnum=0),
+        "absurd extended count": lambda: extended_numbering(elf_with_sections([(".nv_fatbin", 1, fatbin)]), True,
+                                                            count=1 << 40),
     }[case]()
     member = inspect_member(wheelmerge_bin, tmp_path, data)
-    assert "gpu_code" not in member and "gpu_code_unreadable" not in member, member
+    assert "gpu_code" not in member and why in member["gpu_code_unreadable"], member
+    assert member["sm_arch"] == {"": []}
+
+
+def extended_numbering(data: bytes, names: bool, count: int | None = None) -> bytes:
+    """`data` (a 64-bit little-endian ELF file) with the gABI's extended section numbering:
+    e_shnum 0 and the count in section 0's sh_size; with `names`, e_shstrndx SHN_XINDEX and
+    the names' index in section 0's sh_link."""
+    out = bytearray(data)
+    shoff, = struct.unpack_from("<Q", out, 40)
+    shnum, shstrndx = struct.unpack_from("<HH", out, 60)
+    assert shoff and shnum and struct.unpack_from("<QI", out, shoff + 32) == (0, 0)
+    struct.pack_into("<Q", out, shoff + 32, shnum if count is None else count)
+    struct.pack_into("<H", out, 60, 0)
+    if names:
+        struct.pack_into("<I", out, shoff + 40, shstrndx)
+        struct.pack_into("<H", out, 62, 0xFFFF)
+    return bytes(out)
+
+
+def readelf_sections(path: Path) -> list[str]:
+    """readelf's count line and section rows, less section 0's (which carries the numbers)."""
+    out = run(["readelf", "-S", "-W", path]).stdout
+    return [line for line in out.splitlines()
+            if line.startswith("There are") or (line.lstrip().startswith("[") and "[ 0]" not in line)]
+
+
+@pytest.mark.parametrize("names", [False, True], ids=["count", "count and names"])
+def test_extended_section_numbering_reads_as_readelf_and_cuobjdump_read_it(wheelmerge_bin: Path,
+                                                                           compiled: dict[str, Path],
+                                                                           tmp_path: Path, names: bool) -> None:
+    """nvcc's shared library rewritten to extended numbering: readelf lists the same sections,
+    cuobjdump the same code, and wheelmerge the same code and sm_arch values as for the original."""
+    original = compiled["so"]
+    extended = tmp_path / "k-extended.so"
+    extended.write_bytes(extended_numbering(original.read_bytes(), names))
+    assert struct.unpack_from("<H", extended.read_bytes(), 60) == (0,)
+    assert readelf_sections(extended) == readelf_sections(original)
+    assert any(".nv_fatbin" in line for line in readelf_sections(extended))
+    assert cuobjdump_code(extended) == cuobjdump_code(original) == EXPECTED
+    list_elf = [run([CUOBJDUMP, "--list-elf", path]).stdout.replace(path.stem + ".", "k.") for path in (original, extended)]
+    assert list_elf[0] == list_elf[1] and "sm_75" in list_elf[0]
+    for sub in ("original", "extended"):
+        (tmp_path / sub).mkdir()
+    theirs = inspect_member(wheelmerge_bin, tmp_path / "original", original.read_bytes())
+    ours = inspect_member(wheelmerge_bin, tmp_path / "extended", extended.read_bytes())
+    assert sorted(ours["gpu_code"]) == sorted(theirs["gpu_code"]) == EXPECTED
+    assert ours["sm_arch"] == theirs["sm_arch"] == {"": ["120_real", "100_real", "80_virtual", "75_real"]}
 
 
 # --- the loader's report: the selected build's GPU code against the visible GPUs ---------------

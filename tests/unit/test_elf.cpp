@@ -47,3 +47,124 @@ TEST_CASE("not ELF") {
   s.feed(junk);
   CHECK_FALSE(s.finish());
 }
+
+namespace {
+void put(std::vector<uint8_t>& b, size_t at, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+// A 64-bit little-endian shared object: the null section, `count - 2` PROGBITS sections named
+// ".s", `.shstrtab` last, the section header table at the end. `extended_count` /
+// `extended_names` write the gABI's extended numbering: e_shnum 0 with the count in section
+// 0's sh_size, e_shstrndx SHN_XINDEX with the index in section 0's sh_link.
+std::vector<uint8_t> elf_with_sections(size_t count, bool extended_count, bool extended_names) {
+  std::vector<uint8_t> b(64, 0);
+  const std::string names = std::string("\0.s\0.shstrtab\0", 14);
+  const size_t names_at = b.size();
+  b.insert(b.end(), names.begin(), names.end());
+  while (b.size() % 8) b.push_back(0);
+  const size_t table = b.size();
+  b.resize(table + count * 64, 0);
+  for (size_t i = 1; i < count; ++i) {
+    const size_t at = table + i * 64;
+    const bool last = i == count - 1;
+    put(b, at, last ? 4 : 1, 4);   // sh_name
+    put(b, at + 4, last ? 3 : 1, 4);  // sh_type
+    put(b, at + 24, last ? names_at : 64, 8);
+    put(b, at + 32, last ? names.size() : 0, 8);
+  }
+  const uint8_t ident[] = {0x7F, 'E', 'L', 'F', 2, 1, 1};
+  std::copy(std::begin(ident), std::end(ident), b.begin());
+  put(b, 16, 3, 2);   // ET_DYN
+  put(b, 18, 62, 2);  // x86-64
+  put(b, 40, table, 8);
+  put(b, 52, 64, 2);
+  put(b, 58, 64, 2);
+  put(b, 60, extended_count ? 0 : count, 2);
+  put(b, 62, extended_names ? 0xffff : count - 1, 2);
+  if (extended_count) put(b, table + 32, count, 8);
+  if (extended_names) put(b, table + 40, count - 1, 4);
+  return b;
+}
+
+ElfSectionScanner sections_of(const std::vector<uint8_t>& file, size_t chunk, uint64_t window = 256 << 10) {
+  ElfSectionScanner s(file.size(), window);
+  for (size_t at = 0; at < file.size(); at += chunk)
+    s.feed(std::span<const uint8_t>(file).subspan(at, std::min(chunk, file.size() - at)));
+  return s;
+}
+}  // namespace
+
+TEST_CASE("section header table: extended numbering read as readelf reads it, in any chunking") {
+  for (size_t count : std::initializer_list<size_t>{3, 70000}) {  // 70000: more than e_shnum can hold, as readelf needs
+    const auto plain = elf_with_sections(count, false, false);
+    const auto both = elf_with_sections(count, true, true);
+    for (size_t chunk : std::initializer_list<size_t>{1, 7, 64, 4096, size_t{1} << 30}) {
+      if (count > 0xff00 && chunk < 64) continue;  // a 4 MiB table byte by byte: slow, not different
+      CAPTURE(count);
+      CAPTURE(chunk);
+      // Past 0xff00 sections e_shnum and e_shstrndx cannot hold the numbers: both are extended.
+      std::vector<std::vector<uint8_t>> files = {both};
+      if (count < 0xff00) files = {elf_with_sections(count, true, false), elf_with_sections(count, false, true), both};
+      for (const auto& file : files) {
+        auto s = sections_of(file, chunk);
+        REQUIRE(s.state() == ElfSectionScanner::State::read);
+        CHECK(s.sections().size() == count);
+        CHECK(s.names_index() == count - 1);
+        CHECK(s.sections()[count - 1].type == 3);
+      }
+      if (count <= 0xff00) {
+        auto s = sections_of(plain, chunk);
+        REQUIRE(s.state() == ElfSectionScanner::State::read);
+        CHECK(s.sections().size() == count);
+      }
+    }
+  }
+}
+
+TEST_CASE("section header table: no table, reserved or absurd numbers are told apart, bounded before holding anything") {
+  using State = ElfSectionScanner::State;
+  auto file = elf_with_sections(4, true, true);
+  // e_shnum 0 and section 0's sh_size 0: no sections (the gABI), as readelf says.
+  const size_t table = file.size() - 4 * 64;
+  auto no_count = file;
+  put(no_count, table + 32, 0, 8);
+  CHECK(sections_of(no_count, 4096).state() == State::no_table);
+  auto no_offset = file;
+  put(no_offset, 40, 0, 8);
+  CHECK(sections_of(no_offset, 4096).state() == State::no_table);
+
+  auto absurd = file;
+  put(absurd, table + 32, uint64_t{1} << 40, 8);
+  auto s = sections_of(absurd, 4096);
+  CHECK(s.state() == State::unreadable);
+  CHECK(s.why_not() == "it has 1099511627776 sections (section 0's sh_size), more than the 262144 read");
+  auto past_end = file;
+  put(past_end, table + 32, 5, 8);
+  s = sections_of(past_end, 4096);
+  CHECK(s.state() == State::unreadable);
+  CHECK(s.why_not().find("section 0's sh_size") != std::string::npos);
+  CHECK(s.why_not().find("lies past its end") != std::string::npos);
+
+  auto names_out = file;
+  put(names_out, table + 40, 4, 4);
+  s = sections_of(names_out, 4096);
+  CHECK(s.state() == State::unreadable);
+  CHECK(s.why_not() == "its section names index 4 is not below its 4 sections");
+  auto reserved = elf_with_sections(4, false, false);
+  put(reserved, 62, 0xff00, 2);
+  s = sections_of(reserved, 4096);
+  CHECK(s.state() == State::unreadable);
+  CHECK(s.why_not() == "its section names index is 0xff00, a reserved index");
+  auto truncated = elf_with_sections(4, false, false);
+  truncated.resize(truncated.size() - 10);
+  s = sections_of(truncated, 4096);
+  CHECK(s.state() == State::unreadable);
+  CHECK(s.why_not().find("lies past its end") != std::string::npos);
+  auto wide = elf_with_sections(4, false, false);
+  put(wide, 58, 40, 2);
+  CHECK(sections_of(wide, 4096).why_not() == "its section header entries are 40 bytes, not 64");
+  auto elf32 = elf_with_sections(4, false, false);
+  elf32[4] = 1;
+  CHECK(sections_of(elf32, 4096).state() == State::not_elf64);
+}

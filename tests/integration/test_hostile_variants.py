@@ -1,0 +1,216 @@
+"""Hostile variant metadata: each document below sits in a variant wheel's variant.json (and as
+the index file beside it), `wheelmerge verify` refuses the wheel as invalid input (exit 3)
+naming the member, what was expected and what was found, and the real consumers show why: uv
+(`--preview-features wheel-variants`, the wheel by path and the index by --find-links) or
+variantlib (VariantDistInfo, VariantsJson) refuses it, installs nothing from it, or reads it
+otherwise than a reader keeping the first of a duplicated key would. The well-formed document
+passes all three. docs/variants.md ("Reading variant metadata") has the rules and their sources.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import clean_env, run, tool_python
+from test_merge_e2e import wheelmerge
+from wheelgen import build_wheel
+
+SCHEMA = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
+REQUIRES = "nvidia-variant-provider>=0.0.1,<1.0.0"
+PLUGIN_API = "nvidia_variant_provider.plugin:NvidiaVariantPlugin"
+GOOD = {
+    "$schema": SCHEMA,
+    "default-priorities": {"namespace": ["nvidia"]},
+    "providers": {"nvidia": {"requires": [REQUIRES], "plugin-api": PLUGIN_API}},
+    "variants": {"cu12": {"nvidia": {"cuda_version_lower_bound": ["12"]}}},
+}
+GOOD_TEXT = json.dumps(GOOD)
+
+
+def edited(edit) -> str:
+    doc = copy.deepcopy(GOOD)
+    edit(doc)
+    return json.dumps(doc)
+
+
+def replaced(old: str, new: str) -> str:
+    assert old in GOOD_TEXT
+    return GOOD_TEXT.replace(old, new, 1)
+
+
+def provider(entry: dict) -> str:
+    return edited(lambda d: d["providers"].update(nvidia=entry))
+
+
+def feature(name: str, values: list) -> str:
+    return edited(lambda d: d["variants"]["cu12"]["nvidia"].update({name: values}))
+
+
+# id -> (document, what `wheelmerge verify` says, which consumer shows the document unusable:
+# "uv" (uv refuses or installs nothing), "variantlib" (refuses), "both", or "last" (both keep
+# the last of a duplicated key, so the document means what its last copy says).
+CASES = {
+    "duplicate top-level variants": (
+        replaced('"variants": {', '"variants": {"cu12": {"nvidia": {"cuda_version_lower_bound": ["99"]}}}, "variants": {'),
+        'the document: expected each key once, found "variants" twice', "uv"),
+    "duplicate default-priorities": (
+        replaced('"default-priorities"', '"default-priorities": {"namespace": ["x"]}, "default-priorities"'),
+        'found "default-priorities" twice', "uv"),
+    "duplicate label": (
+        replaced('"variants": {', '"variants": {"cu12": {"nvidia": {"cuda_version_lower_bound": ["99"]}}, '),
+        'variants: expected each key once, found "cu12" twice', "last"),
+    "duplicate feature": (
+        replaced('"cuda_version_lower_bound": ["12"]',
+                 '"cuda_version_lower_bound": ["99"], "cuda_version_lower_bound": ["12"]'),
+        'variants.cu12.nvidia: expected each key once, found "cuda_version_lower_bound" twice', "last"),
+    "unknown top-level key": (
+        edited(lambda d: d.update(extra=1)), 'found the key "extra"', "uv"),
+    "unknown default-priorities key": (
+        edited(lambda d: d["default-priorities"].update(feature={})), 'found the key "feature"', "both"),
+    "unknown provider key": (
+        provider({"requires": [REQUIRES], "plugin-api": PLUGIN_API, "enable-if": "sys_platform == 'linux'"}),
+        'found the key "enable-if"', "both"),
+    "empty provider": (
+        provider({}), "providers.nvidia: expected exactly one of requires, static-properties and builtin", "both"),
+    "plugin-api without requires": (
+        provider({"plugin-api": PLUGIN_API}), "expected exactly one of requires", "both"),
+    "plugin-api not an object path": (
+        provider({"requires": [REQUIRES], "plugin-api": "not a path!"}),
+        'providers.nvidia.plugin-api: expected a Python object path (module.sub:attr), found "not a path!"', "both"),
+    "plugin-api with spaces": (
+        provider({"requires": [REQUIRES], "plugin-api": "nvidia_variant_provider.plugin : NvidiaVariantPlugin"}),
+        "providers.nvidia.plugin-api: expected a Python object path", "uv"),
+    "requires a string": (
+        provider({"requires": REQUIRES, "plugin-api": PLUGIN_API}),
+        "providers.nvidia.requires: expected a non-empty list of PEP 508 requirements", "both"),
+    "requires empty": (
+        provider({"requires": [], "plugin-api": PLUGIN_API}), "providers.nvidia.requires: expected", "both"),
+    "requires not PEP 508": (
+        provider({"requires": ["not a req !!"], "plugin-api": PLUGIN_API}),
+        'providers.nvidia.requires: expected PEP 508 requirements, found "not a req !!"', "uv"),
+    "optional a string": (
+        provider({"requires": [REQUIRES], "plugin-api": PLUGIN_API, "optional": "yes"}),
+        'providers.nvidia.optional: expected true or false, found "yes"', "both"),
+    "namespace priorities a string": (
+        edited(lambda d: d.update({"default-priorities": {"namespace": "nvidia"}})),
+        'default-priorities.namespace: expected a non-empty list of unique names (a-z, 0-9 and _), found "nvidia"',
+        "both"),
+    "namespace priorities twice": (
+        edited(lambda d: d.update({"default-priorities": {"namespace": ["nvidia", "nvidia"]}})),
+        'found "nvidia" twice', "uv"),
+    "default-priorities null": (
+        edited(lambda d: d.update({"default-priorities": None})), "default-priorities: expected an object", "both"),
+    "schema a number": (
+        edited(lambda d: d.update({"$schema": 1})), "$schema: expected a schema installers know", "uv"),
+    "no schema": (
+        edited(lambda d: d.pop("$schema")), "$schema: expected a member", "uv"),
+    "no providers": (
+        edited(lambda d: d.pop("providers")), "providers: expected a member", "both"),
+    "feature name": (
+        feature("Bad-Feature", ["1"]), 'expected a feature of a-z, 0-9, _, found "Bad-Feature"', "both"),
+    "value characters": (
+        feature("sm_arch", ["9.0+x"]), 'found the item "9.0+x"', "both"),
+    "value a number": (
+        feature("sm_arch", [90]), "found the item 90", "both"),
+    "values empty": (
+        feature("sm_arch", []), "variants.cu12.nvidia.sm_arch: expected a non-empty list", "uv"),
+    "values twice": (
+        feature("sm_arch", ["9.0", "9.0"]), 'found "9.0" twice', "both"),
+    "namespace without features": (
+        edited(lambda d: d["variants"]["cu12"].update(nvidia={})),
+        "variants.cu12.nvidia: expected a non-empty object of features, found {}", "variantlib"),
+    "namespace name": (
+        edited(lambda d: (d.update({"default-priorities": {"namespace": ["NV"]}}),
+                          d["providers"].update(NV=d["providers"].pop("nvidia")),
+                          d["variants"]["cu12"].update(NV=d["variants"]["cu12"].pop("nvidia")))),
+        "default-priorities.namespace: expected", "both"),
+    "byte order mark": (
+        "\ufeff" + GOOD_TEXT, "byte order mark", "both"),
+}
+
+VARIANTLIB = r"""
+import json, sys
+from variantlib.variant_dist_info import VariantDistInfo
+from variantlib.variants_json import VariantsJson
+text = open(sys.argv[1], encoding="utf-8").read()
+out = {}
+try:
+    info = VariantDistInfo(text, "cu12")
+    out["wheel"] = {label: sorted(p.to_str() for p in d.properties) for label, d in info.variants.items()}
+except Exception as e:
+    out["wheel"] = "refused: " + str(e)
+try:
+    VariantsJson(json.loads(text))
+    out["index"] = "read"
+except Exception as e:
+    out["index"] = "refused: " + str(e)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def uv_venv(make_venv):
+    return make_venv("hostile-variants")
+
+
+def variant_wheel(directory: Path, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "vpkg-1.0-variants.json").write_text(text, encoding="utf-8")
+    return build_wheel(directory / "vpkg-1.0-py3-none-any-cu12.whl", {"vpkg/__init__.py": b""}, name="vpkg",
+                       tags="py3-none-any", root_is_purelib=True,
+                       dist_info_files={"variant.json": text.encode("utf-8")})
+
+
+def variantlib_reads(path: Path) -> dict:
+    return json.loads(run([tool_python(), "-c", VARIANTLIB, path]).stdout)
+
+
+def uv_installs(venv, *args: str | Path) -> tuple[bool, str]:
+    """Whether uv would install vpkg (a dry run, the driver forced to CUDA 13.0), and its words."""
+    env = clean_env({"NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": "13.0", "NV_VARIANT_PROVIDER_FORCE_SM_ARCH": "9.0"})
+    result = run([tool_python(), "-m", "uv", "pip", "install", "--dry-run", "--no-cache", "--python", venv.python,
+                  "--preview-features", "wheel-variants", "--no-index", "--no-deps", *args], env=env, check=False)
+    return result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_well_formed_document_passes_every_reader(wheelmerge_bin, uv_venv, tmp_path: Path) -> None:
+    wheel = variant_wheel(tmp_path, GOOD_TEXT)
+    assert wheelmerge(wheelmerge_bin, "verify", wheel, check=False).returncode == 0
+    assert variantlib_reads(tmp_path / "vpkg-1.0-variants.json") == {
+        "wheel": {"cu12": ["nvidia :: cuda_version_lower_bound :: 12"]}, "index": "read"}
+    for args in ([wheel], ["--find-links", tmp_path, "vpkg"]):
+        installs, said = uv_installs(uv_venv, *args)
+        assert installs, said
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_hostile_document_is_refused_as_a_consumer_refuses_it(wheelmerge_bin, uv_venv, tmp_path: Path,
+                                                               case: str) -> None:
+    text, message, consumer = CASES[case]
+    wheel = variant_wheel(tmp_path, text)
+    result = wheelmerge(wheelmerge_bin, "verify", wheel, check=False)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "vpkg-1.0-py3-none-any-cu12.whl: vpkg-1.0.dist-info/variant.json: " in result.stderr, result.stderr
+    assert message in result.stderr, result.stderr
+
+    read = variantlib_reads(tmp_path / "vpkg-1.0-variants.json")
+    by_path, said_by_path = uv_installs(uv_venv, wheel)
+    by_index, said_by_index = uv_installs(uv_venv, "--find-links", tmp_path, "vpkg")
+    if consumer in ("uv", "both"):
+        assert not by_path, said_by_path
+        assert not by_index, said_by_index
+    if consumer in ("variantlib", "both"):
+        assert read["wheel"].startswith("refused: "), read
+        assert read["index"].startswith("refused: "), read
+    if consumer == "last":
+        # Both read the document, each keeping the last copy of the key: the first copy's
+        # cuda_version_lower_bound 99 is silently dropped.
+        assert read == {"wheel": {"cu12": ["nvidia :: cuda_version_lower_bound :: 12"]}, "index": "read"}, read
+        assert by_path and by_index, said_by_path + said_by_index
+        first = json.loads(text, object_pairs_hook=lambda pairs: dict(pairs[:1]) if len({k for k, _ in pairs}) < len(pairs)
+                           else dict(pairs))
+        assert "99" in json.dumps(first)
