@@ -332,7 +332,8 @@ int run_verify(const Output& out, const std::vector<std::string>& paths) {
     auto report = wm::verify_wheel(path, problems);
     if (report) {
       for (const std::string& w : report->warnings) out.warning(w);
-      out.info(fmt::format("{}: valid{}", path, report->merged() ? " merged wheel" : " wheel"));
+      out.info(fmt::format("{}: valid{}", path,
+                           report->variants_index ? " variants index" : report->merged() ? " merged wheel" : " wheel"));
       reports.push_back(wm::cli::to_json(*report));
     } else {
       for (const wm::Problem& p : problems) out.error(p);

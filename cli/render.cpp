@@ -9,7 +9,7 @@ namespace wm::cli {
 
 nlohmann::json to_json(const VerifyReport& r) {
   return {{"file", r.file}, {"valid", true}, {"files", r.files}, {"merged", r.merged()},
-          {"warnings", r.warnings}, {"loaders", r.loaders}};
+          {"warnings", r.warnings}, {"loaders", r.loaders}, {"variants_index", r.variants_index}};
 }
 
 nlohmann::json to_json(const InspectReport& r) {

@@ -9,9 +9,46 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace wm {
 
+namespace {
+// A variants index as uv and variantlib read it, the file bounded before it is read.
+std::optional<VerifyReport> verify_variants_index(const std::string& path, Problems& problems) {
+  const std::string display = std::filesystem::path(path).filename().string();
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) {
+    problems.push_back({ProblemKind::other, path, {}, "cannot read the variants index", {}, error.message()});
+    return std::nullopt;
+  }
+  if (size > kMaxVariantFile) {
+    problems.push_back({ProblemKind::invalid_input, display, {}, "variants index larger than wheelmerge reads",
+                        fmt::format("at most {} bytes", kMaxVariantFile), fmt::format("{} bytes", size)});
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string text(static_cast<size_t>(size), '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(text.size())) || in.peek() != EOF) {
+    problems.push_back({ProblemKind::other, path, {}, "cannot read the variants index", {}, "a read error or a changing file"});
+    return std::nullopt;
+  }
+  if (std::string why = variant_index_problem(text); !why.empty()) {
+    problems.push_back({ProblemKind::invalid_input, display, {}, "not a variants index installers read alike",
+                        "PEP 825 variant metadata as uv and variantlib read it", why});
+    return std::nullopt;
+  }
+  VerifyReport report;
+  report.file = path;
+  report.variants_index = true;
+  return report;
+}
+}  // namespace
+
 std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& problems) {
+  if (path.ends_with("-variants.json")) return verify_variants_index(path, problems);
   const size_t before = problems.size();
   auto wheel = read_wheel(WheelInput{path, {}}, problems);
   if (!wheel) return std::nullopt;

@@ -12,12 +12,14 @@
 
 namespace wm {
 
-// `verify`: the strict reader's checks and, for a merged wheel, its loaders against its files.
+// `verify`: the strict reader's checks and, for a merged wheel, its loaders against its files;
+// for a `{name}-{version}-variants.json` index, the variant metadata reader's.
 struct VerifyReport {
   std::string file;
   size_t files = 0;
   std::vector<std::string> loaders;  // "pkg/_wheelmerge.py", one per package with a loader
   std::vector<std::string> warnings;
+  bool variants_index = false;
   bool merged() const { return !loaders.empty(); }
 };
 std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& problems);

@@ -180,6 +180,8 @@ def uv_installs(venv, *args: str | Path) -> tuple[bool, str]:
 def test_the_well_formed_document_passes_every_reader(wheelmerge_bin, uv_venv, tmp_path: Path) -> None:
     wheel = variant_wheel(tmp_path, GOOD_TEXT)
     assert wheelmerge(wheelmerge_bin, "verify", wheel, check=False).returncode == 0
+    index = wheelmerge(wheelmerge_bin, "verify", tmp_path / "vpkg-1.0-variants.json", check=False)
+    assert index.returncode == 0 and "vpkg-1.0-variants.json: valid variants index" in index.stderr, index.stderr
     assert variantlib_reads(tmp_path / "vpkg-1.0-variants.json") == {
         "wheel": {"cu12": ["nvidia :: cuda_version_lower_bound :: 12"]}, "index": "read"}
     for args in ([wheel], ["--find-links", tmp_path, "vpkg"]):
@@ -196,6 +198,10 @@ def test_hostile_document_is_refused_as_a_consumer_refuses_it(wheelmerge_bin, uv
     assert result.returncode == 3, result.stdout + result.stderr
     assert "vpkg-1.0-py3-none-any-cu12.whl: vpkg-1.0.dist-info/variant.json: " in result.stderr, result.stderr
     assert message in result.stderr, result.stderr
+    # The index beside the wheels, which installers read first, is refused alike.
+    index = wheelmerge(wheelmerge_bin, "verify", tmp_path / "vpkg-1.0-variants.json", check=False)
+    assert index.returncode == 3, index.stdout + index.stderr
+    assert "vpkg-1.0-variants.json: not a variants index installers read alike" in index.stderr, index.stderr
 
     read = variantlib_reads(tmp_path / "vpkg-1.0-variants.json")
     by_path, said_by_path = uv_installs(uv_venv, wheel)
