@@ -1,13 +1,18 @@
 #include "ci/workflow.hpp"
 
+#include "merger/text.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string_view>
 
 namespace wm {
 
@@ -27,6 +32,63 @@ void download_artifacts(YAML::Emitter& out, const std::string& pattern, const st
   out << YAML::EndMap << YAML::EndMap;
 }
 }  // namespace
+
+namespace {
+bool ascii_letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool dotted_identifier(std::string_view name) {
+  for (std::string_view part : split(name, '.'))
+    if (part.empty() || ascii_digit(part[0]) ||
+        !std::all_of(part.begin(), part.end(), [](char c) { return ascii_letter(c) || ascii_digit(c) || c == '_'; }))
+      return false;
+  return true;
+}
+
+bool python_version(std::string_view v) {  // 3.N or 3.Nt
+  if (v.ends_with('t')) v.remove_suffix(1);
+  return v.size() >= 3 && v.size() <= 4 && v.starts_with("3.") && ascii_digit(v[2]) &&
+         (v.size() == 3 || ascii_digit(v[3])) && !(v.size() == 4 && v[2] == '0');
+}
+
+bool git_ref(std::string_view ref) {
+  return !ref.empty() && ref.size() <= 200 && ref.front() != '-' && ref.front() != '/' && ref.back() != '/' &&
+         ref.find("..") == std::string_view::npos && ref.find("//") == std::string_view::npos && !ref.ends_with(".lock") &&
+         std::all_of(ref.begin(), ref.end(), [](char c) {
+           return ascii_letter(c) || ascii_digit(c) || c == '.' || c == '_' || c == '/' || c == '-';
+         });
+}
+
+bool workflow_glob(std::string_view glob) {
+  return !glob.empty() && glob.size() <= 1024 && std::all_of(glob.begin(), glob.end(), [](char c) {
+    return c > ' ' && c < 0x7f && std::string_view("\"'`\\${}").find(c) == std::string_view::npos;
+  });
+}
+}  // namespace
+
+void validate_workflow_options(const WorkflowOptions& o, Problems& problems) {
+  auto refuse = [&](std::string what, std::string expected, const std::string& found) {
+    problems.push_back({ProblemKind::usage, {}, {}, std::move(what), std::move(expected), found});
+  };
+  if (o.import_name.size() > 200 || !dotted_identifier(o.import_name))
+    refuse("invalid import name for the workflow", "a module path of ASCII identifiers, such as mypkg or cuda.core",
+           o.import_name);
+  if (o.python_versions.empty()) refuse("no Python versions for the workflow", "3.N, comma-separated", "none");
+  std::set<std::string_view> pythons;
+  for (const std::string& v : o.python_versions)
+    if (!python_version(v)) refuse("invalid Python version for the workflow", "3.N or 3.Nt, such as 3.12 or 3.13t", v);
+    else if (!pythons.insert(v).second) refuse("a Python version given twice", "each once", v);
+  std::set<int> majors;
+  for (int m : o.cuda_majors)
+    if (m < 1 || m > 99) refuse("invalid CUDA major for the workflow", "1 to 99", std::to_string(m));
+    else if (!majors.insert(m).second) refuse("a CUDA major given twice", "each once", std::to_string(m));
+  if (!git_ref(o.ref))
+    refuse("invalid --ref", "a git ref name of letters, digits and . _ / - (a tag such as v1.2.0, or main)", o.ref);
+  for (const std::string& g : o.variant_files)
+    if (!workflow_glob(g))
+      refuse("variant-files glob the workflow cannot carry",
+             "printable ASCII without white space, quotes, backslash, backquote, $, { or }", g);
+}
 
 std::string caller_workflow(const WorkflowOptions& o) {
   std::vector<std::string> pythons, majors;
@@ -129,12 +191,20 @@ std::string caller_workflow(const WorkflowOptions& o) {
 
 std::optional<std::string> write_workflow(const std::string& project_dir, const WorkflowOptions& options, bool force,
                                           Problems& problems) {
+  const size_t before = problems.size();
+  validate_workflow_options(options, problems);
+  if (problems.size() != before) return std::nullopt;
   const auto path = std::filesystem::path(project_dir) / ".github" / "workflows" / "wheels.yml";
   if (std::filesystem::exists(path) && !force) {
     problems.push_back({ProblemKind::usage, path.string(), {}, "the workflow already exists", "--force to replace it", "a file"});
     return std::nullopt;
   }
-  std::filesystem::create_directories(path.parent_path());
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  if (error) {
+    problems.push_back({ProblemKind::other, path.parent_path().string(), {}, "cannot create the directory", {}, error.message()});
+    return std::nullopt;
+  }
   std::ofstream file(path, std::ios::trunc);
   file << caller_workflow(options);
   if (!file.flush()) {

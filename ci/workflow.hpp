@@ -28,13 +28,22 @@ struct WorkflowOptions {
   std::string ref = "main";  // of wheelmerge's reusable workflow
 };
 
-// The workflow file's text, emitted with yaml-cpp.
+// Every value of `options` that came from a configuration or the command line, checked against
+// its grammar before anything is written, since GitHub evaluates `${{ ... }}` in any string of
+// a workflow and the reusable workflow passes values on to shell steps (through env, but a line
+// break in a value still ends a line of $GITHUB_ENV): the import name dotted ASCII identifiers,
+// Python versions 3.N (3.Nt for free-threaded builds), CUDA majors 1 to 99, the ref a git ref
+// name of letters, digits and ._/-, the variant-file globs printable ASCII without white space,
+// quotes, backslash, backquote, `$`, `{` or `}`. A usage problem names each value that is not.
+void validate_workflow_options(const WorkflowOptions& options, Problems& problems);
+
+// The workflow file's text, emitted with yaml-cpp; `options` validated.
 std::string caller_workflow(const WorkflowOptions& options);
 
-// Writes caller_workflow(options) to PROJECT/.github/workflows/wheels.yml, creating the
-// directories; an existing file is replaced only with `force`. The path written, or nullopt with
-// a problem naming the file. A directory that cannot be created throws std::filesystem_error, as
-// it always has (`ci init` reports it as an internal error).
+// Validates `options`, then writes caller_workflow(options) to
+// PROJECT/.github/workflows/wheels.yml, creating the directories; an existing file is replaced
+// only with `force`. The path written, or nullopt with problems naming each invalid value or
+// the file that could not be written.
 std::optional<std::string> write_workflow(const std::string& project_dir, const WorkflowOptions& options, bool force,
                                           Problems& problems);
 

@@ -364,6 +364,9 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   }
   options.cuda_majors = wm::chosen_cuda_majors(majors, project->wheelmerge);
   if (options.import_name.empty()) {
+    if (!project->name.empty() && !wm::is_project_name(project->name))
+      return out.fail({{wm::ProblemKind::usage, project_dir + "/pyproject.toml", {}, "invalid [project] name",
+                        "a PEP 508 name: ASCII letters and digits, with -, _ or . inside", project->name}});
     options.import_name = wm::normalize_name(project->name);
     if (options.import_name.empty())
       return out.fail({{wm::ProblemKind::usage, project_dir + "/pyproject.toml", {}, "no import name",

@@ -21,22 +21,13 @@ namespace wm {
 
 namespace {
 
-// A project name as PEP 508 allows it: letters and digits, inner runs of "-_." allowed.
-// (Not std::regex: libstdc++'s matcher recurses once per character, and a long name overflows
-// the stack.)
-bool valid_project_name(const std::string& name) {
-  auto alnum = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  return !name.empty() && alnum(name.front()) && alnum(name.back()) &&
-         std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
-}
-
 // With --name, an input that carries no label otherwise takes it from its distribution's name
 // suffix ("cupy_cuda12x-14.2.0-...whl" is cu12); without --name, names never give labels.
 std::vector<WheelInput> with_name_labels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
                                          Problems& problems) {
   std::vector<WheelInput> labelled = inputs;
   if (options.name.empty()) return labelled;
-  if (!valid_project_name(options.name)) {
+  if (!is_project_name(options.name)) {
     problems.push_back({ProblemKind::usage, {}, {}, "invalid --name",
                         "a project name: letters and digits, with -, _ or . between them", options.name});
     return labelled;

@@ -43,6 +43,14 @@ bool is_pep440_version(std::string_view version) {
   return std::regex_match(version.begin(), version.end(), pattern);
 }
 
+bool is_project_name(std::string_view name) {
+  // Not std::regex: libstdc++'s matcher recurses once per character, and a long name overflows
+  // the stack.
+  auto alnum = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  return !name.empty() && alnum(name.front()) && alnum(name.back()) &&
+         std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
 std::string normalize_name(std::string_view name) {
   std::string out;
   bool in_run = false;

@@ -31,6 +31,9 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
 // The wheel file name form of a distribution name: lower case, runs of "-_." as one "_".
 std::string normalize_name(std::string_view name);
 
+// A project name as PEP 508 allows it: ASCII letters and digits, with "-", "_" and "." inside.
+bool is_project_name(std::string_view name);
+
 bool is_pep440_version(std::string_view version);
 
 // A distribution name ending in a CUDA major, as projects that publish one distribution per CUDA

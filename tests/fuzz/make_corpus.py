@@ -56,6 +56,7 @@ MAX_LEN = {
     "fuzz_inflate": 65536,
     "fuzz_fatbin": 8192,
     "fuzz_variant_json": 8192,
+    "fuzz_workflow": 4096,
 }
 
 # The dictionary each harness runs with, in tests/fuzz/dicts/.
@@ -68,6 +69,7 @@ DICT = {
     "fuzz_merge": "zip.dict",
     "fuzz_merge_valid": "merge_valid.dict",
     "fuzz_variant_json": "variant_json.dict",
+    "fuzz_workflow": "workflow.dict",
 }
 
 
@@ -564,6 +566,23 @@ def variant_documents() -> dict[str, bytes]:
     return d
 
 
+def workflow_options() -> dict[str, bytes]:
+    """`ci init` option values for fuzz_workflow: a flags byte, then NUL-separated fields (import
+    name, Python versions, CUDA majors, ref, globs...): valid ones and the hostile classes."""
+    def options(flags: int, *fields: str) -> bytes:
+        return bytes([flags]) + "\0".join(fields).encode()
+    return {
+        "plain": options(0, "mypkg", "3.10,3.11,3.12,3.13", "12,13", "main"),
+        "everything": options(0x1f, "cuda.core", "3.9,3.13t", "12,13", "refs/tags/v1.2.0", "pkg/*.so", "#x.py", "*"),
+        "cibuildwheel": options(0x06, "a_b", "3.12", "13", "v0.1.0", "pkg/[ab]?.py"),
+        "expression_name": options(0, "pkg${{ secrets.TOKEN }}", "3.12", "12", "main"),
+        "expression_glob": options(0, "pkg", "3.12", "12", "main", "a ${{ github.token }}"),
+        "newline_python": options(0, "pkg", "3.12\n- 3.13", "12", "main"),
+        "quote_ref": options(0, "pkg", "3.12", "12", "ma'in"),
+        "space_glob": options(8, "pkg", "3.12", "12", "main", "a b", "c\td"),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, nargs="?")
@@ -638,6 +657,7 @@ def main() -> int:
         for chunk in (0, 1, 3):
             seeds["fuzz_elf"][f"{name}_{chunk}"] = bytes([chunk]) + data
     seeds["fuzz_variant_json"].update(variant_documents())
+    seeds["fuzz_workflow"].update(workflow_options())
     for i, entries in enumerate(FATBINS):
         for chunk in (0, 1, 3):
             seeds["fuzz_fatbin"][f"fatbin_{i}_{chunk}"] = bytes([chunk]) + fatbin(entries)

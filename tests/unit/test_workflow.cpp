@@ -77,3 +77,40 @@ TEST_CASE("the workflow file: written with its directories, replaced only with f
   CHECK(problems[0].what == "cannot write the workflow");
   fs::remove_all(dir);
 }
+
+TEST_CASE("workflow values are checked against their grammars before anything is written") {
+  WorkflowOptions good;
+  good.import_name = "cuda.core";
+  good.python_versions = {"3.9", "3.13t"};
+  good.cuda_majors = {12, 13};
+  good.ref = "refs/tags/v1.2.0-rc.1";
+  good.variant_files = {"pkg/*.so", "#x.py", "pkg/[ab]?.py"};
+  Problems problems;
+  validate_workflow_options(good, problems);
+  CHECK(problems.empty());
+
+  auto refused = [&](auto change) {
+    WorkflowOptions o = good;
+    change(o);
+    Problems found;
+    validate_workflow_options(o, found);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].kind == ProblemKind::usage);
+    fs::path dir = fs::temp_directory_path() / "wm_workflow_unit";
+    fs::remove_all(dir);
+    Problems writing;
+    CHECK_FALSE(write_workflow(dir.string(), o, false, writing));
+    CHECK_FALSE(fs::exists(dir / ".github"));
+    return found[0].what;
+  };
+  CHECK(refused([](WorkflowOptions& o) { o.import_name = "pkg${{ secrets.X }}"; }) == "invalid import name for the workflow");
+  CHECK(refused([](WorkflowOptions& o) { o.import_name = "a..b"; }) == "invalid import name for the workflow");
+  CHECK(refused([](WorkflowOptions& o) { o.python_versions = {"3.12\""}; }) == "invalid Python version for the workflow");
+  CHECK(refused([](WorkflowOptions& o) { o.python_versions = {"3.12", "3.12"}; }) == "a Python version given twice");
+  CHECK(refused([](WorkflowOptions& o) { o.python_versions.clear(); }) == "no Python versions for the workflow");
+  CHECK(refused([](WorkflowOptions& o) { o.cuda_majors = {0}; }) == "invalid CUDA major for the workflow");
+  CHECK(refused([](WorkflowOptions& o) { o.ref = "main${{ github.token }}"; }) == "invalid --ref");
+  CHECK(refused([](WorkflowOptions& o) { o.ref = "../x"; }) == "invalid --ref");
+  for (const char* glob : {"a b", "a\tb", "a\nb", "${{ github.token }}", "'x'", "\"x\"", "`id`", "a\\b", "{a,b}", ""})
+    CHECK(refused([&](WorkflowOptions& o) { o.variant_files = {glob}; }) == "variant-files glob the workflow cannot carry");
+}
