@@ -4,10 +4,28 @@
 # run them without findings. A skipped test fails the run unless its reason is on the short
 # allow-list in tests/integration/conftest.py (ALLOWED_SKIPS); every skip is listed at the end
 # of each pass.
+#
+# scripts/test.sh --quick [PYTEST ARGS]: the edit loop (about 2 min here): the unit tests and the
+# integration suites that download nothing and need no sanitizer build (QUICK_SUITES), against
+# the release build only. Not what CI runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+quick=0
+if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
 "$root/scripts/setup.sh"
 cd "$root"
+
+if (( quick )); then
+  # The zip layer's hostile corpus, faults and signals, arguments, workflows, variant documents,
+  # loader injection and verify (the two wmdemo builds, compiled here), data layouts.
+  QUICK_SUITES=(test_bad_inputs test_hostile test_faults test_hostile_arguments test_hostile_workflow
+                test_hostile_variants test_ci_init test_inject test_verify test_data_layouts)
+  echo "== quick tier: unit tests, then ${#QUICK_SUITES[@]} integration suites (release build)"
+  ctest --test-dir build --output-on-failure
+  suites=()
+  for s in "${QUICK_SUITES[@]}"; do suites+=("tests/integration/$s.py"); done
+  WHEELMERGE="$root/build/wheelmerge" exec .venv/bin/python -m pytest -q -p no:cacheprovider "${suites[@]}" "$@"
+fi
 
 # Disk: the suites need about NEED_GIB free under TMPDIR at their peak (18.7 GiB used at the
 # lowest point of the run of c919c79: two torch build environments side by side, the real-wheel
