@@ -21,7 +21,7 @@ if (( quick )); then
   QUICK_SUITES=(test_bad_inputs test_hostile test_faults test_hostile_arguments test_hostile_workflow
                 test_hostile_variants test_ci_init test_inject test_verify test_data_layouts)
   echo "== quick tier: unit tests, then ${#QUICK_SUITES[@]} integration suites (release build)"
-  ctest --test-dir build --output-on-failure
+  ctest --test-dir build --output-on-failure -j "$(nproc)"
   suites=()
   for s in "${QUICK_SUITES[@]}"; do suites+=("tests/integration/$s.py"); done
   WHEELMERGE="$root/build/wheelmerge" exec .venv/bin/python -m pytest -q -p no:cacheprovider "${suites[@]}" "$@"
@@ -82,8 +82,8 @@ export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktra
 pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
 
 echo "== unit tests (release, then sanitizers)"
-ctest --test-dir build --output-on-failure
-ctest --test-dir build-asan --output-on-failure
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
 
 echo "== integration suites, release build"
 WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration "$@"
