@@ -37,15 +37,11 @@ std::string dirname(const std::string& path) {
 
 std::string basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-bool has_suffix(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Extension modules and shared libraries: "x.so", "x.cpython-311-x86_64-linux-gnu.so",
 // "libx.so.1.2", "x.pyd", "x.dylib".
 bool is_native_name(const std::string& path) {
   std::string base = basename(path);
-  if (has_suffix(base, ".pyd") || has_suffix(base, ".dylib") || has_suffix(base, ".dll")) return true;
+  if (base.ends_with(".pyd") || base.ends_with(".dylib") || base.ends_with(".dll")) return true;
   size_t so = base.find(".so");
   return so != std::string::npos && (so + 3 == base.size() || base[so + 3] == '.');
 }
@@ -57,18 +53,18 @@ bool is_native(const WheelFile& f) { return f.elf || f.pe; }
 bool is_windows_library(const std::string& path) {
   std::string base = basename(path);
   std::transform(base.begin(), base.end(), base.begin(), [](unsigned char c) { return std::tolower(c); });
-  return has_suffix(base, ".dll");
+  return base.ends_with(".dll");
 }
 
 bool is_gpu_code(const std::string& path) {
-  return has_suffix(path, ".cubin") || has_suffix(path, ".fatbin") || has_suffix(path, ".ptx");
+  return path.ends_with(".cubin") || path.ends_with(".fatbin") || path.ends_with(".ptx");
 }
 
 // An importable module: Python source or an extension module ("x.so", "x.cpython-311-...so",
 // "x.pyd"), unless it is a "lib*.so" that names itself with a SONAME.
 bool is_module_file(const std::string& path, const WheelFile& f) {
-  if (has_suffix(path, ".py")) return true;
-  if (!has_suffix(path, ".so") && !has_suffix(path, ".pyd")) return false;
+  if (path.ends_with(".py")) return true;
+  if (!path.ends_with(".so") && !path.ends_with(".pyd")) return false;
   bool soname = f.elf_info && !f.elf_info->soname.empty();
   return !(basename(path).rfind("lib", 0) == 0 && soname);
 }
@@ -509,7 +505,7 @@ void Planner::classify_payload() {
       ++plan.shared_files;
       // One build: its extension modules go through the loader, under their own names.
       if (builds() == 1 && options.single_build_loader && is_module_file(path, *row.front()) &&
-          !has_suffix(path, ".py") && (is_native(*row.front()) || is_native_name(path)))
+          !path.ends_with(".py") && (is_native(*row.front()) || is_native_name(path)))
         plan.variant_files.push_back({build(0).label, path, path});
       continue;
     }
@@ -536,7 +532,7 @@ void Planner::classify_payload() {
     }
     // A data file the package opens by its path (CuPy's .data/_wheel.json) is no longer there:
     // only the loader's path() finds the selected build's copy.
-    if (!native && !is_native_name(path) && !is_gpu_code(path) && !has_suffix(path, ".py"))
+    if (!native && !is_native_name(path) && !is_gpu_code(path) && !path.ends_with(".py"))
       plan.warnings.push_back(fmt::format(
           "{} differs per build and is stored under labelled names; code that opens it by its path no longer "
           "finds it, only the loader's path() does",

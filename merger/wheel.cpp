@@ -46,10 +46,6 @@ std::string_view top_dir(std::string_view path) {
   return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // What streaming one member found; the sha256 and ELF information go into the WheelFile.
 struct MemberResult {
   std::optional<Problem> problem;
@@ -61,7 +57,7 @@ struct MemberResult {
   std::optional<std::string> text;  // the content, when asked for and kept for the planner
 };
 
-bool is_init_file(std::string_view path) { return path == "__init__.py" || ends_with(path, "/__init__.py"); }
+bool is_init_file(std::string_view path) { return path == "__init__.py" || path.ends_with("/__init__.py"); }
 
 MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorithm algorithm, bool keep_text);
 
@@ -174,9 +170,9 @@ bool check_layout(Reader& r) {
   std::set<std::string> dist_infos, datas;
   for (const ZipEntry& e : w.zip.entries) {
     std::string top(top_dir(e.name));
-    if (ends_with(top, ".dist-info")) dist_infos.insert(top);
-    if (ends_with(top, ".data")) datas.insert(top);
-    if (top.empty() && (ends_with(e.name, ".dist-info") || ends_with(e.name, ".data")))
+    if (top.ends_with(".dist-info")) dist_infos.insert(top);
+    if (top.ends_with(".data")) datas.insert(top);
+    if (top.empty() && (e.name.ends_with(".dist-info") || e.name.ends_with(".data")))
       r.fail(e.name, "top-level file named like a .dist-info or .data directory",
              "such names only for the wheel's own directories", "a file");
   }
