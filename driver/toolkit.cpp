@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <regex>
 
+#include <unistd.h>
+
 namespace wm {
 
 namespace fs = std::filesystem;
@@ -41,13 +43,15 @@ std::optional<std::string> version_from_header(const fs::path& root) {
 std::optional<std::string> version_from_nvcc(const fs::path& root) {
   fs::path nvcc = root / "bin" / "nvcc";
   if (!fs::exists(nvcc)) return std::nullopt;
-  std::string command = fmt::format("'{}' --version 2>/dev/null", nvcc.string());
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return std::nullopt;
-  std::string out;
-  std::array<char, 256> buf{};
-  while (fgets(buf.data(), buf.size(), pipe)) out += buf.data();
-  pclose(pipe);
+  // Run directly, not through a shell: the root is the user's path, quotes and all.
+  std::string log = (fs::temp_directory_path() / "wheelmerge-nvcc-XXXXXX").string(), error;
+  int fd = ::mkstemp(log.data());
+  if (fd < 0) return std::nullopt;
+  ::close(fd);
+  int rc = run_logged({nvcc.string(), "--version"}, current_environment(), fs::current_path().string(), log, error);
+  std::string out = rc == 0 ? read_file(log).value_or("") : std::string();
+  std::error_code ignored;
+  fs::remove(log, ignored);
   std::smatch m;
   static const std::regex release(R"(release [0-9.]+, V([0-9.]+))");
   if (!std::regex_search(out, m, release)) return std::nullopt;

@@ -46,6 +46,24 @@ TEST_CASE("a toolkit's version: version.json first, then cuda.h") {
   CHECK(why.find("no version.json") != std::string::npos);
 }
 
+TEST_CASE("a toolkit's version from its nvcc, run without a shell whatever its path holds") {
+  // The CUDA 13 toolkit this machine has (the tests need it), under a root whose name a shell
+  // string would break on.
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  REQUIRE_MESSAGE(fs::exists(nvcc), "the CUDA toolkit's nvcc at /usr/local/cuda");
+  const fs::path root = fs::temp_directory_path() / "wm unit it's $(false) toolkit";
+  fs::remove_all(root);
+  fs::create_directories(root / "bin");
+  fs::create_symlink(fs::canonical(nvcc), root / "bin" / "nvcc");
+  std::string why;
+  auto toolkit = read_toolkit(root.string(), why);
+  REQUIRE_MESSAGE(toolkit, why);
+  CHECK(toolkit->version_source == "bin/nvcc --version");
+  CHECK(toolkit->version.starts_with("13."));
+  CHECK(toolkit->major == 13);
+  fs::remove_all(root);
+}
+
 TEST_CASE("explicit toolkits of another major are refused; discovery passes them over") {
   TempTree t;
   t.write("cuda-13.0/include/cuda.h", "#define CUDA_VERSION 13000\n");
