@@ -1,5 +1,7 @@
 #include "driver/build.hpp"
 
+#include "merger/parallel.hpp"
+
 #include "merger/interrupt.hpp"
 #include "merger/text.hpp"
 
@@ -235,7 +237,7 @@ class VariantBuilder {
   void build() {
     if (!prepare() || (options_.isolation && !isolate())) return;
     const std::string runner = job_.work + "/hook_runner.py";
-    std::ofstream(runner) << kHookRunnerTemplate;
+    if (!write_text(runner, kHookRunnerTemplate)) return;
     // One value as a string, a repeated key as a list, as frontends pass them.
     nlohmann::json settings = nlohmann::json::object();
     for (const auto& [key, values] : options_.config_settings)
@@ -259,6 +261,15 @@ class VariantBuilder {
   }
 
  private:
+  // A file the build's commands read, written whole or reported (a full disk, a removed
+  // directory) rather than left short for a command to misread.
+  bool write_text(const std::string& path, std::string_view text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (out.flush()) return true;
+    fail(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    return false;
+  }
   void step(const std::string& what) const {
     progress_(fmt::format("[{}] {} ({:.1f}s)", b_.label.str(), what, seconds_since(start_)));
   }
@@ -325,8 +336,7 @@ class VariantBuilder {
   // build stops when its torch is not the one the label names.
   bool probe_environment() {
     const std::string script = job_.work + "/probe.py", result = job_.work + "/probe.json";
-    std::ofstream(script) << kProbeScript;
-    if (!run({python_, script, result})) return false;
+    if (!write_text(script, kProbeScript) || !run({python_, script, result})) return false;
     auto probe = nlohmann::json::parse(read_file(result).value_or(""), nullptr, false);
     if (!probe.is_object()) {
       fail("the build environment's probe did not report back");
@@ -366,7 +376,7 @@ class VariantBuilder {
   // A PEP 517 hook run by the hook runner; what it returned, or nullopt after a problem.
   std::optional<nlohmann::json> hook(const std::string& runner, const std::string& name, const nlohmann::json& kwargs) {
     const std::string args = job_.work + "/" + name + ".args.json", result = job_.work + "/" + name + ".result.json";
-    std::ofstream(args) << kwargs.dump();
+    if (!write_text(args, kwargs.dump())) return std::nullopt;
     std::vector<std::string> argv = {python_, runner, name, backend_.backend, nlohmann::json(backend_.backend_path).dump(), args, result};
     std::string error;
     if (run_logged(argv, env_, src_, b_.log, error) == -1) {
@@ -489,9 +499,9 @@ void place_jobs(std::vector<VariantJob>& jobs, const std::string& tmp, const std
   }
 }
 
-// Builds the jobs, up to `workers` at once. Not wm::parallel_for: that one runs as many threads as
-// the machine has cores, while --jobs bounds the variant builds at once (each is a compiler run,
-// often parallel itself, and the default is one at a time).
+// Builds the jobs, up to `workers` (--jobs) at once: each is a compiler run, often parallel
+// itself, and the default is one at a time. An exception in one build stops the others from
+// starting and reaches the caller (`build` reports it).
 void build_jobs(std::vector<VariantJob>& jobs, int workers, const ProjectConfig& project, const BuildOptions& options,
                 const VariantBackend& backend, const ProgressSink& progress) {
   std::mutex progress_lock;
@@ -499,13 +509,9 @@ void build_jobs(std::vector<VariantJob>& jobs, int workers, const ProjectConfig&
     std::lock_guard lock(progress_lock);
     progress(line);
   };
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) VariantBuilder(jobs[i], project, options, backend, locked).build();
-  };
-  std::vector<std::jthread> threads;
-  for (int t = 1; t < std::max(1, std::min<int>(workers, static_cast<int>(jobs.size()))); ++t) threads.emplace_back(worker);
-  worker();
+  parallel_for(
+      jobs.size(), [&](size_t i) { VariantBuilder(jobs[i], project, options, backend, locked).build(); },
+      static_cast<size_t>(std::max(1, workers)));
 }
 
 // The merge of the built variants, with what each was built against recorded for the loader's

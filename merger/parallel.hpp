@@ -1,4 +1,5 @@
-// Runs fn(0..count-1) over the machine's cores; each index runs exactly once.
+// Runs fn(0..count-1) over the machine's cores (or at most `max_workers` threads, when given);
+// each index runs exactly once.
 #pragma once
 
 #include <algorithm>
@@ -14,8 +15,9 @@ namespace wm {
 // An exception thrown by fn stops the remaining indices and is rethrown in the calling thread
 // once every worker has ended (an exception escaping a thread would abort the process).
 template <typename Fn>
-void parallel_for(size_t count, Fn&& fn) {
-  size_t workers = std::min<size_t>(count, std::max(1u, std::thread::hardware_concurrency()));
+void parallel_for(size_t count, Fn&& fn, size_t max_workers = 0) {
+  if (max_workers == 0) max_workers = std::max(1u, std::thread::hardware_concurrency());
+  size_t workers = std::min<size_t>(count, max_workers);
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::mutex error_lock;
