@@ -60,7 +60,8 @@ bool git_ref(std::string_view ref) {
 }
 
 bool workflow_glob(std::string_view glob) {
-  return !glob.empty() && glob.size() <= 1024 && std::all_of(glob.begin(), glob.end(), [](char c) {
+  // Not starting with "-": the merge step passes each glob as `--variant-file GLOB`.
+  return !glob.empty() && glob.size() <= 1024 && glob.front() != '-' && std::all_of(glob.begin(), glob.end(), [](char c) {
     return c > ' ' && c < 0x7f && std::string_view("\"'`\\${}").find(c) == std::string_view::npos;
   });
 }
@@ -118,13 +119,14 @@ std::string caller_workflow(const WorkflowOptions& o) {
   out << YAML::Key << "wheels" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "uses" << YAML::Value << "wheelmerge/wheelmerge/.github/workflows/wheelmerge-wheels.yml@" + o.ref;
   out << YAML::Key << "with" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "import-name" << YAML::Value << o.import_name;
+  // Quoted: a YAML 1.1 reader takes an unquoted `on`, `yes` or `null` for a boolean or nothing.
+  out << YAML::Key << "import-name" << YAML::Value << YAML::DoubleQuoted << o.import_name;
   out << YAML::Key << "python-versions" << YAML::Value << YAML::SingleQuoted << json_list(pythons);
   out << YAML::Key << "cuda-majors" << YAML::Value << YAML::DoubleQuoted << json_list(majors);
   if (o.cibuildwheel) out << YAML::Key << "builder" << YAML::Value << "cibuildwheel";
   else out << YAML::Key << "container" << YAML::Value << o.container;
   if (!o.variant_files.empty())
-    out << YAML::Key << "variant-files" << YAML::Value << fmt::format("{}", fmt::join(o.variant_files, " "));
+    out << YAML::Key << "variant-files" << YAML::Value << YAML::DoubleQuoted << fmt::format("{}", fmt::join(o.variant_files, " "));
   if (o.driver_fallback) out << YAML::Key << "driver-fallback" << YAML::Value << true;
   if (o.variants) out << YAML::Key << "variants" << YAML::Value << true;
   if (o.publish && !o.cibuildwheel)  // PyPI takes manylinux wheels only (cibuildwheel repairs them itself)

@@ -34,7 +34,7 @@ struct WorkflowOptions {
 // break in a value still ends a line of $GITHUB_ENV): the import name dotted ASCII identifiers,
 // Python versions 3.N (3.Nt for free-threaded builds), CUDA majors 1 to 99, the ref a git ref
 // name of letters, digits and ._/-, the variant-file globs printable ASCII without white space,
-// quotes, backslash, backquote, `$`, `{` or `}`. A usage problem names each value that is not.
+// quotes, backslash, backquote, `$`, `{` or `}`, not starting with `-`. A usage problem names each value that is not.
 void validate_workflow_options(const WorkflowOptions& options, Problems& problems);
 
 // The workflow file's text, emitted with yaml-cpp; `options` validated.

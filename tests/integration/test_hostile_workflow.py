@@ -23,7 +23,7 @@ EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
 HOSTILE_NAMES = ["pkg${{ secrets.PYPI_TOKEN }}", "pkg\nname", "pkg name", "pkg'x", 'pkg"x', "pkg:x", "-pkg",
                  "pkg$(id)", "pk\u00e9g", "p" * 10_000 + "!"]
 HOSTILE_GLOBS = ["pkg/*.so ${{ github.token }}", "pkg/a b.py", "pkg/a\tb.py", "pkg/a\nb.py", "pkg/'x'", 'pkg/"x"',
-                 "pkg/$(id)", "pkg/`id`", "pkg/{a,b}.py", "pkg/a\\b", "", "pkg/\u00e9.py", "x" * 2000]
+                 "pkg/$(id)", "pkg/`id`", "pkg/{a,b}.py", "pkg/a\\b", "", "pkg/\u00e9.py", "x" * 2000, "-x", "--output-dir=/"]
 HOSTILE_PYTHONS = ['3.12"', "3.12'", "3.1 2", "${{ github.token }}", "3.12\n- 3.13", "3", "3.x", "2.7", "3.012",
                    "\uff13.12", "3.12,3.12"]
 HOSTILE_REFS = ["main${{ github.token }}", "v1 ; rm -rf /", "../x", "-x", "a..b", "a:b", "a\nb", "x.lock", "/x", "x/",
@@ -80,8 +80,13 @@ def _expressions(text: str) -> set[str]:
 def test_accepted_values_mean_exactly_what_was_configured(wheelmerge_bin, linters: Linters, tmp_path: Path) -> None:
     """Values at the edges of each grammar: written, read back by a YAML parser as configured,
     no expression but those of the workflow written for the plainest project, actionlint clean."""
-    globs = ["pkg/*.cu*.so", "pkg/[ab]?.py", "pkg/_info#1.py", "#x.py", "pkg/a,b.py", "pkg/x:y&z!|%.py", "-x", "*"]
+    globs = ["pkg/*.cu*.so", "pkg/[ab]?.py", "pkg/_info#1.py", "#x.py", "pkg/a,b.py", "pkg/x:y&z!|%.py", "yes", "*"]
     project = _project(tmp_path, "My.Pkg-2_x", globs)
+    on = _project(tmp_path / "on", "on")  # a YAML 1.1 boolean, unless quoted
+    run([wheelmerge_bin, "ci", "init", on])
+    import yaml  # PyYAML reads YAML 1.1, where a plain `on` is True
+    assert yaml.safe_load((on / ".github" / "workflows" / "wheels.yml").read_text())["jobs"]["wheels"]["with"][
+        "import-name"] == "on"
     run([wheelmerge_bin, "ci", "init", project, "--python", "3.9,3.13t", "--ref", "refs/tags/v1.2.0-rc.1",
          "--variants", "--publish"])
     workflow = project / ".github" / "workflows" / "wheels.yml"
