@@ -38,11 +38,8 @@ bool ascii_letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= '
 bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
 
 bool dotted_identifier(std::string_view name) {
-  for (std::string_view part : split(name, '.'))
-    if (part.empty() || ascii_digit(part[0]) ||
-        !std::all_of(part.begin(), part.end(), [](char c) { return ascii_letter(c) || ascii_digit(c) || c == '_'; }))
-      return false;
-  return true;
+  std::vector<std::string> parts = split(name, '.');
+  return std::all_of(parts.begin(), parts.end(), [](const std::string& part) { return is_ascii_identifier(part); });
 }
 
 bool python_version(std::string_view v) {  // 3.N or 3.Nt

@@ -180,8 +180,7 @@ std::optional<wm::Problem> take_build_info(const std::vector<std::string>& value
     if (!labels.count(label) && !labels.count(std::string()))  // an input without a label is the merge's to report
       return wm::Problem{wm::ProblemKind::usage, {}, {}, "--build-info " + value + " names no input",
                          fmt::format("a label of an input ({})", fmt::join(labels, ", ")), label};
-    auto word = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; };
-    if (key.empty() || (key[0] >= '0' && key[0] <= '9') || !std::all_of(key.begin(), key.end(), word))
+    if (!wm::is_ascii_identifier(key))
       return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid key in --build-info " + value,
                          "an identifier such as cuda_version", "\"" + key + "\""};
     options.build_info[label][key] = value.substr(eq + 1);

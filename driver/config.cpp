@@ -3,6 +3,7 @@
 #include "driver/process.hpp"
 #include "merger/label.hpp"
 #include "merger/requirement.hpp"
+#include "merger/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,12 +19,7 @@ namespace wm {
 
 namespace {
 
-bool is_environment_name(std::string_view name) {
-  return !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-         });
-}
+bool is_environment_name(std::string_view name) { return is_ascii_identifier(name); }
 
 // The schema is walked once, with a small adapter per file format: a Node says what it is and
 // where it was written. Every mistake is a usage problem naming its place (file:line:column).

@@ -23,12 +23,8 @@ std::string normalize_extra(std::string_view extra) {
 
 namespace {
 // An extra name as core metadata has it (PEP 685: the name rule of PEP 508, before
-// normalisation): ASCII letters and digits, with ".", "_", "-" inside.
-bool is_valid_extra_name(std::string_view x) {
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-  if (x.empty() || !alnum(x.front()) || !alnum(x.back())) return false;
-  return std::all_of(x.begin(), x.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
-}
+// normalisation), the rule of project names.
+bool is_valid_extra_name(std::string_view x) { return is_project_name(x); }
 
 bool varies_per_build(std::string_view key, bool renamed) {
   return iequals(key, "Version") || iequals(key, "Requires-Dist") ||

@@ -1,5 +1,7 @@
 #include "merger/text.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <unicase.h>
 #include <uninorm.h>
@@ -8,6 +10,12 @@
 #include <cstdlib>
 
 namespace wm {
+
+bool is_ascii_identifier(std::string_view text) {
+  auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  return !text.empty() && letter(text[0]) &&
+         std::all_of(text.begin(), text.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
 
 std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> out;

@@ -10,6 +10,9 @@ namespace wm {
 // The pieces of `text` between `separator`s, empty ones included ("a..b" on '.' is a, "", b).
 std::vector<std::string> split(std::string_view text, char separator);
 
+// [A-Za-z_][A-Za-z0-9_]*: a Python identifier of ASCII, a POSIX environment variable name.
+bool is_ascii_identifier(std::string_view text);
+
 // Well-formed UTF-8: no overlong forms, surrogates or values past U+10FFFF.
 bool is_valid_utf8(std::string_view text);
 // Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8.
