@@ -1,6 +1,6 @@
 #include "ci/workflow.hpp"
 
-#include "merger/text.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -3,7 +3,7 @@
 // (.github/workflows/wheelmerge-wheels.yml), which holds the pipeline itself.
 #pragma once
 
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 
 #include <optional>
 #include <string>

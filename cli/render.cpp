@@ -1,6 +1,6 @@
 #include "cli/render.hpp"
 
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-# ISA-L, which wheelmerge inflates with (merger/inflate.cpp): the patched build of
+# ISA-L, which wheelmerge inflates with (merger/zip/inflate.cpp): the patched build of
 # scripts/isal.sh (third_party/isal/README.md says why it is patched). Taken from
 # WHEELMERGE_ISAL_ROOT (default: .deps/isal, where scripts/setup.sh puts it); where that holds
 # none, scripts/isal.sh builds one into the build directory at configure time (nasm, Python and

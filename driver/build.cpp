@@ -1,9 +1,9 @@
 #include "driver/build.hpp"
 
-#include "merger/parallel.hpp"
+#include "merger/base/parallel.hpp"
 
-#include "merger/interrupt.hpp"
-#include "merger/text.hpp"
+#include "merger/base/interrupt.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

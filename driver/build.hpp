@@ -8,7 +8,7 @@
 #include "merger/variants.hpp"
 #include "driver/process.hpp"
 #include "driver/toolkit.hpp"
-#include "merger/label.hpp"
+#include "merger/format/label.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,9 +1,9 @@
 #include "driver/config.hpp"
 
 #include "driver/process.hpp"
-#include "merger/label.hpp"
-#include "merger/requirement.hpp"
-#include "merger/text.hpp"
+#include "merger/format/label.hpp"
+#include "merger/format/requirement.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -20,8 +20,8 @@
 // --variant/--cuda replace the configured builds; with neither anywhere, cu12 and cu13 are built.
 #pragma once
 
-#include "merger/label.hpp"
-#include "merger/problem.hpp"
+#include "merger/format/label.hpp"
+#include "merger/base/problem.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -1,7 +1,7 @@
 #include "driver/process.hpp"
 
-#include "merger/interrupt.hpp"
-#include "merger/text.hpp"
+#include "merger/base/interrupt.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 

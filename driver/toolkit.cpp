@@ -1,8 +1,8 @@
 #include "driver/toolkit.hpp"
 
 #include "driver/process.hpp"
-#include "merger/label.hpp"
-#include "merger/text.hpp"
+#include "merger/format/label.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

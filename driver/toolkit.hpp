@@ -2,7 +2,7 @@
 #pragma once
 
 #include "driver/config.hpp"
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 
 #include <map>
 #include <optional>

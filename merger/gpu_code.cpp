@@ -1,8 +1,8 @@
 #include "merger/gpu_code.hpp"
 
-#include "merger/bytes.hpp"
-#include "merger/member_stream.hpp"
-#include "merger/parallel.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/zip/member_stream.hpp"
+#include "merger/base/parallel.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -10,10 +10,10 @@
 // sm_100f) followed by its payload. A section holds one or more of them, 8-byte aligned.
 #pragma once
 
-#include "merger/elf.hpp"
-#include "merger/problem.hpp"
+#include "merger/format/elf.hpp"
+#include "merger/base/problem.hpp"
 #include "merger/wheel.hpp"
-#include "merger/zip_archive.hpp"
+#include "merger/zip/zip_archive.hpp"
 
 #include <compare>
 #include <cstdint>

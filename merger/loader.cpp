@@ -1,6 +1,6 @@
 #include "merger/loader.hpp"
 
-#include "merger/text.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 // the package's __init__.py.
 #pragma once
 
-#include "merger/manifest.hpp"
+#include "merger/format/manifest.hpp"
 
 #include <optional>
 #include <string>

@@ -1,10 +1,10 @@
 #include "merger/merge.hpp"
 
-#include "merger/label.hpp"
+#include "merger/format/label.hpp"
 #include "merger/loader.hpp"
-#include "merger/member_stream.hpp"
-#include "merger/memory.hpp"
-#include "merger/parallel.hpp"
+#include "merger/zip/member_stream.hpp"
+#include "merger/base/memory.hpp"
+#include "merger/base/parallel.hpp"
 #include "merger/verify.hpp"
 #include "merger/write.hpp"
 

@@ -3,7 +3,7 @@
 
 #include "merger/plan.hpp"
 #include "merger/wheel.hpp"
-#include "merger/zip_writer.hpp"
+#include "merger/zip/zip_writer.hpp"
 
 #include <optional>
 #include <string>

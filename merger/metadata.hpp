@@ -28,7 +28,7 @@
 //   with no extra too), are conflicts.
 #pragma once
 
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 #include "merger/wheel.hpp"
 
 #include <map>

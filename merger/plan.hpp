@@ -2,7 +2,7 @@
 // inputs alone. Planning touches no file; writing (write.hpp) decides nothing.
 #pragma once
 
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 #include "merger/wheel.hpp"
 
 #include <deque>

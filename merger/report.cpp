@@ -2,8 +2,8 @@
 
 #include "merger/gpu_code.hpp"
 #include "merger/loader.hpp"
-#include "merger/member_stream.hpp"
-#include "merger/variant_metadata.hpp"
+#include "merger/zip/member_stream.hpp"
+#include "merger/format/variant_metadata.hpp"
 #include "merger/verify.hpp"
 #include "merger/wheel.hpp"
 

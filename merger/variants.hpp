@@ -6,11 +6,11 @@
 // fallback every other installer takes. docs/variants.md has the format chosen and why.
 #pragma once
 
-#include "merger/label.hpp"
+#include "merger/format/label.hpp"
 #include "merger/merge.hpp"
-#include "merger/variant_metadata.hpp"
-#include "merger/problem.hpp"
-#include "merger/zip_writer.hpp"
+#include "merger/format/variant_metadata.hpp"
+#include "merger/base/problem.hpp"
+#include "merger/zip/zip_writer.hpp"
 
 #include <map>
 #include <optional>

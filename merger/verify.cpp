@@ -1,11 +1,11 @@
 #include "merger/verify.hpp"
 
 #include "merger/loader.hpp"
-#include "merger/member_stream.hpp"
-#include "merger/text.hpp"
+#include "merger/zip/member_stream.hpp"
+#include "merger/base/text.hpp"
 #include "merger/version.hpp"
 #include "merger/wheel.hpp"
-#include "merger/zip_archive.hpp"
+#include "merger/zip/zip_archive.hpp"
 
 #include <fmt/format.h>
 #include <unordered_set>

@@ -2,8 +2,8 @@
 // manifests against the files it holds.
 #pragma once
 
-#include "merger/manifest.hpp"
-#include "merger/problem.hpp"
+#include "merger/format/manifest.hpp"
+#include "merger/base/problem.hpp"
 
 #include <optional>
 #include <set>

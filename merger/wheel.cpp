@@ -1,14 +1,14 @@
 #include "merger/wheel.hpp"
 
-#include "merger/bytes.hpp"
-#include "merger/digest.hpp"
-#include "merger/interrupt.hpp"
-#include "merger/label.hpp"
-#include "merger/member_stream.hpp"
-#include "merger/parallel.hpp"
-#include "merger/record.hpp"
-#include "merger/text.hpp"
-#include "merger/variant_metadata.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/base/digest.hpp"
+#include "merger/base/interrupt.hpp"
+#include "merger/format/label.hpp"
+#include "merger/zip/member_stream.hpp"
+#include "merger/base/parallel.hpp"
+#include "merger/format/record.hpp"
+#include "merger/base/text.hpp"
+#include "merger/format/variant_metadata.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,13 +2,13 @@
 // hash, the dist-info files parsed and checked against the file name.
 #pragma once
 
-#include "merger/digest.hpp"
-#include "merger/elf.hpp"
-#include "merger/headers.hpp"
-#include "merger/problem.hpp"
-#include "merger/requirement.hpp"
-#include "merger/wheel_name.hpp"
-#include "merger/zip_archive.hpp"
+#include "merger/base/digest.hpp"
+#include "merger/format/elf.hpp"
+#include "merger/format/headers.hpp"
+#include "merger/base/problem.hpp"
+#include "merger/format/requirement.hpp"
+#include "merger/format/wheel_name.hpp"
+#include "merger/zip/zip_archive.hpp"
 
 #include <map>
 #include <memory>

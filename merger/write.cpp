@@ -1,10 +1,10 @@
 #include "merger/write.hpp"
 
-#include "merger/bytes.hpp"
-#include "merger/interrupt.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/base/interrupt.hpp"
 #include "merger/loader.hpp"
-#include "merger/memory.hpp"
-#include "merger/member_stream.hpp"
+#include "merger/base/memory.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "merger/verify.hpp"
 
 #include <fmt/format.h>

@@ -5,8 +5,8 @@
 #pragma once
 
 #include "merger/plan.hpp"
-#include "merger/problem.hpp"
-#include "merger/zip_writer.hpp"
+#include "merger/base/problem.hpp"
+#include "merger/zip/zip_writer.hpp"
 
 #include <functional>
 #include <optional>

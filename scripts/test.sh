@@ -19,7 +19,7 @@ if (( quick )); then
   # The zip layer's hostile corpus, faults and signals, arguments, workflows, variant documents,
   # loader injection and verify (the two wmdemo builds, compiled here), data layouts.
   QUICK_SUITES=(test_bad_inputs test_hostile test_faults test_hostile_arguments test_hostile_workflow
-                test_hostile_variants test_ci_init test_inject test_verify test_data_layouts)
+                test_hostile_variants test_ci_init test_inject test_verify test_data_layouts test_layout)
   echo "== quick tier: unit tests, then ${#QUICK_SUITES[@]} integration suites (release build)"
   ctest --test-dir build --output-on-failure -j "$(nproc)"
   suites=()

@@ -2,7 +2,7 @@
 // the input as a crash), a scratch directory per process, and splitting one input in two.
 #pragma once
 
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 
 #include <algorithm>
 #include <cstdint>

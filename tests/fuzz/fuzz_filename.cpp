@@ -4,9 +4,9 @@
 // of two builds, separated by an empty line: merge_platforms must not depend on their order,
 // and a merged set must merge with itself to itself.
 #include "fuzz_common.hpp"
-#include "merger/text.hpp"
-#include "merger/label.hpp"
-#include "merger/wheel_name.hpp"
+#include "merger/base/text.hpp"
+#include "merger/format/label.hpp"
+#include "merger/format/wheel_name.hpp"
 
 #include <fmt/format.h>
 #include <algorithm>

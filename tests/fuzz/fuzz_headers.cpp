@@ -1,7 +1,7 @@
 // parse_headers (WHEEL and METADATA) over arbitrary text. Properties: a refusal says why;
 // one() and all() agree; Headers::to_string() parses back to the same fields and body.
 #include "fuzz_common.hpp"
-#include "merger/headers.hpp"
+#include "merger/format/headers.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text = wm_fuzz::as_text(data, size);

@@ -8,7 +8,7 @@
 //   - zlib ends it => ISA-L ends it the same way (where not, member_stream falls back to zlib,
 //     which is correct but slow: the harness reports it, so that it stays rare and known).
 #include "fuzz_common.hpp"
-#include "merger/inflate.hpp"
+#include "merger/zip/inflate.hpp"
 
 #include <string>
 #include <vector>

@@ -14,14 +14,14 @@
 // generated with every member's true hash and size. The first wheel is labelled cu12, the
 // second cu13 (a ".cuNN" suffix on the file name). Properties: as for fuzz_merge, plus the
 // merge with the inputs given in the other order writes a byte-identical wheel.
-#include "merger/bytes.hpp"
-#include "merger/digest.hpp"
-#include "merger/file.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/base/digest.hpp"
+#include "merger/zip/file.hpp"
 #include "fuzz_common.hpp"
 #include "merger/merge.hpp"
 #include "merger/report.hpp"
-#include "merger/record.hpp"
-#include "merger/zip_writer.hpp"
+#include "merger/format/record.hpp"
+#include "merger/zip/zip_writer.hpp"
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>

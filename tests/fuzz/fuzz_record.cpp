@@ -1,7 +1,7 @@
 // parse_record over arbitrary text. Properties: a refusal says why; formatting the parsed
 // rows with format_record_row and parsing that again gives the same rows.
 #include "fuzz_common.hpp"
-#include "merger/record.hpp"
+#include "merger/format/record.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text = wm_fuzz::as_text(data, size);

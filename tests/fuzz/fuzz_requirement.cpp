@@ -13,8 +13,8 @@
 //   kept; and that text is a fixed point too, or refused where it is over the limit (the merge
 //   makes such a requirement a conflict).
 #include "fuzz_common.hpp"
-#include "merger/problem.hpp"
-#include "merger/requirement.hpp"
+#include "merger/base/problem.hpp"
+#include "merger/format/requirement.hpp"
 
 #include <fmt/format.h>
 

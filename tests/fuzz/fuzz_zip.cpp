@@ -3,8 +3,8 @@
 // returns entries that are safe, unique and inside the file; streaming a member either
 // reports a problem or delivers exactly the claimed number of bytes.
 #include "fuzz_common.hpp"
-#include "merger/member_stream.hpp"
-#include "merger/zip_archive.hpp"
+#include "merger/zip/member_stream.hpp"
+#include "merger/zip/zip_archive.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

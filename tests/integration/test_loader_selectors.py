@@ -633,7 +633,7 @@ TORCH_LABELS = {label: case[1] for label, case in LABEL_CASES.items() if case an
 
 
 def test_label_parsers(python, torch_site, wheelmerge_bin, tmp_path):
-    """The merger accepts exactly the labels of merger/label.cpp (a manifest with any other is
+    """The merger accepts exactly the labels of merger/format/label.cpp (a manifest with any other is
     refused), and the torch rules read the accepted ones back as the merger means them."""
     code = f"""
 import json

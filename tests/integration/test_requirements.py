@@ -1,4 +1,4 @@
-"""The PEP 508 parser (merger/requirement.cpp) against Python's packaging, differentially.
+"""The PEP 508 parser (merger/format/requirement.cpp) against Python's packaging, differentially.
 
 Thousands of requirements, generated from the grammar with a seeded generator and then mutated,
 go through `requirement_tool` in one process. For each one: we accept it exactly when

@@ -3,7 +3,7 @@
 //   {"ok": false, "error": <why>}
 // For tests/integration/test_requirements.py, which compares the verdicts and printed forms
 // with Python's packaging. Usage: requirement_tool [--extra NAME]   (NAME defaults to cu12)
-#include "merger/requirement.hpp"
+#include "merger/format/requirement.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -2,12 +2,12 @@
 // without any archive behind it (the planner must not read one).
 #pragma once
 
-#include "merger/bytes.hpp"
-#include "merger/digest.hpp"
-#include "merger/headers.hpp"
-#include "merger/requirement.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/base/digest.hpp"
+#include "merger/format/headers.hpp"
+#include "merger/format/requirement.hpp"
 #include "merger/wheel.hpp"
-#include "merger/wheel_name.hpp"
+#include "merger/format/wheel_name.hpp"
 
 #include <doctest/doctest.h>
 

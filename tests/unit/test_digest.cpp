@@ -1,5 +1,5 @@
-#include "merger/bytes.hpp"
-#include "merger/digest.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/base/digest.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "merger/elf.hpp"
+#include "merger/format/elf.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "merger/headers.hpp"
+#include "merger/format/headers.hpp"
 #include "merger/metadata.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-#include "merger/inflate.hpp"
+#include "merger/zip/inflate.hpp"
 
 #include <doctest/doctest.h>
 #include <zlib.h>

@@ -1,4 +1,4 @@
-#include "merger/label.hpp"
+#include "merger/format/label.hpp"
 
 #include <doctest/doctest.h>
 

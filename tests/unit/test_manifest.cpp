@@ -1,4 +1,4 @@
-#include "merger/manifest.hpp"
+#include "merger/format/manifest.hpp"
 
 #include <nlohmann/json.hpp>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "merger/memory.hpp"
+#include "merger/base/memory.hpp"
 
 #include <doctest/doctest.h>
 

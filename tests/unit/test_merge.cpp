@@ -1,8 +1,8 @@
 #include "merger/merge.hpp"
 
 #include "merger/loader.hpp"
-#include "merger/manifest.hpp"
-#include "merger/member_stream.hpp"
+#include "merger/format/manifest.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "wheel_builder.hpp"
 
 #include <doctest/doctest.h>

@@ -1,8 +1,8 @@
 #include "merger/plan.hpp"
 
 #include "merger/loader.hpp"
-#include "merger/manifest.hpp"
-#include "merger/problem.hpp"
+#include "merger/format/manifest.hpp"
+#include "merger/base/problem.hpp"
 #include "merger/verify.hpp"
 #include "merger/version.hpp"
 #include "plan_fixtures.hpp"

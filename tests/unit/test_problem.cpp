@@ -1,4 +1,4 @@
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 
 #include <doctest/doctest.h>
 

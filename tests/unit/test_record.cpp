@@ -1,4 +1,4 @@
-#include "merger/record.hpp"
+#include "merger/format/record.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 #include "merger/report.hpp"
 
 #include "merger/loader.hpp"
-#include "merger/member_stream.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "merger/merge.hpp"
 #include "wheel_builder.hpp"
 

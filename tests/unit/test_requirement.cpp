@@ -1,4 +1,4 @@
-#include "merger/requirement.hpp"
+#include "merger/format/requirement.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-#include "merger/problem.hpp"
-#include "merger/text.hpp"
+#include "merger/base/problem.hpp"
+#include "merger/base/text.hpp"
 
 #include <doctest/doctest.h>
 

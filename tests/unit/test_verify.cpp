@@ -2,7 +2,7 @@
 #include "merger/version.hpp"
 
 #include "merger/loader.hpp"
-#include "merger/manifest.hpp"
+#include "merger/format/manifest.hpp"
 #include "merger/wheel.hpp"
 #include "wheel_builder.hpp"
 

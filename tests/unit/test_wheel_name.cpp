@@ -1,4 +1,4 @@
-#include "merger/wheel_name.hpp"
+#include "merger/format/wheel_name.hpp"
 
 #include <doctest/doctest.h>
 

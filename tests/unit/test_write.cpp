@@ -1,6 +1,6 @@
 #include "merger/write.hpp"
 
-#include "merger/member_stream.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "wheel_builder.hpp"
 
 #include <doctest/doctest.h>

@@ -1,8 +1,8 @@
-#include "merger/bytes.hpp"
-#include "merger/member_stream.hpp"
-#include "merger/text.hpp"
-#include "merger/zip_archive.hpp"
-#include "merger/zip_writer.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/zip/member_stream.hpp"
+#include "merger/base/text.hpp"
+#include "merger/zip/zip_archive.hpp"
+#include "merger/zip/zip_writer.hpp"
 
 #include <doctest/doctest.h>
 

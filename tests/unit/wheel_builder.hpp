@@ -5,9 +5,9 @@
 // name and can be replaced, and RECORD can be made wrong on purpose.
 #pragma once
 
-#include "merger/bytes.hpp"
-#include "merger/file.hpp"
-#include "merger/zip_writer.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/zip/file.hpp"
+#include "merger/zip/zip_writer.hpp"
 
 #include <doctest/doctest.h>
 #include <openssl/evp.h>

@@ -4,8 +4,8 @@
 // stream ends exactly at the member's compressed end.
 #pragma once
 
-#include "merger/problem.hpp"
-#include "merger/zip_archive.hpp"
+#include "merger/base/problem.hpp"
+#include "merger/zip/zip_archive.hpp"
 
 #include <functional>
 #include <optional>

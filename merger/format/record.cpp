@@ -1,6 +1,6 @@
-#include "merger/record.hpp"
+#include "merger/format/record.hpp"
 
-#include "merger/digest.hpp"
+#include "merger/base/digest.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
-#include "merger/member_stream.hpp"
+#include "merger/zip/member_stream.hpp"
 
-#include "merger/inflate.hpp"
-#include "merger/interrupt.hpp"
+#include "merger/zip/inflate.hpp"
+#include "merger/base/interrupt.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "merger/interrupt.hpp"
+#include "merger/base/interrupt.hpp"
 
 #include <atomic>
 #include <csignal>

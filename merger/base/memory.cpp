@@ -1,4 +1,4 @@
-#include "merger/memory.hpp"
+#include "merger/base/memory.hpp"
 
 #include <cstdlib>  // defines __GLIBC__ where the C library is glibc
 

@@ -1,9 +1,9 @@
-#include "merger/zip_archive.hpp"
+#include "merger/zip/zip_archive.hpp"
 
 #include <cstring>
 
-#include "merger/bytes.hpp"
-#include "merger/text.hpp"
+#include "merger/base/bytes.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 
-#include "merger/interrupt.hpp"
-#include "merger/text.hpp"
+#include "merger/base/interrupt.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-#include "merger/requirement.hpp"
+#include "merger/format/requirement.hpp"
 
-#include "merger/text.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "merger/inflate.hpp"
+#include "merger/zip/inflate.hpp"
 
 #include <fmt/format.h>
 #include <zlib.h>

@@ -1,6 +1,6 @@
-#include "merger/elf.hpp"
+#include "merger/format/elf.hpp"
 
-#include "merger/bytes.hpp"
+#include "merger/base/bytes.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,8 +1,8 @@
 // RECORD: the CSV list of every file in a wheel with its hash and size.
 #pragma once
 
-#include "merger/digest.hpp"
-#include "merger/problem.hpp"
+#include "merger/base/digest.hpp"
+#include "merger/base/problem.hpp"
 
 #include <cstdint>
 #include <deque>

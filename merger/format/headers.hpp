@@ -2,7 +2,7 @@
 // an optional body after the first blank line.
 #pragma once
 
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 
 #include <optional>
 #include <string>

@@ -4,7 +4,7 @@
 // planner writes, so nothing downstream reads unchecked JSON.
 #pragma once
 
-#include "merger/problem.hpp"
+#include "merger/base/problem.hpp"
 
 #include <map>
 #include <optional>

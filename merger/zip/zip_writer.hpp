@@ -3,8 +3,8 @@
 // field, one timestamp, Unix regular-file attributes, ZIP64 only where a value overflows.
 #pragma once
 
-#include "merger/file.hpp"
-#include "merger/zip_archive.hpp"
+#include "merger/zip/file.hpp"
+#include "merger/zip/zip_archive.hpp"
 
 #include <cstdint>
 #include <span>

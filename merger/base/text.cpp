@@ -1,4 +1,4 @@
-#include "merger/text.hpp"
+#include "merger/base/text.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
-#include "merger/variant_metadata.hpp"
+#include "merger/format/variant_metadata.hpp"
 
-#include "merger/requirement.hpp"
+#include "merger/format/requirement.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

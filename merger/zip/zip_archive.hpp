@@ -3,8 +3,8 @@
 // member contents are streamed separately (member_stream.hpp).
 #pragma once
 
-#include "merger/file.hpp"
-#include "merger/problem.hpp"
+#include "merger/zip/file.hpp"
+#include "merger/base/problem.hpp"
 
 #include <cstdint>
 #include <memory>

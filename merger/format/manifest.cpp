@@ -1,7 +1,7 @@
-#include "merger/manifest.hpp"
+#include "merger/format/manifest.hpp"
 
-#include "merger/label.hpp"
-#include "merger/zip_archive.hpp"
+#include "merger/format/label.hpp"
+#include "merger/zip/zip_archive.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

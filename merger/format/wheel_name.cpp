@@ -1,8 +1,8 @@
-#include "merger/wheel_name.hpp"
+#include "merger/format/wheel_name.hpp"
 
-#include "merger/label.hpp"
+#include "merger/format/label.hpp"
 
-#include "merger/text.hpp"
+#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

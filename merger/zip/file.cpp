@@ -1,4 +1,4 @@
-#include "merger/file.hpp"
+#include "merger/zip/file.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,6 +1,6 @@
-#include "merger/zip_writer.hpp"
+#include "merger/zip/zip_writer.hpp"
 
-#include "merger/bytes.hpp"
+#include "merger/base/bytes.hpp"
 
 #include <zlib.h>
 

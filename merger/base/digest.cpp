@@ -1,4 +1,4 @@
-#include "merger/digest.hpp"
+#include "merger/base/digest.hpp"
 
 #include <openssl/evp.h>
 
