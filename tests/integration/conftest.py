@@ -12,11 +12,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import pytest
+
+import build_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "wmdemo"
@@ -122,37 +125,47 @@ def _copy_example(destination: Path) -> None:
         "build", "dist", "*.egg-info", "__pycache__", "*.so", "*.so.*"))
 
 
-@pytest.fixture(scope="session")
-def demo_wheels(tmp_path_factory: pytest.TempPathFactory) -> DemoWheels:
-    """Builds examples/wmdemo for CUDA 12 and 13 (`python -m build --wheel --no-isolation`),
-    each from its own copy of the project so that the builds share no build/ directory."""
-    base = tmp_path_factory.mktemp("demo-wheels")
-    out = base / "wheels"
+def _build_demo_wheels(base: Path) -> None:
+    """Builds examples/wmdemo for CUDA 12 and 13 (`python -m build --wheel --no-isolation`)
+    into base/cu12 and base/cu13, each from its own copy of the project so that the builds share
+    no build/ directory."""
+    work = Path(tempfile.mkdtemp(prefix="wmdemo-build-"))
     builds = {}
     for major in ("12", "13"):
-        source = base / f"src-cu{major}"
+        source = work / f"src-cu{major}"
         _copy_example(source)
-        log = (base / f"build-cu{major}.log").open("w")
+        log = (work / f"build-cu{major}.log").open("w")
         # The two builds run side by side: each is mostly a compiler waiting on its own files.
         builds[major] = (subprocess.Popen(
             [str(tool_python()), "-m", "build", "--wheel", "--no-isolation", "-o",
-             str(out / f"cu{major}"), str(source)],
+             str(base / f"cu{major}"), str(source)],
             stdout=log, stderr=subprocess.STDOUT, cwd=source,
             env=clean_env({"WMDEMO_CUDA_MAJOR": major})), log)
-    wheels = {}
     for major, (process, log) in builds.items():
         status = process.wait(timeout=600)
         log.close()
         if status != 0:
             pytest.fail(f"building wmdemo for CUDA {major} failed ({status}):\n"
                         f"{Path(log.name).read_text()}", pytrace=False)
-        built = sorted((out / f"cu{major}").glob("*.whl"))
+        built = sorted((base / f"cu{major}").glob("*.whl"))
         assert len(built) == 1, f"expected one wheel from the cu{major} build, found {built}"
-        wheels[major] = built[0]
-    cu12 = out / (wheels["12"].name[: -len(".whl")] + ".cu12.whl")
-    wheels["12"].rename(cu12)
-    assert "+cu13-" in wheels["13"].name, wheels["13"].name
-    return DemoWheels(cu12=cu12, cu13=wheels["13"])
+        if major == "12":
+            built[0].rename(built[0].with_name(built[0].name[: -len(".whl")] + ".cu12.whl"))
+    shutil.rmtree(work)
+
+
+@pytest.fixture(scope="session")
+def demo_wheels() -> DemoWheels:
+    """The two builds of examples/wmdemo, made once for its sources and tools (build_cache.py);
+    a test that changes one works on a copy."""
+    key = build_cache.key_of([EXAMPLE], build_cache.tool_version(
+        tool_python(), "-c", "import setuptools, sys; print(sys.version, setuptools.__version__)"),
+        build_cache.tool_version("cc", "--version"))
+    base = build_cache.cached("wmdemo-wheels", key, _build_demo_wheels)
+    (cu12,) = base.glob("cu12/*.cu12.whl")
+    (cu13,) = base.glob("cu13/*.whl")
+    assert "+cu13-" in cu13.name, cu13.name
+    return DemoWheels(cu12=cu12, cu13=cu13)
 
 
 def without_label(wheel: Path, directory: Path) -> Path:
