@@ -354,9 +354,20 @@ def eocd_record(**fields: int) -> bytes:
 # Wheels
 
 
-def record_hash(data: bytes, algorithm: str = "sha256") -> str:
-    digest = hashlib.new(algorithm, data).digest()
+def record_digest(digest: bytes, algorithm: str = "sha256") -> str:
+    """A RECORD hash field from a digest: ``sha256=`` and the digest in urlsafe base64 without
+    padding (for digests computed a piece at a time)."""
     return f"{algorithm}=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def record_hash(data: bytes, algorithm: str = "sha256") -> str:
+    """The RECORD hash field of ``data``."""
+    return record_digest(hashlib.new(algorithm, data).digest(), algorithm)
+
+
+def record_row(path: str, data: bytes) -> list[str]:
+    """``[path, sha256 hash, size]``, a RECORD row for ``data`` stored at ``path``."""
+    return [path, record_hash(data), str(len(data))]
 
 
 def escape_name(name: str) -> str:
@@ -405,11 +416,17 @@ def _apply_field_overrides(fields: list[tuple[str, str]], overrides: Mapping[str
 
 
 def render_record(rows: Iterable[Iterable[str]]) -> bytes:
+    """RECORD's bytes: the rows as CSV (quoted where needed), a line each."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     for row in rows:
         w.writerow(list(row))
     return buf.getvalue().encode("utf-8")
+
+
+def record_file(rows: Iterable[Iterable[str]], record_path: str) -> bytes:
+    """A whole RECORD: ``rows`` (see ``record_row``), then RECORD's own row, no hash and no size."""
+    return render_record([*rows, [record_path, "", ""]])
 
 
 def wheel_bytes(
@@ -490,7 +507,7 @@ def wheel_bytes(
                         path = path.decode("utf-8")
                     except UnicodeDecodeError:
                         continue
-                rows.append([path, record_hash(data), str(len(data))])
+                rows.append(record_row(path, data))
             rows.append([record_path, "", ""])
             result = record(rows) if record is not None else None
             if result is None:
