@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import csv
 import dataclasses
+import functools
 import hashlib
 import io
 import re
@@ -141,6 +142,21 @@ def zip64_extra_set(index: int, value: int | Callable[[int], int]) -> Callable[[
 def deflate_raw(data: bytes, level: int = 6) -> bytes:
     c = zlib.compressobj(level, zlib.DEFLATED, -15)
     return c.compress(data) + c.flush()
+
+
+@functools.lru_cache(maxsize=None)
+def deflated_zeros(size: int, level: int) -> tuple[bytes, int, str, int]:
+    """``size`` zero bytes (whole MiB) deflated a MiB at a time, never all held:
+    (raw deflate bytes, CRC-32, RECORD hash, size). Cached: a bomb costs one pass."""
+    chunk = bytes(1 << 20)
+    c = zlib.compressobj(level, zlib.DEFLATED, -15)
+    out, crc, h = [], 0, hashlib.sha256()
+    for _ in range(size // len(chunk)):
+        out.append(c.compress(chunk))
+        crc = zlib.crc32(chunk, crc)
+        h.update(chunk)
+    out.append(c.flush())
+    return b"".join(out), crc, record_digest(h.digest()), size
 
 
 def compress(data: bytes, method: int) -> bytes:
