@@ -172,9 +172,9 @@ def without_label(wheel: Path, directory: Path) -> Path:
     """A copy of a demo wheel that names no label (version 0.1.0, no .cuNN suffix), for
     merges that give it one on the command line (PATH=LABEL): a label the name also gave
     would have to agree. The dist-info directory, METADATA's Version and RECORD follow."""
-    import base64
-    import hashlib
     import zipfile
+
+    import wheelgen
 
     stem = wheel.name[: -len(".whl")]
     version = stem.split("-")[1]
@@ -191,13 +191,9 @@ def without_label(wheel: Path, directory: Path) -> Path:
             if info.filename == old_info + "METADATA":
                 data = data.replace(f"\nVersion: {version}\n".encode(), f"\nVersion: {base}\n".encode(), 1)
             members[info.filename.replace(old_info, new_info, 1)] = data
-        rows = []
-        for member, data in members.items():
-            if member == new_info + "RECORD":
-                continue
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            rows.append(f"{member},sha256={digest},{len(data)}")
-        members[new_info + "RECORD"] = ("\n".join(rows) + f"\n{new_info}RECORD,,\n").encode()
+        record = new_info + "RECORD"
+        members[record] = wheelgen.record_file(
+            (wheelgen.record_row(m, d) for m, d in members.items() if m != record), record)
         for member, data in members.items():
             out.writestr(member, data)
     return target

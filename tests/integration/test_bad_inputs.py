@@ -8,9 +8,7 @@ and the same with ``--json``. Positive controls prove the generator writes valid
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import functools
 import io
 import hashlib
 import json
@@ -107,20 +105,9 @@ def tiny_zip() -> bytes:
     return wg.write_zip([Entry("evil.py", b"print('hidden')\n")])
 
 
-@functools.lru_cache(maxsize=None)
 def bomb() -> tuple[bytes, int, str, int]:
     """512 MiB of zeros, deflated (about 0.5 MB): (compressed, crc, RECORD hash, size)."""
-    size = 512 << 20
-    chunk = bytes(1 << 20)
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    out, crc, h = [], 0, hashlib.sha256()
-    for _ in range(size // len(chunk)):
-        out.append(c.compress(chunk))
-        crc = zlib.crc32(chunk, crc)
-        h.update(chunk)
-    out.append(c.flush())
-    digest = "sha256=" + base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
-    return b"".join(out), crc, digest, size
+    return wg.deflated_zeros(512 << 20, 9)
 
 
 def bomb_wheel() -> bytes:

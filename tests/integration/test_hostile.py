@@ -16,7 +16,6 @@ requirements, SIGTERM) check time and memory.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import hashlib
@@ -32,7 +31,6 @@ import sys
 import time
 import unicodedata
 import zipfile
-import zlib
 from email.parser import BytesParser
 from email.policy import compat32
 from pathlib import Path
@@ -863,23 +861,9 @@ def test_resource_100k_requires_dist(tmp_path: Path) -> None:
             assert oracle.effective([req], env, [label]), str(req)
 
 
-@functools.lru_cache(maxsize=None)
-def zeros_256mib() -> tuple[bytes, int, str, int]:
-    size = 256 << 20
-    chunk = bytes(1 << 20)
-    c = zlib.compressobj(1, zlib.DEFLATED, -15)
-    out, crc, h = [], 0, hashlib.sha256()
-    for _ in range(size >> 20):
-        out.append(c.compress(chunk))
-        crc = zlib.crc32(chunk, crc)
-        h.update(chunk)
-    out.append(c.flush())
-    return b"".join(out), crc, "sha256=" + base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode(), size
-
-
 def slow_wheel(label: str) -> bytes:
     """Valid, but 1 GiB to inflate and hash per input."""
-    data, crc, digest_, size = zeros_256mib()
+    data, crc, digest_, size = wg.deflated_zeros(256 << 20, 1)
     names = [f"pkg/zeros{i}.bin" for i in range(4)]
 
     def record(rows):
