@@ -290,6 +290,79 @@ def children_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+# --- tiers and parallel workers -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Suite:
+    """What a suite needs beyond this checkout and the tools of .venv, as markers (registered in
+    pyproject.toml): `network` (the package index on a fresh machine; cached downloads after),
+    `torch` (torch wheels or environments: GBs), `qemu` (emulated CPUs), `gpu` (checks that change
+    where a GPU is present), `slow` (minutes of compilers, pip or I/O). The quick tier
+    (scripts/test.sh --quick) runs the suites without any of them, with the network cut off.
+    `group`: one worker runs the whole suite (its module and session fixtures are expensive, so
+    they are made once); `first`: scheduled before the others, being the longest. `cxx` (marker
+    `cxx`): the suite spends its time in wheelmerge's own code on inputs of many kinds, so
+    scripts/test.sh runs it again against the sanitizer build; the others spend theirs in
+    compilers, pip, torch or linters."""
+
+    marks: tuple[str, ...] = ()
+    group: bool = False
+    first: bool = False
+    cxx: bool = False
+
+
+SUITES = {
+    "test_backend": Suite(("network", "slow"), group=True, first=True),
+    "test_bad_inputs": Suite(cxx=True),
+    "test_build": Suite(("network", "slow"), group=True, cxx=True),
+    "test_ci": Suite(("network", "slow"), group=True),
+    "test_ci_init": Suite(cxx=True),
+    "test_cpulevels": Suite(("qemu",), group=True),
+    "test_cudademo": Suite(("network", "gpu", "slow"), group=True),
+    "test_cupy": Suite(("network", "slow"), group=True, first=True),
+    "test_data_layouts": Suite(cxx=True),
+    "test_faults": Suite(group=True, cxx=True),
+    "test_fuzz": Suite(("slow",), group=True),
+    "test_fuzz_oracle": Suite(("slow",), group=True, cxx=True),
+    "test_gpu_code": Suite(("network", "torch", "slow"), group=True, first=True),
+    "test_hostile": Suite(cxx=True),
+    "test_hostile_arguments": Suite(cxx=True),
+    "test_hostile_variants": Suite(cxx=True),
+    "test_hostile_workflow": Suite(cxx=True),
+    "test_inject": Suite(cxx=True),
+    "test_layout": Suite(),
+    "test_loader": Suite(("network",), group=True),
+    "test_loader_lint": Suite(("network",), group=True),
+    "test_loader_selectors": Suite(("network", "torch", "qemu"), group=True),
+    "test_merge_e2e": Suite(("network",), cxx=True),
+    "test_own_wheel": Suite(("network", "slow"), group=True),
+    "test_real_wheels": Suite(("network", "torch", "slow"), first=True),
+    "test_requirements": Suite(("network", "torch"), group=True),
+    "test_scale": Suite(("slow",), group=True, cxx=True),
+    "test_single_build": Suite(("network",), cxx=True),
+    "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), group=True, first=True),
+    "test_variants": Suite(("network",), cxx=True),
+    "test_verify": Suite(cxx=True),
+    "test_windows_aarch64": Suite(("network",), cxx=True),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test by its suite's entry in SUITES (a suite missing there fails the run),
+    groups suites for pytest-xdist's loadgroup scheduling, and puts the longest suites first so
+    that they do not start last."""
+    missing = sorted({item.path.stem for item in items} - set(SUITES))
+    if missing:
+        raise pytest.UsageError(f"tests/integration/conftest.py: SUITES has no entry for {', '.join(missing)}")
+    for item in items:
+        suite = SUITES[item.path.stem]
+        for mark in suite.marks + (("cxx",) if suite.cxx else ()):
+            item.add_marker(getattr(pytest.mark, mark))
+        if suite.group:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    items.sort(key=lambda item: not SUITES[item.path.stem].first)
+
+
 # A skipped test is a failed test, except for these: things a CI machine of this project cannot
 # have. Each is a regular expression over the skip reason, with why it may be skipped. Every
 # skip is listed at the end of the run; one not on this list fails the run.
