@@ -12,7 +12,7 @@ cd "$root"
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
               libfmt-dev libunistring-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
               python3-venv nasm)
-test_packages=(strace clang-19 libclang-rt-19-dev qemu-user debootstrap)
+test_packages=(strace clang-19 libclang-rt-19-dev qemu-user debootstrap time)
 missing=()
 for p in "${apt_packages[@]}" "${test_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,11 +16,12 @@ if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
 "$root/scripts/setup.sh"
 cd "$root"
 
-# Parallel pytest workers (pytest-xdist): suites with expensive fixtures stay on one worker
-# (tests/integration/conftest.py, SUITES), the longest start first. Three on two cores: the
+# Parallel pytest workers (pytest-xdist): each suite runs on one worker, so that its module and
+# session fixtures are made once (--dist loadfile), the longest suites first (the order of
+# tests/integration/conftest.py, SUITES; not xdist's by test count). Three on two cores: the
 # suites wait on child processes a good part of the time.
 workers=${WHEELMERGE_TEST_WORKERS:-3}
-pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist loadgroup)
+pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist loadfile --no-loadscope-reorder)
 
 if (( quick )); then
   # The suites that need no network, torch, qemu, GPU or minutes (the markers of SUITES): the

@@ -7,6 +7,7 @@ Names are prefixed by what they are about (`wheelmerge_bin`, `demo_wheels`, `whe
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -226,6 +227,13 @@ def wheel_cache(tmp_path_factory: pytest.TempPathFactory) -> WheelCache:
     WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
     constraints = tmp_path_factory.mktemp("wheel-cache") / "constraints.txt"
     constraints.write_text("".join(f"{c}\n" for c in CACHE_CONSTRAINTS))
+    with open(WHEEL_CACHE / ".lock", "w") as lock:  # parallel workers fill it one at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _fill_wheel_cache(constraints)
+    return WheelCache(WHEEL_CACHE)
+
+
+def _fill_wheel_cache(constraints: Path) -> None:
     for label in CUDA_BINDINGS:
         requirement = f"cuda-bindings=={CUDA_BINDINGS[label]}"
         if _download(requirement, constraints, offline=True).returncode == 0:
@@ -234,7 +242,6 @@ def wheel_cache(tmp_path_factory: pytest.TempPathFactory) -> WheelCache:
         if online.returncode != 0:
             pytest.fail(f"could not fill {WHEEL_CACHE} with {requirement} (needs PyPI once):\n"
                         f"{online.stdout}{online.stderr}", pytrace=False)
-    return WheelCache(WHEEL_CACHE)
 
 
 # --- virtual environments ----------------------------------------------------------------------
@@ -299,48 +306,47 @@ class Suite:
     `torch` (torch wheels or environments: GBs), `qemu` (emulated CPUs), `gpu` (checks that change
     where a GPU is present), `slow` (minutes of compilers, pip or I/O). The quick tier
     (scripts/test.sh --quick) runs the suites without any of them, with the network cut off.
-    `group`: one worker runs the whole suite (its module and session fixtures are expensive, so
-    they are made once); `first`: scheduled before the others, being the longest. `cxx` (marker
+    pytest-xdist runs each suite on one worker (--dist loadfile: module fixtures are made once);
+    `first`: scheduled before the others, being the longest. `cxx` (marker
     `cxx`): the suite spends its time in wheelmerge's own code on inputs of many kinds, so
     scripts/test.sh runs it again against the sanitizer build; the others spend theirs in
     compilers, pip, torch or linters."""
 
     marks: tuple[str, ...] = ()
-    group: bool = False
     first: bool = False
     cxx: bool = False
 
 
 SUITES = {
-    "test_backend": Suite(("network", "slow"), group=True, first=True),
+    "test_backend": Suite(("network", "slow"), first=True),
     "test_bad_inputs": Suite(cxx=True),
-    "test_build": Suite(("network", "slow"), group=True, cxx=True),
-    "test_ci": Suite(("network", "slow"), group=True),
+    "test_build": Suite(("network", "slow"), cxx=True),
+    "test_ci": Suite(("network", "slow")),
     "test_ci_init": Suite(cxx=True),
-    "test_cpulevels": Suite(("qemu",), group=True),
-    "test_cudademo": Suite(("network", "gpu", "slow"), group=True),
-    "test_cupy": Suite(("network", "slow"), group=True, first=True),
+    "test_cpulevels": Suite(("qemu",)),
+    "test_cudademo": Suite(("network", "gpu", "slow")),
+    "test_cupy": Suite(("network", "slow"), first=True),
     "test_data_layouts": Suite(cxx=True),
-    "test_faults": Suite(group=True, cxx=True),
-    "test_fuzz": Suite(("slow",), group=True),
-    "test_fuzz_oracle": Suite(("slow",), group=True, cxx=True),
-    "test_gpu_code": Suite(("network", "torch", "slow"), group=True, first=True),
+    "test_faults": Suite(cxx=True),
+    "test_fuzz": Suite(("slow",)),
+    "test_fuzz_oracle": Suite(("slow",), cxx=True),
+    "test_gpu_code": Suite(("network", "torch", "slow"), first=True),
     "test_hostile": Suite(cxx=True),
     "test_hostile_arguments": Suite(cxx=True),
     "test_hostile_variants": Suite(cxx=True),
     "test_hostile_workflow": Suite(cxx=True),
     "test_inject": Suite(cxx=True),
     "test_layout": Suite(),
-    "test_loader": Suite(("network",), group=True),
-    "test_loader_lint": Suite(("network",), group=True),
-    "test_loader_selectors": Suite(("network", "torch", "qemu"), group=True),
+    "test_loader": Suite(("network",)),
+    "test_loader_lint": Suite(("network",)),
+    "test_loader_selectors": Suite(("network", "torch", "qemu")),
     "test_merge_e2e": Suite(("network",), cxx=True),
-    "test_own_wheel": Suite(("network", "slow"), group=True),
+    "test_own_wheel": Suite(("network", "slow")),
     "test_real_wheels": Suite(("network", "torch", "slow"), first=True),
-    "test_requirements": Suite(("network", "torch"), group=True),
-    "test_scale": Suite(("slow",), group=True, cxx=True),
+    "test_requirements": Suite(("network", "torch")),
+    "test_scale": Suite(("slow",), cxx=True),
     "test_single_build": Suite(("network",), cxx=True),
-    "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), group=True, first=True),
+    "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), first=True),
     "test_variants": Suite(("network",), cxx=True),
     "test_verify": Suite(cxx=True),
     "test_windows_aarch64": Suite(("network",), cxx=True),
@@ -348,9 +354,9 @@ SUITES = {
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test by its suite's entry in SUITES (a suite missing there fails the run),
-    groups suites for pytest-xdist's loadgroup scheduling, and puts the longest suites first so
-    that they do not start last."""
+    """Marks each test by its suite's entry in SUITES (a suite missing there fails the run), and
+    puts the longest suites first so that they do not start last (scripts/test.sh keeps this
+    order: --no-loadscope-reorder)."""
     missing = sorted({item.path.stem for item in items} - set(SUITES))
     if missing:
         raise pytest.UsageError(f"tests/integration/conftest.py: SUITES has no entry for {', '.join(missing)}")
@@ -358,8 +364,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         suite = SUITES[item.path.stem]
         for mark in suite.marks + (("cxx",) if suite.cxx else ()):
             item.add_marker(getattr(pytest.mark, mark))
-        if suite.group:
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
     items.sort(key=lambda item: not SUITES[item.path.stem].first)
 
 

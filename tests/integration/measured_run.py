@@ -1,5 +1,5 @@
 """Runs the wheelmerge binary as one child and measures it: exit code, output, wall time and
-peak RSS (wait4), optionally under an address-space limit. Shared by the suites that hold the
+peak RSS (GNU time), optionally under an address-space limit. Shared by the suites that hold the
 binary to resource budgets (test_bad_inputs.py, test_hostile.py)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import resource
+import signal
 import subprocess
 import tempfile
 import time
@@ -15,6 +15,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = Path(os.environ.get("WHEELMERGE") or ROOT / "build" / "wheelmerge")
+
+
+# GNU time (Debian's `time` package, installed by scripts/setup.sh): the binary's own peak RSS.
+GNU_TIME = "/usr/bin/time"
 
 
 @dataclasses.dataclass
@@ -44,21 +48,26 @@ def run_measured(args: list[str], cwd: Path, *, timeout: float, limit_as: int | 
     timed_out. `limit_as`: an address-space limit, left out for sanitizer builds."""
     env = dict(os.environ, NO_COLOR="1", LC_ALL="C.UTF-8")
     use_limit = limit_as is not None and not sanitized_binary(binary)
+    # The peak RSS is GNU time's (%M: its own child's wait4), not this process's wait4: a child
+    # of this test worker starts with the worker's high-water mark (fork or vfork, it is kept
+    # across exec), so ru_maxrss here would be the larger of the worker's and the binary's. The
+    # address-space limit is set by util-linux's prlimit, which then execs the binary.
+    command = [str(binary), *args]
+    if use_limit:
+        command = ["prlimit", f"--as={limit_as}:{limit_as}", "--", *command]
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
-
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as stats:
         start = time.monotonic()
-        proc = subprocess.Popen([str(binary), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, preexec_fn=limit if use_limit else None)
+        proc = subprocess.Popen([GNU_TIME, "-o", stats.name, "-f", "%M", *command], cwd=cwd, env=env,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         timed_out = False
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if time.monotonic() - start > timeout:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 _, status, usage = os.wait4(proc.pid, 0)
                 timed_out = True
                 break
@@ -66,6 +75,12 @@ def run_measured(args: list[str], cwd: Path, *, timeout: float, limit_as: int | 
         wall = time.monotonic() - start
         out.seek(0)
         err.seek(0)
-        return Run(os.waitstatus_to_exitcode(status), out.read().decode("utf-8", "replace"),
-                   err.read().decode("utf-8", "replace"), wall, usage.ru_maxrss, timed_out,
+        rc, maxrss_kib = os.waitstatus_to_exitcode(status), 0
+        for line in stats.read().splitlines():  # "Command terminated by signal N", then %M
+            if line.startswith("Command terminated by signal "):
+                rc = -int(line.rsplit(" ", 1)[1])
+            elif line.isdigit():
+                maxrss_kib = int(line)
+        return Run(rc, out.read().decode("utf-8", "replace"),
+                   err.read().decode("utf-8", "replace"), wall, maxrss_kib, timed_out,
                    usage.ru_utime + usage.ru_stime)
