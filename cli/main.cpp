@@ -117,13 +117,14 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
   if (!result) return out.fail(problems);
   for (const std::string& w : result->plan.warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const wm::VariantFile& v : result->plan.variant_files) out.detail(fmt::format("{}: {} -> {}", v.label, v.original, v.stored));
+  for (const wm::VariantFile& v : result->plan.variant_files)
+    out.detail(fmt::format("{}: {} -> {}", v.label.str(), v.original, v.stored));
+  const std::vector<std::string> labels = wm::label_strings(result->plan.labels);
   out.info(fmt::format("wrote {} ({} shared files, {} variant files for {}) in {:.2f}s", result->output,
-                       result->plan.shared_files, result->plan.variant_files.size(),
-                       fmt::join(result->plan.labels, ", "), seconds));
+                       result->plan.shared_files, result->plan.variant_files.size(), fmt::join(labels, ", "), seconds));
   if (out.json) {
     nlohmann::json j = {{"output", result->output},
-                        {"variants", result->plan.labels},
+                        {"variants", labels},
                         {"tags", result->plan.tags},
                         {"shared", result->plan.shared_files},
                         {"variant_files", result->plan.variant_files.size()},
@@ -144,18 +145,19 @@ int run_variants(const Output& out, const std::vector<std::string>& args, const 
   for (const std::string& w : result->warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const std::string& w : result->wheels) out.detail(w);
+  const std::vector<std::string> labels = wm::label_strings(result->labels);
   nlohmann::json sm_arch = nlohmann::json::object();
-  for (size_t i = 0; i < result->labels.size(); ++i) {
-    sm_arch[result->labels[i]] = result->sm_arch[i];
-    out.info(fmt::format("{}: {}", result->labels[i],
+  for (size_t i = 0; i < labels.size(); ++i) {
+    sm_arch[labels[i]] = result->sm_arch[i];
+    out.info(fmt::format("{}: {}", labels[i],
                          result->sm_arch[i].empty() ? std::string("no sm_arch (any GPU)")
                                                     : fmt::format("sm_arch {}", fmt::join(result->sm_arch[i], " "))));
   }
   out.info(fmt::format("wrote {} variant wheels ({}) and {}{} in {:.2f}s", result->wheels.size(),
-                       fmt::join(result->labels, ", "), result->index,
+                       fmt::join(labels, ", "), result->index,
                        result->merged ? ", with the merged wheel " + *result->merged : std::string(), seconds));
   if (out.json) {
-    nlohmann::json j = {{"variant_wheels", result->wheels}, {"labels", result->labels}, {"index", result->index},
+    nlohmann::json j = {{"variant_wheels", result->wheels}, {"labels", labels}, {"index", result->index},
                         {"sm_arch", sm_arch}, {"merged", result->merged ? nlohmann::json(*result->merged) : nlohmann::json()},
                         {"warnings", result->warnings}, {"seconds", seconds}};
     fmt::print("{}\n", j.dump(2));
@@ -167,23 +169,26 @@ int run_variants(const Output& out, const std::vector<std::string>& args, const 
 // malformed or names a label no input has.
 std::optional<wm::Problem> take_build_info(const std::vector<std::string>& values, const std::vector<std::string>& wheels,
                                            wm::MergeOptions& options) {
-  std::set<std::string> labels;
-  for (const std::string& w : wheels) labels.insert(wm::input_label(parse_input(w), options));
+  std::set<std::string> labels;  // as the inputs spell them; "" for an input without one
+  for (const std::string& w : wheels) {
+    auto found = wm::input_label(parse_input(w), options);
+    labels.insert(found ? found->text : std::string());
+  }
   for (const std::string& value : values) {
     const size_t colon = value.find(':'), eq = value.find('=', colon == std::string::npos ? 0 : colon);
     if (colon == std::string::npos || eq == std::string::npos)
       return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid --build-info", "LABEL:KEY=VALUE, e.g. cu12:cuda_version=12.9", value};
     const std::string label = value.substr(0, colon), key = value.substr(colon + 1, eq - colon - 1);
     std::string why;
-    if (!wm::VariantLabel::parse(label, why))
-      return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid label in --build-info " + value, why, label};
+    auto parsed = wm::VariantLabel::parse(label, why);
+    if (!parsed) return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid label in --build-info " + value, why, label};
     if (!labels.count(label) && !labels.count(std::string()))  // an input without a label is the merge's to report
       return wm::Problem{wm::ProblemKind::usage, {}, {}, "--build-info " + value + " names no input",
                          fmt::format("a label of an input ({})", fmt::join(labels, ", ")), label};
     if (!wm::is_ascii_identifier(key))
       return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid key in --build-info " + value,
                          "an identifier such as cuda_version", "\"" + key + "\""};
-    options.build_info[label][key] = value.substr(eq + 1);
+    options.build_info[*parsed][key] = value.substr(eq + 1);
   }
   return std::nullopt;
 }
@@ -242,7 +247,7 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (result->variant_wheels)
     out.info(fmt::format("wrote {} variant wheels ({}) and {}", result->variant_wheels->wheels.size(),
-                         fmt::join(result->variant_wheels->labels, ", "), result->variant_wheels->index));
+                         fmt::join(wm::label_strings(result->variant_wheels->labels), ", "), result->variant_wheels->index));
   out.info(fmt::format("wrote {} in {:.1f}s (logs in {})", result->merge.output, seconds, result->log_dir));
   if (out.json) {
     nlohmann::json summaries = nlohmann::json::array();

@@ -525,7 +525,7 @@ bool merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabe
   merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
   for (VariantJob& job : jobs) {
     inputs.push_back({job.build.wheel, job.build.label.str()});
-    std::map<std::string, std::string>& info = merge.build_info[job.build.label.str()];
+    std::map<std::string, std::string>& info = merge.build_info[job.build.label];
     for (const auto& [key, value] : job.build.build_info) info.emplace(key, value);
   }
   std::vector<std::string> names;

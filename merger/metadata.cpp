@@ -300,7 +300,7 @@ std::string merged_description(const std::vector<const Wheel*>& wheels) {
   for (size_t b = 0; b < wheels.size(); ++b) {
     if (texts[b].size() == head + tail) continue;
     separate();
-    out += fmt::format("For the {} build (from {} {}):\n\n", wheels[b]->label, wheels[b]->metadata.one("Name").value_or(""),
+    out += fmt::format("For the {} build (from {} {}):\n\n", wheels[b]->build_label().str(), wheels[b]->metadata.one("Name").value_or(""),
                        wheels[b]->metadata.one("Version").value_or(""));
     for (size_t i = head; i < texts[b].size() - tail; ++i) out += texts[b][i];
   }
@@ -316,9 +316,9 @@ bool is_torch_requirement(const Requirement& r) { return normalize_name(r.name) 
 std::optional<Requirement> combined_torch_requirement(const std::vector<const Wheel*>& wheels, Problems& problems) {
   std::vector<std::pair<int, int>> series;
   for (const Wheel* w : wheels) {
-    auto label = VariantLabel::parse(w->label);
-    if (!label || label->selector() != Selector::torch) return std::nullopt;
-    series.push_back(label->torch_version());
+    const VariantLabel& label = w->build_label();
+    if (label.selector() != Selector::torch) return std::nullopt;
+    series.push_back(label.torch_version());
   }
   const size_t before = problems.size();
   std::optional<Requirement> found;  // the first build's torch requirement, for its extras and marker
@@ -338,7 +338,8 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
                             "version specifiers on release segments (==, !=, <, <=, >, >=, ~=, ==X.*)", why});
       } else if (!*admits) {
         problems.push_back({ProblemKind::conflict, w.display, member, "the build's torch requirement excludes the torch its label names",
-                            fmt::format("a requirement admitting torch {}.{} (label {})", series[i].first, series[i].second, w.label),
+                            fmt::format("a requirement admitting torch {}.{} (label {})", series[i].first, series[i].second,
+                                        w.build_label().str()),
                             r.to_string()});
       }
       Requirement rest = r;
@@ -459,7 +460,7 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
     }
   }
   if (problems.size() != before) return std::nullopt;
-  auto build_extra = [](const std::string& x, const std::string& label) { return normalize_extra(x + "-" + label); };
+  auto build_extra = [](const std::string& x, const VariantLabel& label) { return normalize_extra(x + "-" + label.str()); };
 
   MergedMetadata result;
   std::vector<std::string> extras = first.metadata.all("Provides-Extra");
@@ -467,7 +468,7 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
   for (const std::string& e : extras) extra_names.insert(normalize_extra(e));
   for (const std::string& x : split_extras) {
     for (const Wheel* w : wheels) {
-      std::string name_for_build = build_extra(x, w->label);
+      std::string name_for_build = build_extra(x, w->build_label());
       if (!extra_names.insert(name_for_build).second) {
         problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
                             fmt::format("the requirements of extra {} differ between builds, but the per-build extra's name is taken", x),
@@ -488,7 +489,7 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       if (std::find(split_extras.begin(), split_extras.end(), x) == split_extras.end()) return nullptr;
       changed = true;
       MarkerPtr any = marker_compare("extra", "==", x);
-      for (const Wheel* w : wheels) any = marker_or(any, marker_compare("extra", "==", build_extra(x, w->label)));
+      for (const Wheel* w : wheels) any = marker_or(any, marker_compare("extra", "==", build_extra(x, w->build_label())));
       return any;
     }, unsupported);
     return out;
@@ -511,6 +512,7 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
   std::unordered_set<std::string> declared = extra_names;
   for (size_t i = 0; i < wheels.size(); ++i) {
     const Wheel* w = wheels[i];
+    const VariantLabel& label = w->build_label();
     bool any = false;
     for (size_t k = 0; k < w->requires_dist.size(); ++k) {
       const Requirement& r = w->requires_dist[k];
@@ -519,11 +521,11 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       if (depends_on_extra(r)) {
         bool unsupported = false;
         Requirement own = r;
-        own.marker = map_extras(r.marker, [&](const std::string& x) { return marker_compare("extra", "==", build_extra(x, w->label)); },
+        own.marker = map_extras(r.marker, [&](const std::string& x) { return marker_compare("extra", "==", build_extra(x, label)); },
                                 unsupported);
         conditional = own.to_string();
       } else {
-        conditional = require_for_extra(r, w->label).to_string();
+        conditional = require_for_extra(r, label.str()).to_string();
         any = true;
       }
       if (conditional.size() > kMaxRequirementBytes) {
@@ -535,8 +537,8 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       merged.push_back(std::move(conditional));
     }
     if (any) {
-      result.label_extras.push_back(w->label);
-      if (declared.insert(normalize_extra(w->label)).second) extras.push_back(w->label);
+      result.label_extras.push_back(label);
+      if (declared.insert(normalize_extra(label.str())).second) extras.push_back(label.str());
     }
   }
   if (problems.size() != before) return std::nullopt;
@@ -585,8 +587,8 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       if (name != "cuda_toolkit" && !name.starts_with("nvidia_cuda_runtime")) continue;
       bool unsupported = false;
       for (const std::string& x : extras_named(r.marker, unsupported)) {
-        std::string extra = build_extra(x, w->label);
-        auto& list = result.runtime_extras[w->label];
+        std::string extra = build_extra(x, w->build_label());
+        auto& list = result.runtime_extras[w->build_label()];
         if (std::find(result.build_extras.begin(), result.build_extras.end(), extra) != result.build_extras.end() &&
             std::find(list.begin(), list.end(), extra) == list.end())
           list.push_back(extra);

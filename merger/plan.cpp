@@ -275,6 +275,7 @@ struct Planner {
 
   size_t builds() const { return order.size(); }
   const Wheel& build(size_t i) const { return inputs[order[i]]; }
+  const VariantLabel& label(size_t i) const { return plan.labels[i]; }
   const Wheel& first() const { return build(0); }
 
   // A generated member: its path and content kept in the plan's text.
@@ -305,7 +306,7 @@ struct Planner {
   void conflict(const std::string& path, const Row& row, std::string what) {
     std::vector<std::string> found;
     for (size_t i = 0; i < builds(); ++i)
-      found.push_back(fmt::format("{} ({}): {}", build(i).label, build(i).display,
+      found.push_back(fmt::format("{} ({}): {}", label(i).str(), build(i).display,
                                   row[i] ? fmt::format("sha256={}, {} bytes", base64url_nopad(*row[i]->sha256), row[i]->size) : "absent"));
     problems.push_back({ProblemKind::conflict, all_inputs, path, std::move(what), "the same bytes in every build",
                         fmt::format("{}", fmt::join(found, "; "))});
@@ -313,7 +314,7 @@ struct Planner {
   const WheelFile* file_of(const VariantFile& v) const {
     const Row& row = payload.at(v.original);
     for (size_t i = 0; i < builds(); ++i)
-      if (build(i).label == v.label) return row[i];
+      if (label(i) == v.label) return row[i];
     return nullptr;
   }
   // Where import names start in `path`: where its site-packages path (site_packages_path)
@@ -350,7 +351,7 @@ struct Planner {
   } packages;
   void build_package_tree();
 
-  void order_by_label();
+  bool order_by_label();
   std::string project_name(const Wheel& w) const;
   bool check_one_build();
   bool build_path_tables();
@@ -369,16 +370,21 @@ struct Planner {
   void finish_dist_info();
 };
 
-// Label order makes the plan independent of the order inputs were given in.
-void Planner::order_by_label() {
+// Label order makes the plan independent of the order inputs were given in. False, with a
+// problem for each, where inputs carry no label (read_inputs gives every input one).
+bool Planner::order_by_label() {
+  const size_t before = problems.size();
+  for (const Wheel& w : inputs)
+    if (!w.label)
+      problems.push_back({ProblemKind::usage, w.path, {}, "no variant label", std::string(kLabelForms), "none"});
+  if (problems.size() != before) return false;
   for (size_t i = 0; i < inputs.size(); ++i) order.push_back(i);
-  std::vector<std::optional<VariantLabel>> labels;
-  for (const Wheel& w : inputs) labels.push_back(VariantLabel::parse(w.label));
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return labels[a] < labels[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return *inputs[a].label < *inputs[b].label; });
   std::vector<std::string> displays;
   for (size_t i = 0; i < builds(); ++i) displays.push_back(build(i).display);
   all_inputs = fmt::format("{}", fmt::join(displays, ", "));
-  for (size_t i = 0; i < builds(); ++i) plan.labels.push_back(build(i).label);
+  for (size_t i = 0; i < builds(); ++i) plan.labels.push_back(*build(i).label);
+  return true;
 }
 
 // The project an input is a build of: its normalized name, with --name less the CUDA suffix
@@ -403,9 +409,9 @@ bool Planner::check_one_build() {
     const Wheel& w = build(i);
     platforms.push_back(w.name.platform);
     auto suffix = options.name.empty() ? std::nullopt : name_suffix_label(w.name.name);
-    if (suffix && suffix->label != w.label)
+    if (suffix && suffix->label != label(i))
       problems.push_back({ProblemKind::invalid_input, w.display, {}, "variant label contradicts the CUDA major of the name",
-                          fmt::format("{} (from the name {})", suffix->label, w.name.name), w.label});
+                          fmt::format("{} (from the name {})", suffix->label.str(), w.name.name), label(i).str()});
     if (i == 0) continue;
     if (options.name.empty() && normalize_name(w.name.name) != normalize_name(first.name.name))
       problems.push_back({ProblemKind::invalid_input, w.display, {}, "different distribution name",
@@ -439,7 +445,7 @@ bool Planner::check_one_build() {
   out_name.name = normalize_name(options.name.empty() ? first.name.name : options.name);
   out_name.version = first.base_version();
   out_name.platform = *platform_tags;
-  out_name.suffix_label.clear();
+  out_name.suffix_label.reset();
   plan.filename = out_name.filename();
   plan.tags = out_name.expanded_tags();
   plan.dist_info = out_name.name + "-" + out_name.version + ".dist-info";
@@ -506,7 +512,7 @@ void Planner::classify_payload() {
       // One build: its extension modules go through the loader, under their own names.
       if (builds() == 1 && options.single_build_loader && is_module_file(path, *row.front()) &&
           !path.ends_with(".py") && (is_native(*row.front()) || is_native_name(path)))
-        plan.variant_files.push_back({build(0).label, path, path});
+        plan.variant_files.push_back({label(0), path, path});
       continue;
     }
     // Windows finds a DLL an extension module imports by its file name: a labelled copy
@@ -518,7 +524,7 @@ void Planner::classify_payload() {
       if (present == 1) {
         const size_t i = static_cast<size_t>(std::find_if(row.begin(), row.end(), [](const WheelFile* f) { return f; }) - row.begin());
         members.push_back(copied(path, i, *row[i]));
-        plan.variant_files.push_back({build(i).label, path, path});
+        plan.variant_files.push_back({label(i), path, path});
         continue;
       }
       conflict(path, row, "a DLL that differs between builds: Windows would not find the selected build's copy under a "
@@ -539,7 +545,7 @@ void Planner::classify_payload() {
           path));
     for (size_t i = 0; i < builds(); ++i) {
       if (!row[i]) continue;
-      std::string stored = labelled_path(path, build(i).label);
+      std::string stored = labelled_path(path, label(i));
       if (std::string why = unsafe_name_reason(stored); !why.empty()) {
         conflict(stored, row, fmt::format("the labelled name of {} is not a safe name ({})", path, why));
         continue;
@@ -549,7 +555,7 @@ void Planner::classify_payload() {
         continue;
       }
       members.push_back(copied(stored, i, *row[i]));
-      plan.variant_files.push_back({build(i).label, path, stored});
+      plan.variant_files.push_back({label(i), path, stored});
     }
   }
 }
@@ -573,7 +579,7 @@ void Planner::carry_dist_info() {
       dist_members.push_back(copied(path, 0, *row.front()));
     } else if (rel.rfind("sboms/", 0) == 0) {
       for (size_t i = 0; i < builds(); ++i)
-        if (row[i]) dist_members.push_back(copied(labelled_path(path, build(i).label), i, *row[i]));
+        if (row[i]) dist_members.push_back(copied(labelled_path(path, label(i)), i, *row[i]));
     } else {
       conflict(first().dist_info + "/" + rel, row, "dist-info file differs between builds");
     }
@@ -642,9 +648,9 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
   LoaderManifest manifest;
   manifest.package = dotted;
   manifest.distribution = options.name.empty() ? first().metadata.one("Name").value_or(first().name.name) : options.name;
-  manifest.variants = plan.labels;
+  manifest.variants = label_strings(plan.labels);
   // Inputs of one merge share a selector (merge_wheels refuses a mix).
-  if (auto label = VariantLabel::parse(plan.labels.front())) manifest.selector = selector_name(label->selector());
+  manifest.selector = selector_name(plan.labels.front().selector());
   manifest.wheelmerge = std::string(kVersion);
   manifest.driver_fallback = options.driver_fallback;
   // Builds that require no cuda-bindings (CuPy) select by the CUDA runtime wheels and the driver.
@@ -655,13 +661,13 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
   // own requirements, its cuda-bindings among them), and for builds without cuda-bindings the
   // per-build extras that bring their CUDA runtime (CuPy's `ctk-cu12`).
   if (metadata) {
-    for (const std::string& label : metadata->label_extras) manifest.extras[label].push_back(label);
+    for (const VariantLabel& label : metadata->label_extras) manifest.extras[label.str()].push_back(label.str());
     if (!manifest.cuda_bindings)
       for (const auto& [label, extras] : metadata->runtime_extras)
-        for (const std::string& extra : extras) manifest.extras[label].push_back(extra);
+        for (const std::string& extra : extras) manifest.extras[label.str()].push_back(extra);
   }
-  for (const std::string& label : plan.labels) {
-    BuildFiles& build = manifest.builds[label];
+  for (const VariantLabel& label : plan.labels) {
+    BuildFiles& build = manifest.builds[label.str()];
     std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
     for (const VariantFile* v : files) {
       if (v->label != label) continue;
@@ -779,10 +785,10 @@ void Planner::check_collisions() {
   // `wheelmerge verify` takes a name carrying a label for a variant file no manifest lists: a
   // merge with loaders refuses other files so named (they would not be told apart).
   if (!plan.variant_files.empty()) {
-    std::unordered_set<std::string> labels;
+    std::unordered_set<std::string> labels;  // as names spell them
     std::unordered_set<std::string_view> stored;  // views of plan.variant_files
     for (const VariantFile& v : plan.variant_files) {
-      labels.insert(v.label);
+      labels.insert(v.label.str());
       stored.insert(v.stored);
     }
     for (const PlannedMember& m : members) {
@@ -827,12 +833,12 @@ void Planner::finish_dist_info() {
 
 }  // namespace
 
-std::string labelled_path(const std::string& path, const std::string& label) {
+std::string labelled_path(const std::string& path, const VariantLabel& label) {
   std::string dir = dirname(path);
   std::string base = basename(path);
   size_t dot = base.find('.', 1);  // a leading dot belongs to the stem
-  std::string renamed = dot == std::string::npos ? base + "." + label
-                                                 : base.substr(0, dot) + "." + label + base.substr(dot);
+  std::string renamed = dot == std::string::npos ? base + "." + label.str()
+                                                 : base.substr(0, dot) + "." + label.str() + base.substr(dot);
   return dir.empty() ? renamed : dir + "/" + renamed;
 }
 
@@ -840,8 +846,7 @@ std::optional<MergePlan> plan_merge(std::span<const Wheel> inputs, const MergeOp
                                     Problems& problems, const std::function<void()>& files_read) {
   const size_t before = problems.size();
   Planner p(inputs, options, problems);
-  p.order_by_label();
-  if (!p.check_one_build() || !p.build_path_tables()) return std::nullopt;
+  if (!p.order_by_label() || !p.check_one_build() || !p.build_path_tables()) return std::nullopt;
   p.classify_payload();
   p.carry_dist_info();
   p.group_by_package();

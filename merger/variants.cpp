@@ -21,8 +21,8 @@ namespace wm {
 namespace {
 
 // "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl" -> "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64-cu12.whl"
-std::string variant_filename(const std::string& filename, const std::string& label) {
-  return filename.substr(0, filename.size() - 4) + "-" + label + ".whl";
+std::string variant_filename(const std::string& filename, const VariantLabel& label) {
+  return filename.substr(0, filename.size() - 4) + "-" + label.str() + ".whl";
 }
 
 // "{name}-{version}" of a plan: its dist-info directory less ".dist-info".
@@ -57,7 +57,7 @@ bool write_text_file(const std::string& dir, const std::string& name, const std:
 // say goes to `notes`, each naming the build.
 std::vector<std::string> build_sm_arch(const Wheel& w, std::vector<std::string>& notes, Problems& problems) {
   SmArch arch = build_sm_arch(build_gpu_code(w, problems));
-  for (const std::string& note : arch.notes) notes.push_back(fmt::format("{}: sm_arch: {}", w.label, note));
+  for (const std::string& note : arch.notes) notes.push_back(fmt::format("{}: sm_arch: {}", w.build_label().str(), note));
   return arch.values;
 }
 
@@ -82,11 +82,10 @@ std::optional<VariantProperties> variant_properties(const VariantLabel& label, s
 std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inputs, const VariantsOptions& options,
                                              const std::string& out_dir, DosTime time, Problems& problems) {
   const size_t before = problems.size();
-  auto read = read_inputs(inputs, options.merge, problems);
+  auto read = read_inputs(inputs, options.merge, problems);  // every input with a label
   if (!read) return std::nullopt;
   std::vector<Wheel>& wheels = *read;
-  std::sort(wheels.begin(), wheels.end(),
-            [](const Wheel& a, const Wheel& b) { return *VariantLabel::parse(a.label) < *VariantLabel::parse(b.label); });
+  std::sort(wheels.begin(), wheels.end(), [](const Wheel& a, const Wheel& b) { return a.build_label() < b.build_label(); });
 
   // Every output planned before any is written: each build alone, as a merge of one build with
   // its variant.json, under the release's name and version.
@@ -96,7 +95,7 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     std::vector<std::string> sm_arch;
     if (options.sm_arch) sm_arch = build_sm_arch(w, notes, problems);
     std::string why;
-    if (auto v = variant_properties(*VariantLabel::parse(w.label), why, sm_arch)) variants.push_back(std::move(*v));
+    if (auto v = variant_properties(w.build_label(), why, sm_arch)) variants.push_back(std::move(*v));
     else problems.push_back({ProblemKind::usage, w.path, {}, "no variant properties for this build's label",
                              "a CUDA label (cuNN)", why});
   }
@@ -111,7 +110,7 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     one.dist_info_files["variant.json"] = std::move(document);
     auto plan = plan_merge(std::span<const Wheel>(&wheels[i], 1), one, problems);
     if (!plan) continue;
-    plan->filename = variant_filename(plan->filename, variants[i].label);
+    plan->filename = variant_filename(plan->filename, wheels[i].build_label());
     if (!plans.empty() && plan->dist_info != plans.front().dist_info)
       problems.push_back({ProblemKind::invalid_input, wheels[i].display, {}, "a different release than the other builds",
                           "the name and version of " + release_of(plans.front()), release_of(*plan)});
@@ -134,7 +133,7 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
       return std::nullopt;
     }
     result.wheels.push_back(*written);
-    result.labels.push_back(variants[i].label);
+    result.labels.push_back(wheels[i].build_label());
     const auto& nvidia = variants[i].properties.at("nvidia");
     result.sm_arch.push_back(nvidia.count("sm_arch") ? nvidia.at("sm_arch") : std::vector<std::string>());
     result.warnings.insert(result.warnings.end(), plans[i].warnings.begin(), plans[i].warnings.end());

@@ -36,7 +36,7 @@ struct VariantsOptions {
 
 struct VariantsResult {
   std::vector<std::string> wheels;  // the variant wheels written, in label order
-  std::vector<std::string> labels;
+  std::vector<VariantLabel> labels;                // of the variant wheels, in the same order
   std::vector<std::vector<std::string>> sm_arch;  // per label: the sm_arch values given, if any
   std::string index;                // {name}-{version}-variants.json
   std::optional<std::string> merged;

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace wm {
@@ -133,10 +134,10 @@ struct Reader {
   Problems& problems;
   size_t before;  // problems.size() when reading began
 
-  Reader(const WheelInput& input, Problems& problems_) : problems(problems_) {
-    w.path = input.path;
-    w.display = std::filesystem::path(input.path).filename().string();
-    w.label = detect_label(input);
+  Reader(const std::string& path, std::optional<VariantLabel> label, Problems& problems_) : problems(problems_) {
+    w.path = path;
+    w.display = std::filesystem::path(path).filename().string();
+    w.label = std::move(label);
     before = problems.size();
   }
   void fail(std::string_view member, std::string what, std::string expected = {}, std::string found = {}) {
@@ -538,6 +539,11 @@ void Wheel::release_files() {
   std::unordered_map<std::string, std::string>().swap(init_sources);
 }
 
+const VariantLabel& Wheel::build_label() const {
+  if (!label) throw std::logic_error(display + " has no variant label, where a merge's inputs all have one");
+  return *label;
+}
+
 void Wheel::build_index() {
   index.resize(files.size());
   for (size_t i = 0; i < files.size(); ++i) index[i] = static_cast<uint32_t>(i);
@@ -552,24 +558,28 @@ bool is_record_signature(const std::string& rel) { return rel == "RECORD.jws" ||
 
 std::vector<LabelSource> label_sources(const WheelInput& input) {
   std::vector<LabelSource> found;
-  if (!input.label.empty()) found.push_back({"PATH=LABEL", input.label});
+  if (!input.label.empty()) {
+    LabelSource given{"PATH=LABEL", input.label, std::nullopt, {}};
+    given.label = VariantLabel::parse(input.label, given.why);
+    found.push_back(std::move(given));
+  }
   // Read from the name's text, so a label is found even where the rest of the name is invalid.
   std::string file = std::filesystem::path(input.path).filename().string();
   if (file.size() <= 4 || file.substr(file.size() - 4) != ".whl") return found;
   std::string stem = file.substr(0, file.size() - 4);
-  if (size_t dot = stem.rfind('.'); dot != std::string::npos && VariantLabel::parse(stem.substr(dot + 1)))
-    found.push_back({".LABEL suffix", stem.substr(dot + 1)});
+  if (size_t dot = stem.rfind('.'); dot != std::string::npos)
+    if (auto suffix = VariantLabel::parse(stem.substr(dot + 1))) found.push_back({".LABEL suffix", suffix->str(), suffix, {}});
   size_t first = stem.find('-'), second = stem.find('-', first + 1);
   if (first == std::string::npos) return found;
-  std::string local =
-      local_version_label(stem.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
-  if (!local.empty()) found.push_back({"+LABEL local version", local});
+  auto local = local_version_label(stem.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
+  if (local) found.push_back({"+LABEL local version", local->str(), local, {}});
   return found;
 }
 
-std::string detect_label(const WheelInput& input) {
+std::optional<LabelSource> detect_label(const WheelInput& input) {
   std::vector<LabelSource> sources = label_sources(input);
-  return sources.empty() ? std::string() : sources.front().label;
+  if (sources.empty()) return std::nullopt;
+  return std::move(sources.front());
 }
 
 // Streaming: every member with a RECORD hash, of every wheel, read once, in parallel, largest
@@ -643,8 +653,8 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
 
 // Each step adds its findings to `problems`; reading stops after a step that found any, where
 // later steps would only repeat them (WHEEL, METADATA and RECORD's rows are all checked first).
-std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problems) {
-  Reader r(input, problems);
+std::optional<OpenedWheel> open_wheel(const std::string& path, std::optional<VariantLabel> label, Problems& problems) {
+  Reader r(path, std::move(label), problems);
   if (!read_name_and_archive(r) || !check_layout(r)) return std::nullopt;
   list_files(r);
   if (r.failed()) return std::nullopt;
@@ -668,7 +678,8 @@ std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problem
 }
 
 std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
-  auto opened = open_wheel(input, problems);
+  auto named = detect_label(input);
+  auto opened = open_wheel(input.path, named ? named->label : std::nullopt, problems);
   if (!opened) return std::nullopt;
   std::vector<OpenedWheel> one;
   one.push_back(std::move(*opened));

@@ -93,6 +93,13 @@ std::strong_ordering VariantLabel::operator<=>(const VariantLabel& other) const 
   return text_ <=> other.text_;
 }
 
+std::vector<std::string> label_strings(const std::vector<VariantLabel>& labels) {
+  std::vector<std::string> out;
+  out.reserve(labels.size());
+  for (const VariantLabel& label : labels) out.push_back(label.str());
+  return out;
+}
+
 std::vector<int> default_cuda_majors() { return {12, 13}; }
 
 }  // namespace wm

@@ -62,6 +62,9 @@ class VariantLabel {
   std::string text_;
 };
 
+// The labels' text, in the same order: for JSON, messages and generated text.
+std::vector<std::string> label_strings(const std::vector<VariantLabel>& labels);
+
 // The CUDA majors built when neither the command line nor the configuration names any.
 std::vector<int> default_cuda_majors();
 

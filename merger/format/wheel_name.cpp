@@ -83,18 +83,17 @@ std::optional<NameSuffixLabel> name_suffix_label(std::string_view name) {
   if (!all_digits(suffix)) return std::nullopt;
   auto label = VariantLabel::parse("cu" + std::string(suffix));
   if (!label) return std::nullopt;
-  return NameSuffixLabel{normalized.substr(0, sep), label->str()};
+  return NameSuffixLabel{normalized.substr(0, sep), *label};
 }
 
-std::string local_version_label(std::string_view version) {
+std::optional<VariantLabel> local_version_label(std::string_view version) {
   size_t plus = version.find('+');
-  if (plus == std::string_view::npos) return {};
-  auto label = VariantLabel::from_local_version(version.substr(plus + 1));
-  return label ? label->str() : std::string();
+  if (plus == std::string_view::npos) return std::nullopt;
+  return VariantLabel::from_local_version(version.substr(plus + 1));
 }
 
 std::string strip_local_label(std::string_view version) {
-  if (local_version_label(version).empty()) return std::string(version);
+  if (!local_version_label(version)) return std::string(version);
   return std::string(version.substr(0, version.find('+')));
 }
 
@@ -113,9 +112,11 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   std::string_view stem = filename.substr(0, filename.size() - kExt.size());
   WheelName w;
   // The cuda-python CI convention: a ".cuNN" label after the platform tags.
-  if (size_t dot = stem.rfind('.'); dot != std::string_view::npos && VariantLabel::parse(stem.substr(dot + 1))) {
-    w.suffix_label = std::string(stem.substr(dot + 1));
-    stem = stem.substr(0, dot);
+  if (size_t dot = stem.rfind('.'); dot != std::string_view::npos) {
+    if (auto label = VariantLabel::parse(stem.substr(dot + 1))) {
+      w.suffix_label = std::move(*label);
+      stem = stem.substr(0, dot);
+    }
   }
   std::vector<std::string> parts = split(stem, '-');
   if (parts.size() < 5 || parts.size() > 7) {
@@ -151,8 +152,8 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
       why = "variant label \"" + w.variant + "\" is not made of 0-9, a-z, _ and . (PEP 825)";
       return std::nullopt;
     }
-    if (!w.suffix_label.empty()) {  // "...-any-a.cu12.whl": the two conventions would read it two ways
-      why = fmt::format("both a PEP 825 variant label \"{}\" and a .{} suffix", w.variant, w.suffix_label);
+    if (w.suffix_label) {  // "...-any-a.cu12.whl": the two conventions would read it two ways
+      why = fmt::format("both a PEP 825 variant label \"{}\" and a .{} suffix", w.variant, w.suffix_label->str());
       return std::nullopt;
     }
   }

@@ -26,14 +26,18 @@ inline std::string so_name(const std::string& stem) { return stem + ".cpython-31
 // model), then done() adds the dist-info files and returns the Wheel.
 class WheelBuilder {
  public:
-  // `filename` as parse_wheel_filename accepts it; the label as read_wheel would detect it.
+  // `filename` as parse_wheel_filename accepts it; the label as read_wheel would detect it
+  // (empty: none).
   WheelBuilder(const std::string& filename, const std::string& label) {
     std::string why;
     auto name = parse_wheel_filename(filename, why);
     REQUIRE_MESSAGE(name, why);
     w_.path = "/in/" + filename;
     w_.display = filename;
-    w_.label = label;
+    if (!label.empty()) {
+      w_.label = VariantLabel::parse(label, why);
+      REQUIRE_MESSAGE(w_.label, why);
+    }
     w_.name = *name;
     dist_ = name->name + "-" + name->version;
     w_.dist_info = dist_ + ".dist-info";

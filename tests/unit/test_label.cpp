@@ -118,3 +118,23 @@ TEST_CASE("a label round-trips between its text and its major") {
 TEST_CASE("the default majors are 12 and 13") {
   CHECK(default_cuda_majors() == std::vector<int>{12, 13});
 }
+
+TEST_CASE("a label is read only from its own spelling, so its text and str() are one") {
+  for (const char* text : {"cu9", "cu12", "cu130", "torch21_cu12", "torch210_cu12", "torch29_cu9", "x86_64_v1", "x86_64_v4"}) {
+    CAPTURE(text);
+    auto label = VariantLabel::parse(text);
+    REQUIRE(label);
+    CHECK(label->str() == text);
+  }
+  for (const char* text : {"cu012", "cu+12", "torch2_10_cu12", "torch200_cu12", "torch210_cu012", "torch210_cu12x",
+                           "x86_64_v03", "x86_64_v3 ", "CU12"}) {
+    CAPTURE(text);
+    CHECK_FALSE(VariantLabel::parse(text));
+  }
+}
+
+TEST_CASE("label_strings keeps the order") {
+  const std::vector<VariantLabel> labels{VariantLabel::cuda(9), VariantLabel::cuda(12), VariantLabel::cuda(13)};
+  CHECK(label_strings(labels) == std::vector<std::string>{"cu9", "cu12", "cu13"});
+  CHECK(label_strings({}).empty());
+}

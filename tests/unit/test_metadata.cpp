@@ -1,16 +1,21 @@
 #include "merger/metadata.hpp"
 
+#include "labels.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 using namespace wm;
+using namespace wm::test_labels;
 
 namespace {
 Wheel build(const std::string& label, const std::vector<std::string>& requirements) {
   Wheel w;
-  w.label = label;
+  w.label = VariantLabel::parse(label);
+  REQUIRE(w.label);
   w.display = "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl";
   w.dist_info = "pkg-1.0.dist-info";
   w.metadata.fields = {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}};
@@ -39,7 +44,7 @@ TEST_CASE("differing requirements become extras named after the label, combined 
         std::string::npos);
   CHECK(text.find("Provides-Extra: cu12\n") != std::string::npos);
   CHECK(text.find("Provides-Extra: cu13\n") != std::string::npos);
-  CHECK(merged->label_extras == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu12", "cu13"});
 }
 
 TEST_CASE("identical requirements give no extras") {
@@ -100,7 +105,8 @@ namespace {
 // would) and `body` as its description.
 Wheel build_with(const std::string& label, const std::vector<Header>& fields, const std::string& body = {}) {
   Wheel w;
-  w.label = label;
+  w.label = VariantLabel::parse(label);
+  REQUIRE(w.label);
   w.display = "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl";
   w.dist_info = "pkg-1.0.dist-info";
   w.metadata.fields = fields;
@@ -130,7 +136,7 @@ TEST_CASE("metadata: a requirement per build becomes a requirement on the build'
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
   REQUIRE(merged);
   CHECK(problems.empty());
-  CHECK(merged->label_extras == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu12", "cu13"});
   CHECK(fields_of(merged->text) == std::vector<Header>{{"Metadata-Version", "2.1"},
                                                        {"Name", "pkg"},
                                                        {"Version", "1.0"},
@@ -147,7 +153,7 @@ TEST_CASE("metadata: only builds with a requirement of their own get an extra") 
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
   REQUIRE(merged);
-  CHECK(merged->label_extras == std::vector<std::string>{"cu12"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu12"});
   CHECK(merged->text.find("Provides-Extra: cu12\n") != std::string::npos);
   CHECK(merged->text.find("Provides-Extra: cu13") == std::string::npos);
   CHECK(merged->text.find("Requires-Dist: nvidia-cuda-runtime-cu12; extra == \"cu12\"\n") != std::string::npos);
@@ -160,7 +166,7 @@ TEST_CASE("metadata: a requirement two of three builds share is made conditional
   Problems problems;
   auto merged = merge_metadata({&a, &b, &c}, "1.0", problems);
   REQUIRE(merged);
-  CHECK(merged->label_extras == std::vector<std::string>{"cu11", "cu12", "cu13"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu11", "cu12", "cu13"});
   for (const char* line : {"Requires-Dist: x>=1; extra == \"cu11\"\n", "Requires-Dist: x>=1; extra == \"cu12\"\n",
                            "Requires-Dist: x>=2; extra == \"cu13\"\n"}) {
     CAPTURE(line);
@@ -189,7 +195,7 @@ TEST_CASE("metadata: a shared requirement on an extra stays as it is") {
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
   REQUIRE_MESSAGE(merged, (problems.empty() ? "" : describe(problems[0])));
-  CHECK(merged->label_extras == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu12", "cu13"});
   std::vector<Header> fields = fields_of(merged->text);
   CHECK(std::vector<Header>(fields.begin() + 3, fields.begin() + 6) ==
         std::vector<Header>{{"Provides-Extra", "full"}, {"Provides-Extra", "cu12"}, {"Provides-Extra", "cu13"}});
@@ -515,4 +521,14 @@ TEST_CASE("release series: the covering specifier") {
   CHECK(series_specifier({{2, 8}, {2, 11}}, why) == ">=2.8,<2.12,!=2.9.*,!=2.10.*");
   CHECK(series_specifier({{2, 9}, {3, 0}}, why).empty());
   CHECK(why.find("different majors") != std::string::npos);
+}
+
+TEST_CASE("metadata: a wheel without its label is the caller's error, said as one, not taken for a build of no torch") {
+  Wheel a = build("torch210_cu12", {"torch>=2.10,<2.11"});
+  Wheel b = build("torch211_cu12", {"torch>=2.11,<2.12"});
+  Problems problems;
+  REQUIRE(merge_metadata({&a, &b}, "1.0", problems));
+  b.label.reset();  // plan_merge refuses such an input before merge_metadata sees it
+  CHECK_THROWS_AS(merge_metadata({&a, &b}, "1.0", problems), std::logic_error);
+  CHECK(problems.empty());
 }

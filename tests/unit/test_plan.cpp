@@ -5,6 +5,7 @@
 #include "merger/base/problem.hpp"
 #include "merger/verify.hpp"
 #include "merger/version.hpp"
+#include "labels.hpp"
 #include "plan_fixtures.hpp"
 
 #include <doctest/doctest.h>
@@ -13,17 +14,18 @@
 #include <set>
 
 using namespace wm;
+using namespace wm::test_labels;
 using wm::plantest::hash_of;
 using wm::plantest::so_name;
 using wm::plantest::WheelBuilder;
 
 TEST_CASE("plan: variant files keep their directory and carry the label in their name") {
-  CHECK(labelled_path("pkg/_core.cpython-311-x86_64-linux-gnu.so", "cu12") ==
+  CHECK(labelled_path("pkg/_core.cpython-311-x86_64-linux-gnu.so", "cu12"_label) ==
         "pkg/_core.cu12.cpython-311-x86_64-linux-gnu.so");
-  CHECK(labelled_path("pkg.libs/libcudart-1a2b.so.12", "cu12") == "pkg.libs/libcudart-1a2b.cu12.so.12");
-  CHECK(labelled_path("pkg/kernels/x.cubin", "cu13") == "pkg/kernels/x.cu13.cubin");
-  CHECK(labelled_path("pkg/data", "cu13") == "pkg/data.cu13");
-  CHECK(labelled_path(".hidden", "cu13") == ".hidden.cu13");
+  CHECK(labelled_path("pkg.libs/libcudart-1a2b.so.12", "cu12"_label) == "pkg.libs/libcudart-1a2b.cu12.so.12");
+  CHECK(labelled_path("pkg/kernels/x.cubin", "cu13"_label) == "pkg/kernels/x.cu13.cubin");
+  CHECK(labelled_path("pkg/data", "cu13"_label) == "pkg/data.cu13");
+  CHECK(labelled_path(".hidden", "cu13"_label) == ".hidden.cu13");
 }
 
 TEST_CASE("plan: private libraries are preloaded dependencies first") {
@@ -144,7 +146,7 @@ TEST_CASE("plan: shared files are stored once, copied from the first build in la
   const std::vector<Wheel> inputs{cu13, cu12};  // cu12 is input 1 but build 0
   MergePlan plan = plan_ok(inputs);
 
-  CHECK(plan.labels == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(plan.labels) == std::vector<std::string>{"cu12", "cu13"});
   CHECK(plan.shared_files == 3);  // __init__.py (replaced by its patched text), util.py, tool.sh
   const std::vector<std::string> all = paths(plan);
   for (const std::string& path : {std::string("pkg/util.py"), std::string("pkg/tool.sh")}) {
@@ -171,17 +173,17 @@ TEST_CASE("plan: variant extension modules get labelled names and a loader with 
   const std::vector<Wheel> inputs{demo_package("cu12").done(), demo_package("cu13").done()};
   MergeOptions options;
   options.driver_fallback = true;
-  options.build_info["cu12"] = {{"cuda", "12.8"}, {"built-by", "ci"}};
+  options.build_info["cu12"_label] = {{"cuda", "12.8"}, {"built-by", "ci"}};
   MergePlan plan = plan_ok(inputs, options);
 
   const std::string stored12 = "pkg/_core.cu12.cpython-312-x86_64-linux-gnu.so";
   const std::string stored13 = "pkg/_core.cu13.cpython-312-x86_64-linux-gnu.so";
-  CHECK(labelled_path(kCore, "cu12") == stored12);
+  CHECK(labelled_path(kCore, "cu12"_label) == stored12);
   REQUIRE(plan.variant_files.size() == 2);
-  CHECK(plan.variant_files[0].label == "cu12");
+  CHECK(plan.variant_files[0].label == "cu12"_label);
   CHECK(plan.variant_files[0].original == kCore);
   CHECK(plan.variant_files[0].stored == stored12);
-  CHECK(plan.variant_files[1].label == "cu13");
+  CHECK(plan.variant_files[1].label == "cu13"_label);
   CHECK(plan.variant_files[1].original == kCore);
   CHECK(plan.variant_files[1].stored == stored13);
   CHECK(find_member(plan, kCore) == nullptr);
@@ -292,16 +294,48 @@ TEST_CASE("plan: labels are ordered by CUDA major, cu9 before cu12") {
   Wheel cu9 = demo_package("cu9").done();
   Wheel cu12 = demo_package("cu12").done();
   MergePlan plan = plan_ok({cu12, cu9});
-  CHECK(plan.labels == std::vector<std::string>{"cu9", "cu12"});
+  CHECK(label_strings(plan.labels) == std::vector<std::string>{"cu9", "cu12"});
   REQUIRE(plan.variant_files.size() == 2);
-  CHECK(plan.variant_files[0].label == "cu9");
-  CHECK(plan.variant_files[1].label == "cu12");
+  CHECK(plan.variant_files[0].label == "cu9"_label);
+  CHECK(plan.variant_files[1].label == "cu12"_label);
   // Shared files come from the first build in label order: cu9, input 1.
   const PlannedMember& util = member(plan, "pkg/util.py");
   REQUIRE(util.input);
   CHECK(*util.input == 1);
   CHECK(util.entry == entry_of(cu9, "pkg/util.py"));
   CHECK(manifest_in(plan, "pkg/_wheelmerge.py").variants == std::vector<std::string>{"cu9", "cu12"});
+}
+
+TEST_CASE("plan: an input without a label is a problem, not a build sorted before the others") {
+  Wheel cu12 = demo_package("cu12").done();
+  Wheel plain = WheelBuilder("demo-1.0-cp312-cp312-linux_x86_64.whl", "").file("pkg/util.py", "x").done();
+  REQUIRE_FALSE(plain.label);
+  for (const std::vector<Wheel>& inputs : {std::vector<Wheel>{cu12, plain}, std::vector<Wheel>{plain, cu12}}) {
+    Problems problems = plan_refused(inputs);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].kind == ProblemKind::usage);
+    CHECK(problems[0].what == "no variant label");
+    CHECK(problems[0].file == plain.path);
+    CHECK(problems[0].found == "none");
+  }
+}
+
+TEST_CASE("plan: the manifest's selector and rules module are those of the builds' labels") {
+  struct Case {
+    std::string low, high;
+    Selector selector;
+  };
+  for (const Case& c : {Case{"cu9", "cu12", Selector::cuda}, Case{"torch29_cu12", "torch210_cu12", Selector::torch},
+                        Case{"x86_64_v2", "x86_64_v3", Selector::cpu}}) {
+    CAPTURE(c.high);
+    MergePlan plan = plan_ok({demo_package(c.high).done(), demo_package(c.low).done()});
+    CHECK(label_strings(plan.labels) == std::vector<std::string>{c.low, c.high});
+    const LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
+    CHECK(manifest.selector == selector_name(c.selector));
+    CHECK(manifest.variants == label_strings(plan.labels));
+    CHECK(member(plan, "pkg/_wheelmerge_rules.py").content == render_rules(selector_name(c.selector), "pkg"));
+    CHECK(member(plan, "pkg/_core." + c.low + ".cpython-312-x86_64-linux-gnu.so").input);
+  }
 }
 
 TEST_CASE("plan: a differing Python file is a conflict unless a --variant-file glob matches it") {
@@ -371,7 +405,7 @@ TEST_CASE("plan: a differing dist-info file is a conflict; differing SBOMs are k
     MergePlan plan = plan_ok(inputs);
     CHECK(find_member(plan, "demo-1.0.dist-info/sboms/demo.cdx.json") == nullptr);
     for (size_t i : {0, 1}) {
-      const PlannedMember& m = member(plan, labelled_path("demo-1.0.dist-info/sboms/demo.cdx.json", inputs[i].label));
+      const PlannedMember& m = member(plan, labelled_path("demo-1.0.dist-info/sboms/demo.cdx.json", inputs[i].build_label()));
       REQUIRE(m.input);
       CHECK(*m.input == i);
       CHECK(m.entry == entry_of(inputs[i], "demo-1.0.dist-info/sboms/demo.cdx.json"));
@@ -454,7 +488,8 @@ TEST_CASE("plan: private libraries are preloaded in dependency order, inside and
   CHECK(find_member(plan, "pkg/_libs/libin.cu12.so"));
   CHECK(plan.loader_packages == std::vector<std::string>{"pkg"});
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
-  for (const std::string label : {"cu12", "cu13"}) {
+  for (const VariantLabel& variant : {"cu12"_label, "cu13"_label}) {
+    const std::string& label = variant.str();
     CAPTURE(label);
     const BuildFiles& b = manifest.builds.at(label);
     CHECK(b.preload == std::vector<std::string>{"../pkg.libs/libz." + label + ".so.1", "../pkg.libs/liba." + label + ".so.1",
@@ -719,7 +754,10 @@ TEST_CASE("plan: METADATA is merged, differing requirements becoming label extra
         "Requires-Dist: numpy\n"
         "Requires-Dist: cuda-bindings>=12,<13; extra == \"cu12\"\n"
         "Requires-Dist: cuda-bindings>=13,<14; extra == \"cu13\"\n");
-  CHECK(manifest_in(plan, "pkg/_wheelmerge.py").extras == std::map<std::string, std::vector<std::string>>{{"cu12", {"cu12"}}, {"cu13", {"cu13"}}});
+  const LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
+  CHECK(manifest.extras.size() == 2);
+  CHECK(manifest.extras.at("cu12") == std::vector<std::string>{"cu12"});
+  CHECK(manifest.extras.at("cu13") == std::vector<std::string>{"cu13"});
   CHECK(plan.warnings == std::vector<std::string>{"cu12 warning", "cu13 warning"});  // in label order
 }
 
@@ -826,7 +864,7 @@ TEST_CASE("plan: --name merges distributions of different names under the given 
                            options);
   CHECK(plan.filename == "cupy-14.2.0-cp312-cp312-linux_x86_64.whl");
   CHECK(plan.dist_info == "cupy-14.2.0.dist-info");
-  CHECK(plan.labels == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(plan.labels) == std::vector<std::string>{"cu12", "cu13"});
   for (const std::string& path : paths(plan)) {
     CAPTURE(path);
     CHECK(path.find("cuda1") == std::string::npos);
@@ -899,7 +937,7 @@ TEST_CASE("plan: a DLL that differs between builds is a conflict, as Windows wou
   REQUIRE_MESSAGE(plan, all_problems(own));
   std::vector<std::string> stored;
   for (const VariantFile& v : plan->variant_files)
-    if (v.original.ends_with(".dll")) stored.push_back(v.label + " " + v.stored);
+    if (v.original.ends_with(".dll")) stored.push_back(v.label.str() + " " + v.stored);
   CHECK(stored == std::vector<std::string>{"cu12 pkg.libs/msvcp140-1a2b.dll", "cu13 pkg.libs/msvcp140-3c4d.dll"});
   // The same DLL in every build is shared, as any file is.
   Problems none;

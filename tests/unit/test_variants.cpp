@@ -1,28 +1,30 @@
 #include "merger/format/label.hpp"
 #include "merger/variants.hpp"
+#include "wheel_builder.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 using namespace wm;
+using namespace wm::test;
 
 TEST_CASE("variant properties: a CUDA build needs a driver of its major; other selectors have no provider") {
   std::string why;
-  auto cu12 = variant_properties(*VariantLabel::parse("cu12"), why);
+  auto cu12 = variant_properties(VariantLabel::cuda(12), why);
   REQUIRE(cu12);
   CHECK(cu12->label == "cu12");
   CHECK(cu12->properties.at("nvidia").at("cuda_version_lower_bound") == std::vector<std::string>{"12"});
   CHECK(cu12->properties.size() == 1);
-  CHECK_FALSE(variant_properties(*VariantLabel::parse("x86_64_v3"), why));
+  CHECK_FALSE(variant_properties(VariantLabel::cpu(3), why));
   CHECK(why.find("cpu builds have no variant provider") != std::string::npos);
-  CHECK_FALSE(variant_properties(*VariantLabel::parse("torch210_cu12"), why));
+  CHECK_FALSE(variant_properties(VariantLabel::torch(2, 10, 12), why));
   CHECK(why.find("torch builds") != std::string::npos);
 }
 
 TEST_CASE("variants document: the schema, nvidia's provider, every label; sorted keys, the same bytes for the same builds") {
   std::string why;
-  const auto cu12 = *variant_properties(*VariantLabel::parse("cu12"), why);
-  const auto cu13 = *variant_properties(*VariantLabel::parse("cu13"), why);
+  const auto cu12 = *variant_properties(VariantLabel::cuda(12), why);
+  const auto cu13 = *variant_properties(VariantLabel::cuda(13), why);
   const std::string both = variants_document({cu12, cu13});
   CHECK(both == variants_document({cu13, cu12}));
   CHECK(both.back() == '\n');
@@ -42,7 +44,7 @@ TEST_CASE("variants document: the schema, nvidia's provider, every label; sorted
 
 TEST_CASE("variant.json as the strict reader checks it") {
   std::string why;
-  const std::string good = variants_document({*variant_properties(*VariantLabel::parse("cu12"), why)});
+  const std::string good = variants_document({*variant_properties(VariantLabel::cuda(12), why)});
   CHECK(variant_document_problem(good, "cu12") == "");
   CHECK(variant_index_problem(good) == "");
   CHECK(variant_property_strings(good, "cu12") == std::vector<std::string>{"nvidia :: cuda_version_lower_bound :: 12"});
@@ -85,7 +87,7 @@ TEST_CASE("variant.json as the strict reader checks it") {
 
 TEST_CASE("variant metadata: duplicate keys at any level, a byte order mark, unknown keys") {
   std::string why;
-  const std::string good = variants_document({*variant_properties(*VariantLabel::parse("cu12"), why)});
+  const std::string good = variants_document({*variant_properties(VariantLabel::cuda(12), why)});
   auto replaced = [&](std::string_view from, std::string_view to) {
     std::string text = good;
     const size_t at = text.find(from);
@@ -125,7 +127,7 @@ TEST_CASE("variant metadata: duplicate keys at any level, a byte order mark, unk
 
 TEST_CASE("variant metadata: provider entries as uv and variantlib read them") {
   std::string why;
-  const std::string good = variants_document({*variant_properties(*VariantLabel::parse("cu12"), why)});
+  const std::string good = variants_document({*variant_properties(VariantLabel::cuda(12), why)});
   auto provider = [&](nlohmann::json entry) {
     auto doc = nlohmann::json::parse(good);
     doc["providers"]["nvidia"] = std::move(entry);
@@ -165,7 +167,7 @@ TEST_CASE("variant metadata: provider entries as uv and variantlib read them") {
 
 TEST_CASE("variant metadata: name grammars (variantlib's VALIDATION_*_REGEX, uv's parsers)") {
   std::string why;
-  const std::string good = variants_document({*variant_properties(*VariantLabel::parse("cu12"), why)});
+  const std::string good = variants_document({*variant_properties(VariantLabel::cuda(12), why)});
   auto with = [&](const std::string& name_space, const std::string& feature, const std::string& value) {
     auto doc = nlohmann::json::parse(good);
     doc["default-priorities"]["namespace"] = {name_space};
@@ -198,8 +200,8 @@ TEST_CASE("variant metadata: name grammars (variantlib's VALIDATION_*_REGEX, uv'
 
 TEST_CASE("variant metadata: the document read serialises and reads back the same") {
   std::string why;
-  const std::string good = variants_document({*variant_properties(*VariantLabel::parse("cu12"), why, {"8.0", "9.0"}),
-                                              *variant_properties(*VariantLabel::parse("cu13"), why)});
+  const std::string good = variants_document({*variant_properties(VariantLabel::cuda(12), why, {"8.0", "9.0"}),
+                                              *variant_properties(VariantLabel::cuda(13), why)});
   auto doc = parse_variant_document(good, why);
   REQUIRE(doc);
   CHECK(variant_document_text(*doc) == good);  // the writer's bytes
@@ -208,4 +210,45 @@ TEST_CASE("variant metadata: the document read serialises and reads back the sam
   CHECK(*again == *doc);
   CHECK(doc->providers.at("nvidia").plugin_api == "nvidia_variant_provider.plugin:NvidiaVariantPlugin");
   CHECK(doc->variants.at("cu12").at("nvidia").at("sm_arch") == std::vector<std::string>{"8.0", "9.0"});
+}
+
+TEST_CASE("variants: the variant wheels come in label order, cu9 before cu12, whatever the order of the inputs") {
+  TempDir dir;
+  const std::string cu12 = cuda_build(12).write(dir.sub("in"));
+  const std::string cu9 = cuda_build(9).write(dir.sub("in"));
+  const DosTime time = dos_time_from_epoch(1700000000);
+  Problems problems;
+  auto result = write_variants({{cu12, ""}, {cu9, ""}}, {}, dir.sub("out").string(), time, problems);
+  REQUIRE_MESSAGE(result, (problems.empty() ? std::string() : describe(problems.front())));
+  CHECK(result->labels == std::vector<VariantLabel>{VariantLabel::cuda(9), VariantLabel::cuda(12)});
+  REQUIRE(result->wheels.size() == 2);
+  CHECK(result->wheels[0].ends_with("pkg-1.0-cp311-cp311-linux_x86_64-cu9.whl"));
+  CHECK(result->wheels[1].ends_with("pkg-1.0-cp311-cp311-linux_x86_64-cu12.whl"));
+  CHECK(result->sm_arch == std::vector<std::vector<std::string>>{{}, {}});
+  CHECK(result->index.ends_with("pkg-1.0-variants.json"));
+}
+
+TEST_CASE("variants: an input without a label, or one with no properties, is refused before anything is written") {
+  TempDir dir;
+  const std::string cu12 = cuda_build(12).write(dir.sub("in"));
+  WheelBuilder plain = cuda_build(13);
+  plain.filename = "pkg-1.0-cp311-cp311-linux_x86_64.whl";
+  const std::string unlabelled = plain.write(dir.sub("plain"));
+  const fs::path out = dir.sub("out");
+  const DosTime time = dos_time_from_epoch(1700000000);
+  Problems problems;
+  CHECK_FALSE(write_variants({{unlabelled, ""}, {cu12, ""}}, {}, out.string(), time, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "no variant label");
+  CHECK(problems[0].file == unlabelled);
+  problems.clear();
+  WheelBuilder plain12 = cuda_build(12);
+  plain12.filename = plain.filename;
+  const std::string other = plain12.write(dir.sub("plain12"));
+  CHECK_FALSE(write_variants({{unlabelled, "x86_64_v3"}, {other, "x86_64_v2"}}, {}, out.string(), time, problems));
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].what == "no variant properties for this build's label");
+  CHECK(problems[0].file == other);  // in label order: x86_64_v2 first
+  CHECK(problems[1].found.starts_with("x86_64_v3 (cpu builds"));
+  CHECK(listing(out).empty());
 }
