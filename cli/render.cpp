@@ -18,12 +18,12 @@ nlohmann::json to_json(const InspectReport& r) {
     nlohmann::json modules = nlohmann::json::object(), preload = nlohmann::json::object(),
                    build_info = nlohmann::json::object();
     for (const auto& [label, build] : l.manifest.builds) {
-      modules[label] = build.modules;
-      preload[label] = build.preload;
-      build_info[label] = build.build_info;
+      modules[label.str()] = build.modules;
+      preload[label.str()] = build.preload;
+      build_info[label.str()] = build.build_info;
     }
-    loaders.push_back({{"package", l.manifest.package}, {"loader", l.path}, {"selector", l.manifest.selector},
-                       {"variants", l.manifest.variants}, {"driver_fallback", l.manifest.driver_fallback},
+    loaders.push_back({{"package", l.manifest.package}, {"loader", l.path}, {"selector", selector_name(l.manifest.selector)},
+                       {"variants", label_strings(l.manifest.variants)}, {"driver_fallback", l.manifest.driver_fallback},
                        {"sources", l.manifest.sources()}, {"wheelmerge", l.manifest.wheelmerge}, {"modules", modules},
                        {"preload", preload}, {"build_info", build_info}});
   }
@@ -65,11 +65,11 @@ void print_text(const InspectReport& r) {
   fmt::print("variants: {}\n", fmt::join(r.variants, ", "));
   for (const InspectReport::Loader& l : r.loaders)
     fmt::print("loader: {} (package {}, selector {}, driver fallback {})\n", printable(l.path),
-               printable(l.manifest.package), l.manifest.selector, l.manifest.driver_fallback ? "on" : "off");
+               printable(l.manifest.package), selector_name(l.manifest.selector), l.manifest.driver_fallback ? "on" : "off");
   for (const InspectReport::Loader& l : r.loaders)
-    for (const std::string& label : l.manifest.variants)  // in selection order, lowest first
+    for (const VariantLabel& label : l.manifest.variants)  // in selection order, lowest first
       if (const BuildFiles& build = l.manifest.builds.at(label); !build.build_info.empty())
-        fmt::print("{} built with: {}\n", printable(label), printable(nlohmann::json(build.build_info).dump()));
+        fmt::print("{} built with: {}\n", printable(label.str()), printable(nlohmann::json(build.build_info).dump()));
   fmt::print("shared: {} bytes\n", r.shared_bytes);
   for (const auto& [label, bytes] : r.variant_bytes) fmt::print("{}: {} bytes\n", label, bytes);
   for (const InspectReport::File& f : r.files)

@@ -157,11 +157,11 @@ std::string manifest_block(const LoaderManifest& m) {
     PyValue v;
     v.open = '{';
     static const BuildFiles kNone;
-    std::vector<std::string> labels(m.variants.begin(), m.variants.end());
-    std::sort(labels.begin(), labels.end());
-    for (const std::string& label : labels) {
+    std::vector<VariantLabel> labels = m.variants;
+    std::sort(labels.begin(), labels.end(), LabelTextOrder());
+    for (const VariantLabel& label : labels) {
       auto it = m.builds.find(label);
-      v.add(py_string(label), get(it == m.builds.end() ? kNone : it->second, label));
+      v.add(py_string(label.str()), get(it == m.builds.end() ? kNone : it->second, label));
     }
     return v;
   };
@@ -169,21 +169,21 @@ std::string manifest_block(const LoaderManifest& m) {
   out += py_assign("_WHEELMERGE", "", {py_string(m.wheelmerge), {}, {}, 0});
   out += py_assign("_DISTRIBUTION", "", {py_string(m.distribution), {}, {}, 0});
   out += py_assign("_PACKAGE", "", {py_string(m.package), {}, {}, 0});
-  out += py_assign("_SELECTOR", "", {py_string(m.selector), {}, {}, 0});
-  out += py_assign("_VARIANTS", "tuple[str, ...]", py_strings(m.variants));
+  out += py_assign("_SELECTOR", "", {py_string(selector_name(m.selector)), {}, {}, 0});
+  out += py_assign("_VARIANTS", "tuple[str, ...]", py_strings(label_strings(m.variants)));
   out += py_assign("_SOURCES", "tuple[str, ...]", py_strings(m.sources()));
-  out += py_assign("_EXTRAS", "dict[str, tuple[str, ...]]", per_build([&](const BuildFiles&, const std::string& label) {
+  out += py_assign("_EXTRAS", "dict[str, tuple[str, ...]]", per_build([&](const BuildFiles&, const VariantLabel& label) {
                      auto it = m.extras.find(label);
                      return py_strings(it == m.extras.end() ? std::vector<std::string>() : it->second);
                    }));
   out += py_assign("_MODULES", "dict[str, dict[str, str]]",
-                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.modules); }));
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.modules); }));
   out += py_assign("_FILES", "dict[str, dict[str, str]]",
-                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.files); }));
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.files); }));
   out += py_assign("_PRELOAD", "dict[str, tuple[str, ...]]",
-                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.preload); }));
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.preload); }));
   out += py_assign("_BUILD_INFO", "dict[str, dict[str, str]]",
-                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.build_info); }));
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.build_info); }));
   out += py_assign("_VARIANT_VARS", "", py_strings({package_variable(m.distribution), "WHEELMERGE_VARIANT"}));
   out += kBlockEnd;
   return out;
@@ -273,11 +273,11 @@ class LiteralReader {
 
 std::string render_loader(const LoaderManifest& manifest) {
   std::string out = replace_line(kLoaderCore, "#: manifest\n", manifest_block(manifest));
-  return replace_line(out, "#: selector\n", manifest.selector == "cuda" ? kLoaderUsualCuda : kLoaderUsualOther);
+  return replace_line(out, "#: selector\n", manifest.selector == Selector::cuda ? kLoaderUsualCuda : kLoaderUsualOther);
 }
 
-std::string render_rules(std::string_view selector, std::string_view package) {
-  std::string_view part = selector == "cuda" ? kRulesCuda : selector == "torch" ? kRulesTorch : kRulesCpu;
+std::string render_rules(Selector selector, std::string_view package) {
+  std::string_view part = selector == Selector::cuda ? kRulesCuda : selector == Selector::torch ? kRulesTorch : kRulesCpu;
   std::string out = replace_line(kRulesCore, "#: selector\n", part);
   out = replace_line(out, "#: include report\n", kRulesReport);
   const std::string_view placeholder = "of package PACKAGE (";

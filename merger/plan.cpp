@@ -648,26 +648,26 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
   LoaderManifest manifest;
   manifest.package = dotted;
   manifest.distribution = options.name.empty() ? first().metadata.one("Name").value_or(first().name.name) : options.name;
-  manifest.variants = label_strings(plan.labels);
+  manifest.variants = plan.labels;
   // Inputs of one merge share a selector (merge_wheels refuses a mix).
-  manifest.selector = selector_name(plan.labels.front().selector());
+  manifest.selector = plan.labels.front().selector();
   manifest.wheelmerge = std::string(kVersion);
   manifest.driver_fallback = options.driver_fallback;
   // Builds that require no cuda-bindings (CuPy) select by the CUDA runtime wheels and the driver.
-  if (manifest.selector == "cuda") manifest.cuda_bindings = !metadata || metadata->cuda_bindings;
+  if (manifest.selector == Selector::cuda) manifest.cuda_bindings = !metadata || metadata->cuda_bindings;
   manifest.driver_fallback = options.driver_fallback || !manifest.cuda_bindings;
   // The extras that install what each build needs, so that the loader proposes only
   // `pip install "dist[...]"` commands that exist: the label when it is an extra (the build's
   // own requirements, its cuda-bindings among them), and for builds without cuda-bindings the
   // per-build extras that bring their CUDA runtime (CuPy's `ctk-cu12`).
   if (metadata) {
-    for (const VariantLabel& label : metadata->label_extras) manifest.extras[label.str()].push_back(label.str());
+    for (const VariantLabel& label : metadata->label_extras) manifest.extras[label].push_back(label.str());
     if (!manifest.cuda_bindings)
       for (const auto& [label, extras] : metadata->runtime_extras)
-        for (const std::string& extra : extras) manifest.extras[label.str()].push_back(extra);
+        for (const std::string& extra : extras) manifest.extras[label].push_back(extra);
   }
   for (const VariantLabel& label : plan.labels) {
-    BuildFiles& build = manifest.builds[label.str()];
+    BuildFiles& build = manifest.builds[label];
     std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
     for (const VariantFile* v : files) {
       if (v->label != label) continue;

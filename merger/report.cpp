@@ -120,10 +120,10 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
         variant_of[std::string(*member)] = label;
     };
     for (const auto& [label, build] : l.manifest.builds) {
-      for (const auto& [original, stored] : build.files) mark(stored, label);
-      for (const std::string& lib : build.preload) mark(lib, label);
+      for (const auto& [original, stored] : build.files) mark(stored, label.str());
+      for (const std::string& lib : build.preload) mark(lib, label.str());
     }
-    r.variants = l.manifest.variants;
+    r.variants = label_strings(l.manifest.variants);
     r.loaders.push_back({std::move(l.loader_path), std::move(l.manifest)});
   }
   for (const WheelFile& f : wheel->files) {

@@ -67,7 +67,7 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
       fail(rules_path, "loader's rules module is missing", "the module beside the loader", "no such member");
     else if (*l.rules_source != render_rules(manifest->selector, manifest->package))
       fail(rules_path, "rules module is not the one wheelmerge " + std::string(kVersion) + " writes",
-           "the rendered rules module of selector " + manifest->selector, "other text");
+           "the rendered rules module of selector " + std::string(selector_name(manifest->selector)), "other text");
     // The package and its modules are the loader's own: a manifest claiming another package's
     // name, or a module outside its package ("json"), would take over that import.
     std::string dotted = site_packages_path(package_dir).value_or("");
@@ -78,15 +78,16 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
     for (const auto& [label, build] : manifest->builds)
       for (const auto& [module, file] : build.modules)
         if (module != manifest->package && !module.starts_with(manifest->package + "."))
-          fail(l.loader_path, fmt::format("manifest modules of {} names a module outside the package", label),
+          fail(l.loader_path, fmt::format("manifest modules of {} names a module outside the package", label.str()),
                "a module of " + manifest->package, module);
     if (!imports_loader(l.init_source))
       fail(package_dir + "/__init__.py", "package does not import its loader", std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
     if (!found.empty() && found.front().manifest.variants != manifest->variants)
-      fail(l.loader_path, "loaders disagree on the variants", nlohmann::json(found.front().manifest.variants).dump(),
-           nlohmann::json(manifest->variants).dump());
-    for (const std::string& label : manifest->variants) {
-      const BuildFiles& build = manifest->builds.at(label);
+      fail(l.loader_path, "loaders disagree on the variants", nlohmann::json(label_strings(found.front().manifest.variants)).dump(),
+           nlohmann::json(label_strings(manifest->variants)).dump());
+    for (const VariantLabel& variant : manifest->variants) {
+      const BuildFiles& build = manifest->builds.at(variant);
+      const std::string& label = variant.str();
       auto check = [&](const char* section, const std::string& rel) {
         std::string installed = ManifestResolver::installed(l.loader_path, rel);
         if (installed.empty()) {
@@ -106,7 +107,8 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
   // A file stored under a variant label that no manifest names would never be loaded. A name
   // is labelled when one of its dot-separated pieces after the stem is a variant label.
   if (!found.empty()) {
-    std::unordered_set<std::string> labels(found.front().manifest.variants.begin(), found.front().manifest.variants.end());
+    const std::vector<std::string> variants = label_strings(found.front().manifest.variants);
+    std::unordered_set<std::string> labels(variants.begin(), variants.end());
     for (std::string_view path : paths) {
       if (listed.count(path) || path.find(".dist-info/") != std::string::npos) continue;
       if (!label_in_name(path, labels).empty())

@@ -133,8 +133,13 @@ TEST_CASE("a label is read only from its own spelling, so its text and str() are
   }
 }
 
-TEST_CASE("label_strings keeps the order") {
+TEST_CASE("label_strings keeps the order; LabelTextOrder orders by text, as JSON keys are") {
   const std::vector<VariantLabel> labels{VariantLabel::cuda(9), VariantLabel::cuda(12), VariantLabel::cuda(13)};
   CHECK(label_strings(labels) == std::vector<std::string>{"cu9", "cu12", "cu13"});
   CHECK(label_strings({}).empty());
+  std::vector<VariantLabel> by_text = labels;
+  std::sort(by_text.begin(), by_text.end(), LabelTextOrder());
+  CHECK(label_strings(by_text) == std::vector<std::string>{"cu12", "cu13", "cu9"});
+  std::sort(by_text.begin(), by_text.end());
+  CHECK(by_text == labels);
 }

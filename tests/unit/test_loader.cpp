@@ -202,12 +202,13 @@ TEST_CASE("the rendered loader carries the manifest as Python literals, and it c
   m.wheelmerge = "1.0";
   m.package = "pkg";
   m.distribution = "pkg.Name_x";
-  m.variants = {"cu12", "cu13"};
+  const VariantLabel cu12 = VariantLabel::cuda(12), cu13 = VariantLabel::cuda(13);
+  m.variants = {cu12, cu13};
   m.cuda_bindings = false;
-  m.extras = {{"cu12", {"ctk-cu12"}}};
-  m.builds["cu12"].files = {{"k\"q\\x\xC3\xA9\xF0\x9F\x98\x80", "x.cu12"}};
-  m.builds["cu12"].build_info = {{"a", std::string(200, 'z')}};
-  m.builds["cu13"];
+  m.extras = {{cu12, {"ctk-cu12"}}};
+  m.builds[cu12].files = {{"k\"q\\x\xC3\xA9\xF0\x9F\x98\x80", "x.cu12"}};
+  m.builds[cu12].build_info = {{"a", std::string(200, 'z')}};
+  m.builds[cu13];
   std::string rendered = render_loader(m);
   CHECK(rendered.find("_SOURCES: tuple[str, ...] = (\"runtime\", \"driver\")\n") != std::string::npos);
   CHECK(rendered.find("_VARIANT_VARS = (\"WHEELMERGE_VARIANT_PKG_NAME_X\", \"WHEELMERGE_VARIANT\")\n") != std::string::npos);
@@ -234,11 +235,12 @@ TEST_CASE("the rendered loader carries the manifest as Python literals, and it c
 }
 
 TEST_CASE("the rules module differs per selector and holds no template directive") {
-  std::string cuda = render_rules("cuda", "pkg"), torch = render_rules("torch", "pkg"), cpu = render_rules("cpu", "pkg");
+  std::string cuda = render_rules(Selector::cuda, "pkg"), torch = render_rules(Selector::torch, "pkg"),
+              cpu = render_rules(Selector::cpu, "pkg");
   CHECK(cuda.starts_with("\"\"\"The rest of the build selection of package pkg (written by wheelmerge)."));
-  CHECK(render_rules("cuda", "a.b") != cuda);  // no two packages of a wheel share the file
+  CHECK(render_rules(Selector::cuda, "a.b") != cuda);  // no two packages of a wheel share the file
   // A directory name cannot end the docstring: quotes and backslashes are escaped.
-  std::string odd = render_rules("cuda", "x\"\"\"+__import__('os')\\");
+  std::string odd = render_rules(Selector::cuda, "x\"\"\"+__import__('os')\\");
   CHECK(odd.starts_with(R"("""The rest of the build selection of package x\x22\x22\x22+__import__('os')\\ (written)"));
   CHECK(cuda != torch);
   CHECK(torch != cpu);

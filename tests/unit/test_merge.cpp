@@ -87,13 +87,13 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   REQUIRE_MESSAGE(manifest, why);
   CHECK(manifest->package == "pkg");
   CHECK(manifest->distribution == "pkg");
-  CHECK(manifest->variants == std::vector<std::string>{"cu12", "cu13"});
-  CHECK(manifest->extras.at("cu12") == std::vector<std::string>{"cu12"});
-  CHECK(manifest->extras.at("cu13") == std::vector<std::string>{"cu13"});
+  CHECK(label_strings(manifest->variants) == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(manifest->extras.at("cu12"_label) == std::vector<std::string>{"cu12"});
+  CHECK(manifest->extras.at("cu13"_label) == std::vector<std::string>{"cu13"});
   CHECK(manifest->extras.size() == 2);
-  CHECK(manifest->builds.at("cu12").modules ==
+  CHECK(manifest->builds.at("cu12"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cu12.cpython-311-x86_64-linux-gnu.so"}});
-  CHECK(manifest->builds.at("cu13").modules ==
+  CHECK(manifest->builds.at("cu13"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cu13.cpython-311-x86_64-linux-gnu.so"}});
   // METADATA: the differing requirements as extras, the shared one kept.
   std::string metadata = member_text(*merged, "pkg-1.0.dist-info/METADATA");
@@ -128,8 +128,8 @@ TEST_CASE("merge: one build keeps its files and names, and gets a loader that im
   std::string why;
   auto manifest = LoaderManifest::parse(*json, why);
   REQUIRE_MESSAGE(manifest, why);
-  CHECK(manifest->variants == std::vector<std::string>{"cu13"});
-  CHECK(manifest->builds.at("cu13").modules ==
+  CHECK(label_strings(manifest->variants) == std::vector<std::string>{"cu13"});
+  CHECK(manifest->builds.at("cu13"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cpython-311-x86_64-linux-gnu.so"}});
   // Its requirement stays as the build had it (an extra per build only where builds differ).
   CHECK(member_text(*merged, "pkg-1.0.dist-info/METADATA").find("Requires-Dist: cuda-bindings>=13,<14\n") != std::string::npos);
@@ -196,8 +196,8 @@ TEST_CASE("merge: torch and CPU-level labels in every form; the manifest names t
     std::string loader = member_text(*merged, "pkg/_wheelmerge.py");
     auto manifest = LoaderManifest::parse(manifest_of_loader(loader).value_or(""), why);
     REQUIRE_MESSAGE(manifest, why);
-    CHECK(manifest->selector == c.selector);
-    CHECK(manifest->variants == c.labels);
+    CHECK(selector_name(manifest->selector) == c.selector);
+    CHECK(label_strings(manifest->variants) == c.labels);
   }
 }
 

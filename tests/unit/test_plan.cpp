@@ -212,12 +212,12 @@ TEST_CASE("plan: variant extension modules get labelled names and a loader with 
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
   CHECK(manifest.package == "pkg");
   CHECK(manifest.distribution == "demo");
-  CHECK(manifest.variants == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(manifest.variants) == std::vector<std::string>{"cu12", "cu13"});
   CHECK(manifest.driver_fallback);
   CHECK(manifest.extras.empty());
   REQUIRE(manifest.builds.size() == 2);
-  const BuildFiles& b12 = manifest.builds.at("cu12");
-  const BuildFiles& b13 = manifest.builds.at("cu13");
+  const BuildFiles& b12 = manifest.builds.at("cu12"_label);
+  const BuildFiles& b13 = manifest.builds.at("cu13"_label);
   CHECK(b12.modules == std::map<std::string, std::string>{{"pkg._core", "_core.cu12.cpython-312-x86_64-linux-gnu.so"}});
   CHECK(b13.modules == std::map<std::string, std::string>{{"pkg._core", "_core.cu13.cpython-312-x86_64-linux-gnu.so"}});
   CHECK(b12.files == std::map<std::string, std::string>{
@@ -238,8 +238,8 @@ TEST_CASE("plan: without --driver-fallback the manifest says so; builds without 
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
   CHECK_FALSE(manifest.driver_fallback);
   CHECK(manifest.sources() == std::vector<std::string>{"cuda-bindings"});
-  CHECK(manifest.builds.at("cu12").build_info.empty());
-  CHECK(manifest.extras.at("cu12") == std::vector<std::string>{"cu12"});  // its cuda-bindings
+  CHECK(manifest.builds.at("cu12"_label).build_info.empty());
+  CHECK(manifest.extras.at("cu12"_label) == std::vector<std::string>{"cu12"});  // its cuda-bindings
 
   MergePlan without = plan_ok({demo_package("cu12").done(), demo_package("cu13").done()});
   LoaderManifest plain = manifest_in(without, "pkg/_wheelmerge.py");
@@ -303,7 +303,7 @@ TEST_CASE("plan: labels are ordered by CUDA major, cu9 before cu12") {
   REQUIRE(util.input);
   CHECK(*util.input == 1);
   CHECK(util.entry == entry_of(cu9, "pkg/util.py"));
-  CHECK(manifest_in(plan, "pkg/_wheelmerge.py").variants == std::vector<std::string>{"cu9", "cu12"});
+  CHECK(label_strings(manifest_in(plan, "pkg/_wheelmerge.py").variants) == std::vector<std::string>{"cu9", "cu12"});
 }
 
 TEST_CASE("plan: an input without a label is a problem, not a build sorted before the others") {
@@ -331,9 +331,9 @@ TEST_CASE("plan: the manifest's selector and rules module are those of the build
     MergePlan plan = plan_ok({demo_package(c.high).done(), demo_package(c.low).done()});
     CHECK(label_strings(plan.labels) == std::vector<std::string>{c.low, c.high});
     const LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
-    CHECK(manifest.selector == selector_name(c.selector));
-    CHECK(manifest.variants == label_strings(plan.labels));
-    CHECK(member(plan, "pkg/_wheelmerge_rules.py").content == render_rules(selector_name(c.selector), "pkg"));
+    CHECK(manifest.selector == c.selector);
+    CHECK(manifest.variants == plan.labels);
+    CHECK(member(plan, "pkg/_wheelmerge_rules.py").content == render_rules(c.selector, "pkg"));
     CHECK(member(plan, "pkg/_core." + c.low + ".cpython-312-x86_64-linux-gnu.so").input);
   }
 }
@@ -360,8 +360,8 @@ TEST_CASE("plan: a differing Python file is a conflict unless a --variant-file g
   CHECK(find_member(plan, "pkg/config.cu13.py"));
   CHECK(find_member(plan, "pkg/util.py"));  // matched by the glob, but shared
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
-  CHECK(manifest.builds.at("cu13").modules.at("pkg.config") == "config.cu13.py");
-  CHECK(manifest.builds.at("cu13").files.at("config.py") == "config.cu13.py");
+  CHECK(manifest.builds.at("cu13"_label).modules.at("pkg.config") == "config.cu13.py");
+  CHECK(manifest.builds.at("cu13"_label).files.at("config.py") == "config.cu13.py");
   CHECK(plan.warnings.empty());  // a module: the loader imports the build's copy
 }
 
@@ -491,7 +491,7 @@ TEST_CASE("plan: private libraries are preloaded in dependency order, inside and
   for (const VariantLabel& variant : {"cu12"_label, "cu13"_label}) {
     const std::string& label = variant.str();
     CAPTURE(label);
-    const BuildFiles& b = manifest.builds.at(label);
+    const BuildFiles& b = manifest.builds.at(variant);
     CHECK(b.preload == std::vector<std::string>{"../pkg.libs/libz." + label + ".so.1", "../pkg.libs/liba." + label + ".so.1",
                                                 "_libs/libin." + label + ".so"});
     CHECK(b.modules == std::map<std::string, std::string>{{"pkg._core", "_core." + label + ".cpython-312-x86_64-linux-gnu.so"}});
@@ -500,7 +500,7 @@ TEST_CASE("plan: private libraries are preloaded in dependency order, inside and
     CHECK(b.files.at("_libs/libin.so") == "_libs/libin." + label + ".so");
     CHECK(b.files.size() == 2);
   }
-  for (const std::string& p : manifest.builds.at("cu12").preload) CHECK(manifest_archive_path("pkg", p) != "");
+  for (const std::string& p : manifest.builds.at("cu12"_label).preload) CHECK(manifest_archive_path("pkg", p) != "");
 }
 
 TEST_CASE("plan: preload_order breaks a cycle at the first library in the given order") {
@@ -617,9 +617,9 @@ TEST_CASE("plan: a package under .data/platlib gets its loader there, named with
   for (const std::string& p : paths(plan)) CHECK_FALSE(p.starts_with("demo-1.0+"));
   LoaderManifest manifest = manifest_in(plan, pkg + "/_wheelmerge.py");
   CHECK(manifest.package == "pkg");
-  CHECK(manifest.builds.at("cu12").modules ==
+  CHECK(manifest.builds.at("cu12"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cu12.cpython-312-x86_64-linux-gnu.so"}});
-  CHECK(manifest.builds.at("cu12").files.at("kernels/k.cubin") == "kernels/k.cu12.cubin");
+  CHECK(manifest.builds.at("cu12"_label).files.at("kernels/k.cubin") == "kernels/k.cu12.cubin");
   REQUIRE(plan.variant_files.size() == 4);
   CHECK(plan.variant_files[0].original == pkg + "/_core.cpython-312-x86_64-linux-gnu.so");
 }
@@ -638,7 +638,7 @@ TEST_CASE("plan: a subpackage whose __init__ is a variant extension module is ma
   CHECK(find_member(plan, "pkg/sub2/_wheelmerge.py") == nullptr);
   CHECK(member(plan, "pkg/sub2/__init__.py").input);  // not patched
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
-  CHECK(manifest.builds.at("cu13").modules == std::map<std::string, std::string>{
+  CHECK(manifest.builds.at("cu13"_label).modules == std::map<std::string, std::string>{
                                                   {"pkg._core", "_core.cu13.cpython-312-x86_64-linux-gnu.so"},
                                                   {"pkg.sub", "sub/__init__.cu13.cpython-312-x86_64-linux-gnu.so"},
                                                   {"pkg.sub2._k", "sub2/_k.cu13.cpython-312-x86_64-linux-gnu.so"}});
@@ -756,8 +756,8 @@ TEST_CASE("plan: METADATA is merged, differing requirements becoming label extra
         "Requires-Dist: cuda-bindings>=13,<14; extra == \"cu13\"\n");
   const LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
   CHECK(manifest.extras.size() == 2);
-  CHECK(manifest.extras.at("cu12") == std::vector<std::string>{"cu12"});
-  CHECK(manifest.extras.at("cu13") == std::vector<std::string>{"cu13"});
+  CHECK(manifest.extras.at("cu12"_label) == std::vector<std::string>{"cu12"});
+  CHECK(manifest.extras.at("cu13"_label) == std::vector<std::string>{"cu13"});
   CHECK(plan.warnings == std::vector<std::string>{"cu12 warning", "cu13 warning"});  // in label order
 }
 
@@ -824,7 +824,7 @@ TEST_CASE("plan: preload paths of a .data/platlib package are relative to where 
   const std::string loader = "demo-1.0.data/platlib/pkg/_wheelmerge.py";
   LoaderManifest manifest = manifest_in(plan, loader);
   // Both libraries install into site-packages/pkg.libs, beside site-packages/pkg.
-  CHECK(manifest.builds.at("cu12").preload ==
+  CHECK(manifest.builds.at("cu12"_label).preload ==
         std::vector<std::string>{"../pkg.libs/libx.cu12.so.1", "../pkg.libs/liby.cu12.so.1"});
   // verify resolves them the same way, to the members that hold them.
   std::set<std::string> members;
