@@ -48,7 +48,6 @@ standard library only; the interpreter running it is the one measured.
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import json
 import os
@@ -65,6 +64,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import cpu_busy_s  # noqa: E402  (the load figure the merge benchmark reports too)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -141,10 +142,6 @@ def clean_env() -> dict:
 # --------------------------------------------------------------------------- building
 
 
-def _b64(digest: bytes) -> str:
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -184,7 +181,7 @@ def write_wheel(path: Path, files: list[tuple[str, bytes, int]]) -> None:
     RECORD with sha256 (urlsafe base64, no padding) and sizes; fixed dates, so reproducible
     for a given compiler output."""
     dist_info = f"{NAME}-{VERSION}.dist-info"
-    record = []
+    rows = []
     tmp = path.with_name(path.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for arcname, data, mode in files:
@@ -193,13 +190,12 @@ def write_wheel(path: Path, files: list[tuple[str, bytes, int]]) -> None:
             zi.external_attr = (0o100000 | mode) << 16
             zi.create_system = 3
             zf.writestr(zi, data)
-            record.append(f"{arcname},sha256={_b64(hashlib.sha256(data).digest())},{len(data)}")
-        record.append(f"{dist_info}/RECORD,,")
+            rows.append(wg.record_row(arcname, data))
         zi = zipfile.ZipInfo(f"{dist_info}/RECORD", date_time=DATE_TIME)
         zi.compress_type = zipfile.ZIP_DEFLATED
         zi.external_attr = 0o100644 << 16
         zi.create_system = 3
-        zf.writestr(zi, ("\n".join(record) + "\n").encode())
+        zf.writestr(zi, wg.record_file(rows, f"{dist_info}/RECORD"))
     os.replace(tmp, path)
 
 

@@ -30,7 +30,6 @@ Usage: python bench/make_many.py [--out DIR] [--force] [N ...]   (default N: 10 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import multiprocessing
 import os
@@ -43,7 +42,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The same zip entries (deflate level, timestamp, attributes) and hashes as the big pair's.
-from make_wheels import COMPRESSLEVEL, DATE_TIME, _b64, _zinfo, sha256_file, stamp_if_current  # noqa: E402
+from make_wheels import COMPRESSLEVEL, DATE_TIME, _zinfo, sha256_file, stamp_if_current  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
 GENERATOR_VERSION = 1
 HERE = Path(__file__).resolve().parent
@@ -137,9 +138,8 @@ def write_wheel(variant: str, out_dir: Path, count: int) -> tuple[str, str, int,
     members = [(f"{NAME}/__init__.py", INIT_PY), *build_files(variant), *shared_payload(count),
                (f"{dist_info}/METADATA", metadata(variant)), (f"{dist_info}/WHEEL", wheel_meta()),
                (f"{dist_info}/top_level.txt", f"{NAME}\n".encode())]
-    record = [f"{n},sha256={_b64(hashlib.sha256(d).digest())},{len(d)}" for n, d in members]
-    record.append(f"{dist_info}/RECORD,,")
-    members.append((f"{dist_info}/RECORD", ("\n".join(record) + "\n").encode()))
+    record = wg.record_file((wg.record_row(n, d) for n, d in members), f"{dist_info}/RECORD")
+    members.append((f"{dist_info}/RECORD", record))
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED,
                          compresslevel=COMPRESSLEVEL) as zf:
         for n, d in members:

@@ -36,7 +36,6 @@ Exit status 3 when the wheel cannot be fetched (no network and nothing cached).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -51,8 +50,9 @@ ROOT = HERE.parent
 DEFAULT_OUT = HERE / "out" / "real"
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import real_wheels  # noqa: E402  (the corpus and fetcher of the tests)
+import wheelgen as wg  # noqa: E402  (their RECORD helpers)
 sys.path.insert(0, str(HERE))
-from make_wheels import _b64, sha256_file, stamp_if_current  # noqa: E402
+from make_wheels import sha256_file, stamp_if_current  # noqa: E402
 
 GENERATOR_VERSION = 1
 PROJECT = "cuda-core"
@@ -109,7 +109,7 @@ def write_split(source: Path, label: str, out_dir: Path) -> tuple[str, str, int,
     """Write one build's wheel; return (file name, sha256 hex, size, members)."""
     name = split_name(source.name, label)
     tmp = out_dir / (name + ".tmp")
-    record: list[str] = []
+    rows: list[list[str]] = []
     with zipfile.ZipFile(source) as src, \
             zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as dst:
         names = src.namelist()
@@ -123,20 +123,19 @@ def write_split(source: Path, label: str, out_dir: Path) -> tuple[str, str, int,
             zi.external_attr = si.external_attr or (0o100644 << 16)
             zi.create_system = 3
             dst.writestr(zi, data)
-            record.append(f"{new},sha256={_b64(hashlib.sha256(data).digest())},{len(data)}")
+            rows.append(wg.record_row(new, data))
 
         for new, old in plan_split(names, label):
             copy(new, old)
         for n in names:  # the dist-info, in the source's order, RECORD rewritten last
             if n.startswith(info_dir + "/") and n != f"{info_dir}/RECORD" and not n.endswith("/"):
                 copy(n, n)
-        record.append(f"{info_dir}/RECORD,,")
         zi = zipfile.ZipInfo(f"{info_dir}/RECORD", date_time=src.getinfo(f"{info_dir}/RECORD").date_time)
         zi.compress_type = zipfile.ZIP_DEFLATED
         zi.external_attr = 0o100644 << 16
         zi.create_system = 3
-        dst.writestr(zi, ("\n".join(record) + "\n").encode())
-        members = len(record)
+        dst.writestr(zi, wg.record_file(rows, f"{info_dir}/RECORD"))
+        members = len(rows) + 1
     digest, size = sha256_file(tmp), tmp.stat().st_size
     os.replace(tmp, out_dir / name)
     return name, digest, size, members

@@ -26,7 +26,6 @@ Usage: python bench/make_wheels.py [--out DIR] [--force] [--size-mib N]
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import json
 import multiprocessing
@@ -41,6 +40,8 @@ from pathlib import Path
 GENERATOR_VERSION = 2
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "out" / "wheels"
+sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
+import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
 NAME = "fatpkg"
 VERSION = "1.0"
@@ -222,10 +223,6 @@ def wheel_meta() -> bytes:
 # --------------------------------------------------------------------------- writing
 
 
-def _b64(digest: bytes) -> str:
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
 def _zinfo(name: str) -> zipfile.ZipInfo:
     zi = zipfile.ZipInfo(name, date_time=DATE_TIME)
     zi.compress_type = zipfile.ZIP_DEFLATED
@@ -244,13 +241,13 @@ def write_wheel(variant: str, out_dir: Path, size_mib: int) -> tuple[str, str, i
     name = wheel_name(variant)
     final = out_dir / name
     tmp = out_dir / (name + ".tmp")
-    record: list[str] = []
+    rows: list[list[str]] = []
     dist_info = f"{NAME}-{VERSION}.dist-info"
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED,
                          compresslevel=COMPRESSLEVEL) as zf:
         for arcname, data in shared_files():
             zf.writestr(_zinfo(arcname), data)
-            record.append(f"{arcname},sha256={_b64(hashlib.sha256(data).digest())},{len(data)}")
+            rows.append(wg.record_row(arcname, data))
         for i in range(N_KERNELS):
             arcname = f"{NAME}/kernels/k{i}.fatbin"
             h, n = hashlib.sha256(), 0
@@ -259,14 +256,13 @@ def write_wheel(variant: str, out_dir: Path, size_mib: int) -> tuple[str, str, i
                     f.write(chunk)
                     h.update(chunk)
                     n += len(chunk)
-            record.append(f"{arcname},sha256={_b64(h.digest())},{n}")
+            rows.append([arcname, wg.record_digest(h.digest()), str(n)])
         for fname, data in (("METADATA", metadata(variant)), ("WHEEL", wheel_meta()),
                             ("top_level.txt", f"{NAME}\n".encode())):
             arcname = f"{dist_info}/{fname}"
             zf.writestr(_zinfo(arcname), data)
-            record.append(f"{arcname},sha256={_b64(hashlib.sha256(data).digest())},{len(data)}")
-        record.append(f"{dist_info}/RECORD,,")
-        zf.writestr(_zinfo(f"{dist_info}/RECORD"), ("\n".join(record) + "\n").encode())
+            rows.append(wg.record_row(arcname, data))
+        zf.writestr(_zinfo(f"{dist_info}/RECORD"), wg.record_file(rows, f"{dist_info}/RECORD"))
     digest = sha256_file(tmp)
     size = tmp.stat().st_size
     os.replace(tmp, final)

@@ -40,7 +40,6 @@ The binary comes from --wheelmerge, else $WHEELMERGE, else build/wheelmerge.
 from __future__ import annotations
 
 import argparse
-import base64
 import dataclasses
 import filecmp
 import hashlib
@@ -64,6 +63,8 @@ OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
 import make_many  # noqa: E402
 import make_wheels  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
 PARTS = ("big", "many", "real", "import")
 TARGET_SPEEDUP = 25.0          # big: baseline median / wheelmerge median, at least
@@ -281,16 +282,13 @@ def strip(runs: list[dict]) -> list[dict]:  # keep logs short in the JSON
 # --------------------------------------------------------------------------- verifying
 
 
-def _b64(digest: bytes) -> str:
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def sha256_file(path: Path) -> str:
+def record_hash_file(path: Path) -> str:
+    """The RECORD hash (sha256) of a file's bytes."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)
-    return _b64(h.digest())
+    return wg.record_digest(h.digest())
 
 
 def input_records(wheel: Path) -> list[tuple[str, str, int]]:
@@ -300,7 +298,7 @@ def input_records(wheel: Path) -> list[tuple[str, str, int]]:
         for line in zf.read(record).decode().splitlines():
             path, digest, size = line.rsplit(",", 2)
             if digest:
-                rows.append((path, digest.split("=", 1)[1], int(size)))
+                rows.append((path, digest, int(size)))
         return rows
 
 
@@ -349,7 +347,7 @@ def verify(wheel: Path, inputs: list[Path], python: str, kind: str, spec: Spec) 
                  for f in tree.rglob("*") if f.is_file()}
         res["members"] = len(files)
         res["uncompressed_bytes"] = sum(f.stat().st_size for f in files.values())
-        hashes: set[str] = {sha256_file(f) for f in files.values()}
+        hashes: set[str] = {record_hash_file(f) for f in files.values()}
         missing = []
         for w in inputs:
             for path, digest, size in input_records(w):

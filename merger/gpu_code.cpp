@@ -164,15 +164,12 @@ std::optional<Problem> stream_ranges(const ZipArchive& zip, const ZipEntry& entr
   });
 }
 
-}  // namespace
-
-std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
-                                         std::optional<Problem>& problem) {
-  const std::string member(entry.name);
-  std::optional<ElfSectionScanner> elf;
-  std::optional<FatbinWalker> fatbin;
+// The first pass over a member: an ELF file's section table, with what lies just before it, or a
+// fat binary's entries. For any other file neither is made, and the pass stops at its first chunk.
+std::optional<Problem> first_pass(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                  std::optional<ElfSectionScanner>& elf, std::optional<FatbinWalker>& fatbin) {
   bool first = true;
-  problem = stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
+  return stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
     if (first) {
       first = false;
       if (ElfScanner::has_magic(chunk)) elf.emplace(entry.uncompressed_size, kNamesWindow);
@@ -187,6 +184,79 @@ std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& 
     elf.reset();
     fatbin.reset();
   });
+}
+
+// The bytes of an ELF file's section names: from what the first pass kept, else from one more pass
+// into `fetched`. `problem` is set where the member cannot be streamed; the bytes then mean nothing.
+std::span<const uint8_t> section_names(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                       const ElfSectionScanner& elf, const ElfSectionScanner::Section& names,
+                                       std::vector<uint8_t>& fetched, std::optional<Problem>& problem) {
+  if (auto kept = elf.kept(names.offset, names.size)) return *kept;
+  fetched.reserve(names.size);
+  problem = stream_ranges(
+      zip, entry, display, {{names.offset, names.size}},
+      [&](size_t, std::span<const uint8_t> part) { fetched.insert(fetched.end(), part.begin(), part.end()); },
+      [&] { fetched.clear(); });
+  return fetched;
+}
+
+// Where an ELF file's `.nv_fatbin` sections (PROGBITS, named exactly so) lie, sorted by offset. Empty,
+// with `unreadable` set, where one lies outside the file or two overlap.
+std::vector<ByteRange> fatbin_sections(const std::vector<ElfSectionScanner::Section>& sections,
+                                       std::span<const uint8_t> name_bytes, uint64_t file_size,
+                                       std::string& unreadable) {
+  auto named = [&](uint32_t at, std::string_view want) {
+    return at <= name_bytes.size() && name_bytes.size() - at > want.size() &&
+           std::equal(want.begin(), want.end(), name_bytes.begin() + at) && name_bytes[at + want.size()] == 0;
+  };
+  std::vector<ByteRange> ranges;
+  for (const ElfSectionScanner::Section& s : sections) {
+    if (!named(s.name, ".nv_fatbin") || s.type != kShtProgbits) continue;
+    if (s.offset > file_size || s.size > file_size - s.offset) {
+      unreadable = "its .nv_fatbin section lies outside the file";
+      return {};
+    }
+    ranges.push_back({s.offset, s.size});
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].offset < ranges[i - 1].offset + ranges[i - 1].size) {
+      unreadable = "its .nv_fatbin sections overlap";
+      return {};
+    }
+  return ranges;
+}
+
+// The code of the fat binaries in `ranges`, walked in one more pass over the member; nothing where
+// one cannot be read, which the result says. nullopt, with `problem` set, where the member cannot be
+// streamed.
+std::optional<GpuCodeScan> walk_fatbins(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                        const std::vector<ByteRange>& ranges, std::optional<Problem>& problem) {
+  std::vector<FatbinWalker> walkers;
+  for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
+  problem = stream_ranges(zip, entry, display, ranges, [&](size_t i, std::span<const uint8_t> part) { walkers[i].feed(part); },
+                          [&] {
+                            walkers.clear();
+                            for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
+                          });
+  if (problem) return std::nullopt;
+  GpuCodeScan result;
+  for (FatbinWalker& w : walkers) {
+    GpuCodeScan one = std::move(w).finish();
+    if (!one.unreadable.empty() && result.unreadable.empty()) result.unreadable = ".nv_fatbin: " + one.unreadable;
+    result.code.insert(one.code.begin(), one.code.end());
+  }
+  if (!result.unreadable.empty()) result.code.clear();
+  return result;
+}
+
+}  // namespace
+
+std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                         std::optional<Problem>& problem) {
+  std::optional<ElfSectionScanner> elf;
+  std::optional<FatbinWalker> fatbin;
+  problem = first_pass(zip, entry, display, elf, fatbin);
   if (problem) return std::nullopt;
   if (fatbin) return std::move(*fatbin).finish();
   GpuCodeScan none;
@@ -205,62 +275,19 @@ std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& 
       break;
   }
 
-  using Section = ElfSectionScanner::Section;
-  const std::vector<Section> sections = elf->sections();
-  const Section& names = sections[elf->names_index()];
+  const std::vector<ElfSectionScanner::Section> sections = elf->sections();
+  const ElfSectionScanner::Section& names = sections[elf->names_index()];
   const uint64_t file_size = elf->bytes_seen();
   if (names.size > kMaxSectionNames || names.offset > file_size || names.size > file_size - names.offset) {
     none.unreadable = "its section names lie outside the file";
     return none;
   }
   std::vector<uint8_t> fetched;
-  std::span<const uint8_t> name_bytes;
-  if (auto kept = elf->kept(names.offset, names.size)) {
-    name_bytes = *kept;
-  } else {
-    fetched.reserve(names.size);
-    problem = stream_ranges(zip, entry, display, {{names.offset, names.size}},
-                            [&](size_t, std::span<const uint8_t> part) { fetched.insert(fetched.end(), part.begin(), part.end()); },
-                            [&] { fetched.clear(); });
-    if (problem) return std::nullopt;
-    name_bytes = fetched;
-  }
-  auto named = [&](uint32_t at, std::string_view want) {
-    return at <= name_bytes.size() && name_bytes.size() - at > want.size() &&
-           std::equal(want.begin(), want.end(), name_bytes.begin() + at) && name_bytes[at + want.size()] == 0;
-  };
-  std::vector<ByteRange> ranges;
-  for (const Section& s : sections) {
-    if (!named(s.name, ".nv_fatbin") || s.type != kShtProgbits) continue;
-    if (s.offset > file_size || s.size > file_size - s.offset) {
-      none.unreadable = "its .nv_fatbin section lies outside the file";
-      return none;
-    }
-    ranges.push_back({s.offset, s.size});
-  }
-  if (ranges.empty()) return none;
-  std::sort(ranges.begin(), ranges.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
-  for (size_t i = 1; i < ranges.size(); ++i)
-    if (ranges[i].offset < ranges[i - 1].offset + ranges[i - 1].size) {
-      none.unreadable = "its .nv_fatbin sections overlap";
-      return none;
-    }
-  std::vector<FatbinWalker> walkers;
-  for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
-  problem = stream_ranges(zip, entry, display, ranges, [&](size_t i, std::span<const uint8_t> part) { walkers[i].feed(part); },
-                          [&] {
-                            walkers.clear();
-                            for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
-                          });
+  const std::span<const uint8_t> name_bytes = section_names(zip, entry, display, *elf, names, fetched, problem);
   if (problem) return std::nullopt;
-  GpuCodeScan result;
-  for (FatbinWalker& w : walkers) {
-    GpuCodeScan one = std::move(w).finish();
-    if (!one.unreadable.empty() && result.unreadable.empty()) result.unreadable = ".nv_fatbin: " + one.unreadable;
-    result.code.insert(one.code.begin(), one.code.end());
-  }
-  if (!result.unreadable.empty()) result.code.clear();
-  return result;
+  const std::vector<ByteRange> ranges = fatbin_sections(sections, name_bytes, file_size, none.unreadable);
+  if (ranges.empty()) return none;
+  return walk_fatbins(zip, entry, display, ranges, problem);
 }
 
 SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>>>& files) {

@@ -563,16 +563,12 @@ class PrologueLexer {
   size_t line_start() const { return line_start_; }
   int depth() const { return depth_; }
 
-  // One dispatch over the next character, as CPython's tokenizer has it: longer than the
-  // usual function because splitting the cases would scatter one state machine.
+  // One dispatch over the next character, as CPython's tokenizer has it. What lies between tokens
+  // (blanks, comments, line endings, backslash continuations) is stepped over here; each kind of
+  // token is read by a step of its own.
   bool next(Token& t, std::string& why) {
     for (;;) {
-      if (pos_ >= s_.size()) {
-        if (depth_ > 0) return refuse(why, "a '(' is never closed before the end of the file");
-        t = token(in_line_ ? Tok::newline : Tok::end, s_.size(), s_.size(), line_);
-        in_line_ = false;
-        return true;
-      }
+      if (pos_ >= s_.size()) return end_of_file(t, why);
       char c = s_[pos_];
       if (c == ' ' || c == '\t' || c == '\f') {
         ++pos_;
@@ -583,70 +579,18 @@ class PrologueLexer {
         continue;
       }
       if (size_t nl = newline_at(s_, pos_)) {
-        t = token(Tok::newline, pos_, pos_ + nl, line_);
-        pos_ += nl;
-        ++line_;
-        if (depth_ > 0) continue;  // inside parentheses a line ending is no NEWLINE
-        if (!in_line_) {           // a blank or comment line
-          line_start_ = pos_;
-          continue;
-        }
-        in_line_ = false;
-        return true;
+        if (line_ending(t, nl)) return true;
+        continue;
       }
       if (c == '\\') {
-        size_t nl = newline_at(s_, pos_ + 1);
-        if (nl == 0) return refuse(why, "a backslash outside a string does not end the line");
-        pos_ += 1 + nl;
-        ++line_;
-        if (pos_ >= s_.size()) return refuse(why, "a backslash continues the last line past the end of the file");
+        if (!continuation(why)) return false;
         continue;
       }
       in_line_ = true;
       t = token(Tok::other, pos_, pos_ + 1, line_);
       if (c == '"' || c == '\'') return string(t, StringKind::str, why);
-      if (c == '_' || ascii_alnum(c) || static_cast<unsigned char>(c) >= 0x80) {
-        if (c >= '0' && c <= '9') {  // a number: only ever the start of an ordinary statement
-          ++pos_;
-          t.text = s_.substr(t.begin, 1);
-          return true;
-        }
-        size_t end = pos_;
-        while (end < s_.size() && (s_[end] == '_' || ascii_alnum(s_[end]) || static_cast<unsigned char>(s_[end]) >= 0x80))
-          ++end;
-        std::string_view word = s_.substr(pos_, end - pos_);
-        if (end < s_.size() && (s_[end] == '"' || s_[end] == '\'')) {
-          if (auto kind = prefix_kind(word)) {
-            pos_ = end;
-            if (*kind == StringKind::formatted) {
-              t.kind = Tok::string;
-              t.string = *kind;
-              t.end = end;
-              t.text = word;
-              return true;
-            }
-            return string(t, *kind, why);
-          }
-        }
-        pos_ = end;
-        t.kind = Tok::name;
-        t.end = end;
-        t.text = word;
-        return true;
-      }
-      ++pos_;
-      t.text = s_.substr(t.begin, 1);
-      if (c == '(') {
-        t.kind = Tok::lparen;
-        if (++depth_ > kMaxDepth) return refuse(why, "parentheses are nested deeper than Python allows");
-      } else if (c == ')') {
-        t.kind = Tok::rparen;
-        if (depth_ == 0) return refuse(why, "a ')' closes no '('");
-        --depth_;
-      } else if (c == ';') {
-        t.kind = Tok::semicolon;
-      }
-      return true;
+      if (c == '_' || ascii_alnum(c) || static_cast<unsigned char>(c) >= 0x80) return name_or_number(t, why);
+      return punctuation(t, why);
     }
   }
 
@@ -656,6 +600,87 @@ class PrologueLexer {
   }
 
  private:
+  // At the end of the file: the NEWLINE of a logical line still open, else `end`.
+  bool end_of_file(Token& t, std::string& why) {
+    if (depth_ > 0) return refuse(why, "a '(' is never closed before the end of the file");
+    t = token(in_line_ ? Tok::newline : Tok::end, s_.size(), s_.size(), line_);
+    in_line_ = false;
+    return true;
+  }
+
+  // Steps over the line ending of `nl` bytes at pos_: true where it ends a logical line, a NEWLINE in `t`.
+  bool line_ending(Token& t, size_t nl) {
+    t = token(Tok::newline, pos_, pos_ + nl, line_);
+    pos_ += nl;
+    ++line_;
+    if (depth_ > 0) return false;  // inside parentheses a line ending is no NEWLINE
+    if (!in_line_) {               // a blank or comment line
+      line_start_ = pos_;
+      return false;
+    }
+    in_line_ = false;
+    return true;
+  }
+
+  // Steps over the backslash at pos_ and the line ending it joins to the next line.
+  bool continuation(std::string& why) {
+    size_t nl = newline_at(s_, pos_ + 1);
+    if (nl == 0) return refuse(why, "a backslash outside a string does not end the line");
+    pos_ += 1 + nl;
+    ++line_;
+    if (pos_ >= s_.size()) return refuse(why, "a backslash continues the last line past the end of the file");
+    return true;
+  }
+
+  // A name, a number, or a string with a prefix, starting at pos_; `t` is the one-character token there.
+  bool name_or_number(Token& t, std::string& why) {
+    if (s_[pos_] >= '0' && s_[pos_] <= '9') {  // a number: only ever the start of an ordinary statement
+      ++pos_;
+      t.text = s_.substr(t.begin, 1);
+      return true;
+    }
+    size_t end = pos_;
+    while (end < s_.size() && (s_[end] == '_' || ascii_alnum(s_[end]) || static_cast<unsigned char>(s_[end]) >= 0x80))
+      ++end;
+    std::string_view word = s_.substr(pos_, end - pos_);
+    if (end < s_.size() && (s_[end] == '"' || s_[end] == '\'')) {
+      if (auto kind = prefix_kind(word)) {
+        pos_ = end;
+        if (*kind == StringKind::formatted) {
+          t.kind = Tok::string;
+          t.string = *kind;
+          t.end = end;
+          t.text = word;
+          return true;
+        }
+        return string(t, *kind, why);
+      }
+    }
+    pos_ = end;
+    t.kind = Tok::name;
+    t.end = end;
+    t.text = word;
+    return true;
+  }
+
+  // The one-character token at pos_: '(', ')', ';' or `other`; `t` is that token, as `other`.
+  bool punctuation(Token& t, std::string& why) {
+    const char c = s_[pos_];
+    ++pos_;
+    t.text = s_.substr(t.begin, 1);
+    if (c == '(') {
+      t.kind = Tok::lparen;
+      if (++depth_ > kMaxDepth) return refuse(why, "parentheses are nested deeper than Python allows");
+    } else if (c == ')') {
+      t.kind = Tok::rparen;
+      if (depth_ == 0) return refuse(why, "a ')' closes no '('");
+      --depth_;
+    } else if (c == ';') {
+      t.kind = Tok::semicolon;
+    }
+    return true;
+  }
+
   // The kind of string a prefix makes (any case: r, u, b, br, rb, f, fr, rf, t, tr, rt), none
   // when `word` is no string prefix.
   static std::optional<StringKind> prefix_kind(std::string_view word) {

@@ -364,16 +364,79 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
   return combined;
 }
 
+// A build's extra for its requirements of extra `x`: "ctk" of cu12 is "ctk-cu12".
+std::string per_build_extra(const std::string& x, const VariantLabel& label) { return normalize_extra(x + "-" + label.str()); }
+
+// The conflict of a fixed field that differs between `first` and `other`: the first field
+// that differs, and the values each build has for it.
+Problem fixed_field_conflict(const Wheel& first, const std::vector<Header>& reference, const Wheel& other,
+                             const std::vector<Header>& fields) {
+  size_t i = 0;
+  while (i < reference.size() && i < fields.size() && reference[i] == fields[i]) ++i;
+  std::string key = i < reference.size() ? reference[i].key : fields[i].key;
+  auto show = [&](const std::vector<Header>& in_fields, const Wheel& in) {
+    std::vector<std::string> values;
+    for (const Header& h : in_fields)
+      if (iequals(h.key, key)) values.push_back('"' + h.value + '"');
+    return fmt::format("{} in {}", values.empty() ? "no " + key : fmt::format("{}", fmt::join(values, ", ")),
+                       in.display);
+  };
+  return {ProblemKind::conflict, first.display + ", " + other.display, "METADATA",
+          fmt::format("METADATA field {} differs between builds", key), show(reference, first), show(fields, other)};
+}
+
+// The conflict, if any, of a build's own requirement `r` that depends on an extra, which
+// `extras_named` has read: `unsupported` comparisons, or a marker that holds without an extra.
+void check_split_requirement(const Wheel& w, const Requirement& r, bool unsupported, Problems& problems) {
+  if (unsupported)
+    problems.push_back({ProblemKind::conflict, w.display, w.dist_info + "/METADATA",
+                        "a requirement that depends on an extra differs between builds, and compares the extra other than as extra == \"NAME\"",
+                        "the same requirement in every build, or extra == \"NAME\" comparisons", r.to_string()});
+  else if (!requires_extra(*r.marker))
+    // Its build installs it with no extra too, which no per-build extra can express.
+    problems.push_back({ProblemKind::conflict, w.display, w.dist_info + "/METADATA",
+                        "a requirement that differs between builds holds both with and without an extra",
+                        "the same requirement in every build, or a marker that holds only with its extra",
+                        r.to_string()});
+}
+
+// A common requirement `r` whose marker names a split extra X, made to hold under each build's
+// X-LABEL too; `changed` when it names one.
+Requirement widened(const Requirement& r, const std::vector<const Wheel*>& wheels,
+                    const std::vector<std::string>& split, bool& changed) {
+  bool unsupported = false;
+  Requirement out = r;
+  out.marker = map_extras(r.marker, [&](const std::string& x) -> MarkerPtr {
+    if (std::find(split.begin(), split.end(), x) == split.end()) return nullptr;
+    changed = true;
+    MarkerPtr any = marker_compare("extra", "==", x);
+    for (const Wheel* w : wheels) any = marker_or(any, marker_compare("extra", "==", per_build_extra(x, w->build_label())));
+    return any;
+  }, unsupported);
+  return out;
+}
+
+// A build's own requirement as the merged METADATA has it: one on an extra X moved to the
+// build's X-LABEL, any other made conditional on the label's extra (`on_label` set).
+std::string conditional_requirement(const Requirement& r, const VariantLabel& label, bool& on_label) {
+  if (depends_on_extra(r)) {
+    bool unsupported = false;
+    Requirement own = r;
+    own.marker = map_extras(
+        r.marker, [&](const std::string& x) { return marker_compare("extra", "==", per_build_extra(x, label)); },
+        unsupported);
+    return own.to_string();
+  }
+  on_label = true;
+  return require_for_extra(r, label.str()).to_string();
+}
+
 }  // namespace
 
-std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
-                                             const std::string& name, Problems& problems) {
-  const Wheel& first = *wheels.front();
-  const std::string member = "METADATA";
-  const size_t before = problems.size();
-  const bool renamed = !name.empty();
+namespace metadata_passes {
 
-  // Everything but Version and Requires-Dist (and Name, when renamed) must be the same in every build.
+void check_fixed_fields(const std::vector<const Wheel*>& wheels, bool renamed, Problems& problems) {
+  const Wheel& first = *wheels.front();
   auto fixed_fields = [&](const Wheel& w) {
     std::vector<Header> out;
     for (const Header& h : w.metadata.fields)
@@ -384,34 +447,14 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
   for (const Wheel* w : wheels) {
     if (w == &first) continue;
     std::vector<Header> other = fixed_fields(*w);
-    if (other != reference) {
-      // Name the first field that differs.
-      size_t i = 0;
-      while (i < reference.size() && i < other.size() && reference[i] == other[i]) ++i;
-      std::string key = i < reference.size() ? reference[i].key : other[i].key;
-      auto show = [&](const std::vector<Header>& fields, const Wheel& in) {
-        std::vector<std::string> values;
-        for (const Header& h : fields)
-          if (iequals(h.key, key)) values.push_back('"' + h.value + '"');
-        return fmt::format("{} in {}", values.empty() ? "no " + key : fmt::format("{}", fmt::join(values, ", ")),
-                           in.display);
-      };
-      problems.push_back({ProblemKind::conflict, first.display + ", " + w->display, member,
-                          fmt::format("METADATA field {} differs between builds", key),
-                          show(reference, first), show(other, *w)});
-    }
+    if (other != reference) problems.push_back(fixed_field_conflict(first, reference, *w, other));
     if (w->metadata.body != first.metadata.body && !renamed)
-      problems.push_back({ProblemKind::conflict, first.display + ", " + w->display, member,
+      problems.push_back({ProblemKind::conflict, first.display + ", " + w->display, "METADATA",
                           "METADATA description differs between builds", "the same text", "different text"});
   }
-  if (problems.size() != before) return std::nullopt;
+}
 
-  // torch builds: every build's torch requirement gives way to one covering them all.
-  const std::optional<Requirement> torch = combined_torch_requirement(wheels, problems);
-  if (problems.size() != before) return std::nullopt;
-  auto replaced = [&](const Requirement& r) { return torch && is_torch_requirement(r); };
-
-  // Requirements every build shares stay as they are; the others become per-label extras.
+Shares share_requirements(const std::vector<const Wheel*>& wheels, bool torch) {
   // Compared by canonical text, counted in hash maps: linear in the number of requirements.
   std::vector<std::vector<std::string>> keys(wheels.size());  // per build, per requirement
   std::unordered_map<std::string, size_t> builds_with;        // key -> builds having it
@@ -422,15 +465,24 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       if (own.insert(keys[i].back()).second) ++builds_with[keys[i].back()];
     }
   }
-  auto shared = [&](const std::string& key) { return builds_with.at(key) == wheels.size(); };
+  Shares shares(wheels.size());
+  for (size_t i = 0; i < wheels.size(); ++i) {
+    for (size_t k = 0; k < keys[i].size(); ++k) {
+      if (torch && is_torch_requirement(wheels[i]->requires_dist[k])) shares[i].push_back(Share::torch);
+      else shares[i].push_back(builds_with.at(keys[i][k]) == wheels.size() ? Share::common : Share::own);
+    }
+  }
+  return shares;
+}
 
-  // The extras some build's own requirements depend on: each becomes one extra per build.
-  std::vector<std::string> split_extras;
+std::vector<std::string> split_extras(const std::vector<const Wheel*>& wheels, const Shares& shares,
+                                      Problems& problems) {
+  std::vector<std::string> split;
   for (size_t i = 0; i < wheels.size(); ++i) {
     const Wheel* w = wheels[i];
     for (size_t k = 0; k < w->requires_dist.size(); ++k) {
       const Requirement& r = w->requires_dist[k];
-      if (shared(keys[i][k]) || replaced(r) || !depends_on_extra(r)) continue;
+      if (shares[i][k] != Share::own || !depends_on_extra(r)) continue;
       bool unsupported = false;
       bool invalid_name = false;
       for (const std::string& x : extras_named(r.marker, unsupported)) {
@@ -443,113 +495,96 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
                                 "extra name, so no per-build extra can be named after it",
                                 "extra == \"NAME\" with NAME of letters, digits and . _ - (PEP 685)", r.to_string()});
           invalid_name = true;
-        } else if (std::find(split_extras.begin(), split_extras.end(), x) == split_extras.end()) {
-          split_extras.push_back(x);
+        } else if (std::find(split.begin(), split.end(), x) == split.end()) {
+          split.push_back(x);
         }
       }
-      if (invalid_name) continue;
-      if (unsupported)
-        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
-                            "a requirement that depends on an extra differs between builds, and compares the extra other than as extra == \"NAME\"",
-                            "the same requirement in every build, or extra == \"NAME\" comparisons", r.to_string()});
-      else if (!requires_extra(*r.marker))
-        // Its build installs it with no extra too, which no per-build extra can express.
-        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
-                            "a requirement that differs between builds holds both with and without an extra",
-                            "the same requirement in every build, or a marker that holds only with its extra", r.to_string()});
+      if (!invalid_name) check_split_requirement(*w, r, unsupported, problems);
     }
   }
-  if (problems.size() != before) return std::nullopt;
-  auto build_extra = [](const std::string& x, const VariantLabel& label) { return normalize_extra(x + "-" + label.str()); };
+  return split;
+}
 
-  MergedMetadata result;
-  std::vector<std::string> extras = first.metadata.all("Provides-Extra");
-  std::unordered_set<std::string> extra_names;
-  for (const std::string& e : extras) extra_names.insert(normalize_extra(e));
-  for (const std::string& x : split_extras) {
+std::vector<std::string> name_build_extras(const std::vector<const Wheel*>& wheels,
+                                           const std::vector<std::string>& split, Problems& problems) {
+  std::unordered_set<std::string> taken;
+  for (const std::string& e : wheels.front()->metadata.all("Provides-Extra")) taken.insert(normalize_extra(e));
+  std::vector<std::string> out;
+  for (const std::string& x : split) {
     for (const Wheel* w : wheels) {
-      std::string name_for_build = build_extra(x, w->build_label());
-      if (!extra_names.insert(name_for_build).second) {
+      std::string name_for_build = per_build_extra(x, w->build_label());
+      if (!taken.insert(name_for_build).second) {
         problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
                             fmt::format("the requirements of extra {} differ between builds, but the per-build extra's name is taken", x),
                             fmt::format("no extra named {}", name_for_build), "Provides-Extra: " + name_for_build});
         continue;
       }
-      extras.push_back(name_for_build);
-      result.build_extras.push_back(name_for_build);
+      out.push_back(name_for_build);
     }
   }
-  if (problems.size() != before) return std::nullopt;
+  return out;
+}
 
-  // Shared requirements of a split extra hold under each build's extra too.
-  auto widened = [&](const Requirement& r, bool& changed) {
-    bool unsupported = false;
-    Requirement out = r;
-    out.marker = map_extras(r.marker, [&](const std::string& x) -> MarkerPtr {
-      if (std::find(split_extras.begin(), split_extras.end(), x) == split_extras.end()) return nullptr;
-      changed = true;
-      MarkerPtr any = marker_compare("extra", "==", x);
-      for (const Wheel* w : wheels) any = marker_or(any, marker_compare("extra", "==", build_extra(x, w->build_label())));
-      return any;
-    }, unsupported);
-    return out;
-  };
-  std::vector<std::string> merged;
+std::vector<std::string> common_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
+                                             const std::vector<std::string>& split,
+                                             const std::optional<Requirement>& torch) {
+  const Wheel& first = *wheels.front();
+  std::vector<std::string> out;
   const std::vector<std::string> first_texts = first.metadata.all("Requires-Dist");  // as written
   bool torch_placed = !torch;
-  for (size_t k = 0; k < keys.front().size(); ++k) {
+  for (size_t k = 0; k < shares.front().size(); ++k) {
     const Requirement& r = first.requires_dist[k];
-    if (replaced(r)) {
-      if (!torch_placed) merged.push_back(torch->to_string());
+    if (shares.front()[k] == Share::torch) {
+      if (!torch_placed) out.push_back(torch->to_string());
       torch_placed = true;
-    } else if (shared(keys.front()[k])) {
+    } else if (shares.front()[k] == Share::common) {
       bool changed = false;
-      Requirement wide = depends_on_extra(r) ? widened(r, changed) : r;
-      merged.push_back(changed ? wide.to_string() : first_texts[k]);
+      Requirement wide = depends_on_extra(r) ? widened(r, wheels, split, changed) : r;
+      out.push_back(changed ? wide.to_string() : first_texts[k]);
     }
   }
-  if (!torch_placed) merged.push_back(torch->to_string());
-  std::unordered_set<std::string> declared = extra_names;
+  if (!torch_placed) out.push_back(torch->to_string());
+  return out;
+}
+
+std::vector<VariantLabel> add_own_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
+                                              RequirementBlock& block, Problems& problems) {
+  std::unordered_set<std::string> declared;
+  for (const std::string& e : block.extras) declared.insert(normalize_extra(e));
+  std::vector<VariantLabel> label_extras;
   for (size_t i = 0; i < wheels.size(); ++i) {
     const Wheel* w = wheels[i];
-    const VariantLabel& label = w->build_label();
     bool any = false;
     for (size_t k = 0; k < w->requires_dist.size(); ++k) {
-      const Requirement& r = w->requires_dist[k];
-      if (shared(keys[i][k]) || replaced(r)) continue;
-      std::string conditional;
-      if (depends_on_extra(r)) {
-        bool unsupported = false;
-        Requirement own = r;
-        own.marker = map_extras(r.marker, [&](const std::string& x) { return marker_compare("extra", "==", build_extra(x, label)); },
-                                unsupported);
-        conditional = own.to_string();
-      } else {
-        conditional = require_for_extra(r, label.str()).to_string();
-        any = true;
-      }
+      if (shares[i][k] != Share::own) continue;
+      std::string conditional = conditional_requirement(w->requires_dist[k], w->build_label(), any);
       if (conditional.size() > kMaxRequirementBytes) {
         problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
                             "a requirement made conditional on its build's extra would pass the length limit",
                             fmt::format("at most {} bytes", kMaxRequirementBytes), fmt::format("{} bytes", conditional.size())});
         continue;
       }
-      merged.push_back(std::move(conditional));
+      block.requirements.push_back(std::move(conditional));
     }
     if (any) {
-      result.label_extras.push_back(label);
-      if (declared.insert(normalize_extra(label.str())).second) extras.push_back(label.str());
+      label_extras.push_back(w->build_label());
+      if (declared.insert(normalize_extra(w->build_label().str())).second) block.extras.push_back(w->build_label().str());
     }
   }
-  if (problems.size() != before) return std::nullopt;
+  return label_extras;
+}
 
+std::optional<std::string> render_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
+                                           const std::string& name, const RequirementBlock& block, Problems& problems) {
+  const Wheel& first = *wheels.front();
+  const bool renamed = !name.empty();
   // The first build's fields in order; the extras and requirements as one block where they
   // first appeared (or at the end).
   Headers out;
   bool block_done = false;
   auto emit_block = [&] {
-    for (const std::string& e : extras) out.fields.push_back({"Provides-Extra", e});
-    for (const std::string& r : merged) out.fields.push_back({"Requires-Dist", r});
+    for (const std::string& e : block.extras) out.fields.push_back({"Provides-Extra", e});
+    for (const std::string& r : block.requirements) out.fields.push_back({"Requires-Dist", r});
     block_done = true;
   };
   for (const Header& h : first.metadata.fields) {
@@ -570,16 +605,20 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
     if (!first.metadata.body.empty() || !first.metadata.one("Description")) out.body = std::move(description);
     else if (!description.empty()) out.fields.push_back({"Description", folded_description(description)});
   }
-  result.text = out.to_string();
-  if (result.text.size() > kMaxMetadataFile) {
+  std::string text = out.to_string();
+  if (text.size() > kMaxMetadataFile) {
     problems.push_back({ProblemKind::conflict, first.display, first.dist_info + "/METADATA",
                         "the merged METADATA would pass the size limit", fmt::format("at most {} bytes", kMaxMetadataFile),
-                        fmt::format("{} bytes", result.text.size())});
+                        fmt::format("{} bytes", text.size())});
     return std::nullopt;
   }
-  // What the loader needs to know of the builds' requirements: whether some build uses
-  // cuda-bindings (cuda-python stands for it), and per build the per-build extras that bring
-  // its CUDA runtime (`ctk-cu12` holding `cuda-toolkit[cudart]==12.*` or nvidia-cuda-runtime).
+  return text;
+}
+
+void note_loader_needs(const std::vector<const Wheel*>& wheels, MergedMetadata& result) {
+  // Whether some build uses cuda-bindings (cuda-python stands for it), and per build the
+  // per-build extras that bring its CUDA runtime (`ctk-cu12` holding `cuda-toolkit[cudart]==12.*`
+  // or nvidia-cuda-runtime).
   for (const Wheel* w : wheels) {
     for (const Requirement& r : w->requires_dist) {
       const std::string name = normalize_name(r.name);  // "cuda_bindings"
@@ -587,7 +626,7 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       if (name != "cuda_toolkit" && !name.starts_with("nvidia_cuda_runtime")) continue;
       bool unsupported = false;
       for (const std::string& x : extras_named(r.marker, unsupported)) {
-        std::string extra = build_extra(x, w->build_label());
+        std::string extra = per_build_extra(x, w->build_label());
         auto& list = result.runtime_extras[w->build_label()];
         if (std::find(result.build_extras.begin(), result.build_extras.end(), extra) != result.build_extras.end() &&
             std::find(list.begin(), list.end(), extra) == list.end())
@@ -595,6 +634,37 @@ std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wh
       }
     }
   }
+}
+
+}  // namespace metadata_passes
+
+std::optional<MergedMetadata> merge_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
+                                             const std::string& name, Problems& problems) {
+  using namespace metadata_passes;
+  const size_t before = problems.size();
+  auto failed = [&] { return problems.size() != before; };
+  check_fixed_fields(wheels, !name.empty(), problems);
+  if (failed()) return std::nullopt;
+  // torch builds: every build's torch requirement gives way to one covering them all.
+  const std::optional<Requirement> torch = combined_torch_requirement(wheels, problems);
+  if (failed()) return std::nullopt;
+  // Requirements every build shares stay as they are; the others become per-label extras, and
+  // those on an extra, per-build extras of it.
+  const Shares shares = share_requirements(wheels, torch.has_value());
+  const std::vector<std::string> split = split_extras(wheels, shares, problems);
+  if (failed()) return std::nullopt;
+  MergedMetadata result;
+  result.build_extras = name_build_extras(wheels, split, problems);
+  if (failed()) return std::nullopt;
+  RequirementBlock block{wheels.front()->metadata.all("Provides-Extra"),
+                         common_requirements(wheels, shares, split, torch)};
+  block.extras.insert(block.extras.end(), result.build_extras.begin(), result.build_extras.end());
+  result.label_extras = add_own_requirements(wheels, shares, block, problems);
+  if (failed()) return std::nullopt;
+  std::optional<std::string> text = render_metadata(wheels, version, name, block, problems);
+  if (!text) return std::nullopt;
+  result.text = std::move(*text);
+  note_loader_needs(wheels, result);
   return result;
 }
 

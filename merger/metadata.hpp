@@ -80,4 +80,57 @@ std::string series_specifier(std::vector<std::pair<int, int>> series, std::strin
 // An extra's name as pip compares it (PEP 685): lower case, runs of "-_." as one "-".
 std::string normalize_extra(std::string_view extra);
 
+// The passes of merge_metadata, in the order it runs them, declared for the unit tests. `wheels`
+// in label order, as merge_metadata has them; each pass appends its conflicts to `problems`,
+// and merge_metadata stops after any pass that added one.
+namespace metadata_passes {
+
+// Every field but Version and Requires-Dist (and Name and Description, when renamed) the same
+// in every build, and the description too unless renamed.
+void check_fixed_fields(const std::vector<const Wheel*>& wheels, bool renamed, Problems& problems);
+
+// What a build's requirement is to the merge: the same in every build (kept once), a torch
+// requirement the combined one replaces, or the build's own.
+enum class Share { common, torch, own };
+using Shares = std::vector<std::vector<Share>>;  // per build, per requirement
+// `torch`: whether the builds' torch requirements give way to a combined one.
+Shares share_requirements(const std::vector<const Wheel*>& wheels, bool torch);
+
+// The extras the builds' own requirements depend on, normalized, in order of appearance: each
+// becomes one extra per build.
+std::vector<std::string> split_extras(const std::vector<const Wheel*>& wheels, const Shares& shares,
+                                      Problems& problems);
+
+// The per-build extras of the `split` extras ("ctk-cu12", "ctk-cu13"), extra by extra.
+std::vector<std::string> name_build_extras(const std::vector<const Wheel*>& wheels,
+                                           const std::vector<std::string>& split, Problems& problems);
+
+// The merged Provides-Extra and Requires-Dist values, in order; METADATA has them as one block.
+struct RequirementBlock {
+  std::vector<std::string> extras;
+  std::vector<std::string> requirements;
+};
+
+// The first build's common requirements as written (those of a split extra widened to its
+// per-build extras), with `torch` where the first build's first torch requirement was, else last.
+std::vector<std::string> common_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
+                                             const std::vector<std::string>& split,
+                                             const std::optional<Requirement>& torch);
+
+// Each build's own requirements added to `block`, made conditional on the build's extras;
+// returns the labels that became extras (declared in `block` unless an extra of that name is).
+std::vector<VariantLabel> add_own_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
+                                              RequirementBlock& block, Problems& problems);
+
+// The merged METADATA: the first build's fields, `block` where its extras and requirements
+// first appeared, the merged version (and name and description, when `name` is not empty).
+std::optional<std::string> render_metadata(const std::vector<const Wheel*>& wheels, const std::string& version,
+                                           const std::string& name, const RequirementBlock& block, Problems& problems);
+
+// What the loader needs of the builds' requirements: `cuda_bindings` and `runtime_extras`, from
+// `result.build_extras`.
+void note_loader_needs(const std::vector<const Wheel*>& wheels, MergedMetadata& result);
+
+}  // namespace metadata_passes
+
 }  // namespace wm

@@ -25,96 +25,129 @@ bool imports_loader(std::string_view source) {
   }
   return false;
 }
+
+// Records a problem of the wheel `display`'s loaders.
+struct LoaderFailures {
+  const std::string& display;
+  Problems& problems;
+  void operator()(const std::string& member, std::string what, std::string expected, std::string found) const {
+    problems.push_back(
+        {ProblemKind::invalid_input, display, member, std::move(what), std::move(expected), std::move(found)});
+  }
+};
+
+// The loader's manifest, when the loader is exactly what this wheelmerge writes for it.
+std::optional<LoaderManifest> read_manifest(const LoaderFiles& l, const LoaderFailures& fail) {
+  std::string why;
+  // Python reads CR and CRLF as line ends too, which the manifest reader below does not: a
+  // loader wheelmerge wrote has LF only, so any CR is refused before the block is read.
+  if (size_t cr = l.loader_source.find('\r'); cr != std::string::npos) {
+    const auto before_cr = l.loader_source.begin() + static_cast<std::ptrdiff_t>(cr);
+    fail(l.loader_path, "loader has CR line endings", "LF only, as wheelmerge writes loaders",
+         fmt::format("a CR on line {}", 1 + std::count(l.loader_source.begin(), before_cr, '\n')));
+    return std::nullopt;
+  }
+  auto text = manifest_of_loader(l.loader_source, why);
+  auto manifest = text ? LoaderManifest::parse(*text, why) : std::nullopt;
+  if (!manifest) {
+    fail(l.loader_path, "loader manifest malformed", "a manifest block as wheelmerge writes it", why);
+    return std::nullopt;
+  }
+  // What Python runs is the whole file, so the whole file must be what this wheelmerge
+  // writes for that manifest: a second assignment, another line ending or an edited line
+  // would change what the manifest seems to say.
+  if (std::string rendered = render_loader(*manifest); rendered != l.loader_source) {
+    size_t at = std::mismatch(rendered.begin(), rendered.end(), l.loader_source.begin(), l.loader_source.end()).first -
+                rendered.begin();
+    size_t line = 1 + std::count(rendered.begin(), rendered.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    fail(l.loader_path, "loader is not the one wheelmerge " + std::string(kVersion) + " writes for its manifest",
+         "the rendered loader", fmt::format("a difference on line {}", line));
+    return std::nullopt;
+  }
+  return manifest;
+}
+
+// The package and its modules are the loader's own: a manifest claiming another package's
+// name, or a module outside its package ("json"), would take over that import. And the
+// package's __init__.py imports the loader.
+void check_package(const LoaderFiles& l, const std::string& package_dir, const LoaderManifest& manifest,
+                   const LoaderFailures& fail) {
+  std::string dotted = site_packages_path(package_dir).value_or("");
+  std::replace(dotted.begin(), dotted.end(), '/', '.');
+  if (manifest.package != dotted)
+    fail(l.loader_path, "loader manifest names another package", dotted.empty() ? "a package in site-packages" : dotted,
+         manifest.package);
+  for (const auto& [label, build] : manifest.builds)
+    for (const auto& [module, file] : build.modules)
+      if (module != manifest.package && !module.starts_with(manifest.package + "."))
+        fail(l.loader_path, fmt::format("manifest modules of {} names a module outside the package", label.str()),
+             "a module of " + manifest.package, module);
+  if (!imports_loader(l.init_source))
+    fail(package_dir + "/__init__.py", "package does not import its loader",
+         std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
+}
+
+// Every path the manifest names is a member of the wheel; the members named are added to `listed`.
+void check_manifest_paths(const LoaderFiles& l, const LoaderManifest& manifest, const ManifestResolver& resolver,
+                          std::set<std::string, std::less<>>& listed, const LoaderFailures& fail) {
+  for (const VariantLabel& variant : manifest.variants) {
+    const BuildFiles& build = manifest.builds.at(variant);
+    const std::string& label = variant.str();
+    auto check = [&](const char* section, const std::string& rel) {
+      std::string installed = ManifestResolver::installed(l.loader_path, rel);
+      if (installed.empty()) {
+        fail(l.loader_path, fmt::format("manifest {} of {} names a path outside the wheel", section, label),
+             "a path relative to the package, inside the wheel", rel);
+        return;
+      }
+      if (auto member = resolver.member(installed)) listed.insert(std::string(*member));
+      else
+        fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), installed,
+             "no such member");
+    };
+    for (const auto& [module, rel] : build.modules) check("modules", rel);
+    for (const auto& [original, rel] : build.files) check("files", rel);
+    for (const std::string& rel : build.preload) check("preload", rel);
+  }
+}
+
+// A file stored under a variant label that no manifest names would never be loaded. A name
+// is labelled when one of its dot-separated pieces after the stem is a variant label.
+void check_unlisted(const std::vector<std::string>& variants, const std::vector<std::string_view>& paths,
+                    const std::set<std::string, std::less<>>& listed, const LoaderFailures& fail) {
+  std::unordered_set<std::string> labels(variants.begin(), variants.end());
+  for (std::string_view path : paths) {
+    if (listed.count(path) || path.find(".dist-info/") != std::string::npos) continue;
+    if (!label_in_name(path, labels).empty())
+      fail(std::string(path), "variant file no loader lists", "a file named in a manifest", "none names it");
+  }
+}
 }  // namespace
 
 std::vector<FoundLoader> check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
                                        const std::vector<std::string_view>& paths, Problems& problems) {
-  auto fail = [&](const std::string& member, std::string what, std::string expected, std::string found) {
-    problems.push_back({ProblemKind::invalid_input, display, member, std::move(what), std::move(expected), std::move(found)});
-  };
+  const LoaderFailures fail{display, problems};
   std::vector<FoundLoader> found;
   std::set<std::string, std::less<>> listed;  // every file some manifest names
   const ManifestResolver resolver(paths);
   for (const LoaderFiles& l : loaders) {
     const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
-    std::string why;
-    // Python reads CR and CRLF as line ends too, which the manifest reader below does not: a
-    // loader wheelmerge wrote has LF only, so any CR is refused before the block is read.
-    if (size_t cr = l.loader_source.find('\r'); cr != std::string::npos) {
-      fail(l.loader_path, "loader has CR line endings", "LF only, as wheelmerge writes loaders",
-           fmt::format("a CR on line {}", 1 + std::count(l.loader_source.begin(), l.loader_source.begin() + static_cast<std::ptrdiff_t>(cr), '\n')));
-      continue;
-    }
-    auto text = manifest_of_loader(l.loader_source, why);
-    auto manifest = text ? LoaderManifest::parse(*text, why) : std::nullopt;
-    if (!manifest) {
-      fail(l.loader_path, "loader manifest malformed", "a manifest block as wheelmerge writes it", why);
-      continue;
-    }
-    // What Python runs is the whole file, so the whole file must be what this wheelmerge
-    // writes for that manifest: a second assignment, another line ending or an edited line
-    // would change what the manifest seems to say.
-    if (std::string rendered = render_loader(*manifest); rendered != l.loader_source) {
-      size_t at = std::mismatch(rendered.begin(), rendered.end(), l.loader_source.begin(), l.loader_source.end()).first -
-                  rendered.begin();
-      size_t line = 1 + std::count(rendered.begin(), rendered.begin() + static_cast<std::ptrdiff_t>(at), '\n');
-      fail(l.loader_path, "loader is not the one wheelmerge " + std::string(kVersion) + " writes for its manifest",
-           "the rendered loader", fmt::format("a difference on line {}", line));
-      continue;
-    }
+    std::optional<LoaderManifest> manifest = read_manifest(l, fail);
+    if (!manifest) continue;
     const std::string rules_path = package_dir + "/" + std::string(kRulesModule);
     if (!l.rules_source)
       fail(rules_path, "loader's rules module is missing", "the module beside the loader", "no such member");
     else if (*l.rules_source != render_rules(manifest->selector, manifest->package))
       fail(rules_path, "rules module is not the one wheelmerge " + std::string(kVersion) + " writes",
            "the rendered rules module of selector " + std::string(selector_name(manifest->selector)), "other text");
-    // The package and its modules are the loader's own: a manifest claiming another package's
-    // name, or a module outside its package ("json"), would take over that import.
-    std::string dotted = site_packages_path(package_dir).value_or("");
-    std::replace(dotted.begin(), dotted.end(), '/', '.');
-    if (manifest->package != dotted)
-      fail(l.loader_path, "loader manifest names another package", dotted.empty() ? "a package in site-packages" : dotted,
-           manifest->package);
-    for (const auto& [label, build] : manifest->builds)
-      for (const auto& [module, file] : build.modules)
-        if (module != manifest->package && !module.starts_with(manifest->package + "."))
-          fail(l.loader_path, fmt::format("manifest modules of {} names a module outside the package", label.str()),
-               "a module of " + manifest->package, module);
-    if (!imports_loader(l.init_source))
-      fail(package_dir + "/__init__.py", "package does not import its loader", std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
+    check_package(l, package_dir, *manifest, fail);
     if (!found.empty() && found.front().manifest.variants != manifest->variants)
       fail(l.loader_path, "loaders disagree on the variants", nlohmann::json(label_strings(found.front().manifest.variants)).dump(),
            nlohmann::json(label_strings(manifest->variants)).dump());
-    for (const VariantLabel& variant : manifest->variants) {
-      const BuildFiles& build = manifest->builds.at(variant);
-      const std::string& label = variant.str();
-      auto check = [&](const char* section, const std::string& rel) {
-        std::string installed = ManifestResolver::installed(l.loader_path, rel);
-        if (installed.empty()) {
-          fail(l.loader_path, fmt::format("manifest {} of {} names a path outside the wheel", section, label),
-               "a path relative to the package, inside the wheel", rel);
-          return;
-        }
-        if (auto member = resolver.member(installed)) listed.insert(std::string(*member));
-        else fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), installed, "no such member");
-      };
-      for (const auto& [module, rel] : build.modules) check("modules", rel);
-      for (const auto& [original, rel] : build.files) check("files", rel);
-      for (const std::string& rel : build.preload) check("preload", rel);
-    }
+    check_manifest_paths(l, *manifest, resolver, listed, fail);
     found.push_back({l.loader_path, std::move(*manifest)});
   }
-  // A file stored under a variant label that no manifest names would never be loaded. A name
-  // is labelled when one of its dot-separated pieces after the stem is a variant label.
-  if (!found.empty()) {
-    const std::vector<std::string> variants = label_strings(found.front().manifest.variants);
-    std::unordered_set<std::string> labels(variants.begin(), variants.end());
-    for (std::string_view path : paths) {
-      if (listed.count(path) || path.find(".dist-info/") != std::string::npos) continue;
-      if (!label_in_name(path, labels).empty())
-        fail(std::string(path), "variant file no loader lists", "a file named in a manifest", "none names it");
-    }
-  }
+  if (!found.empty()) check_unlisted(label_strings(found.front().manifest.variants), paths, listed, fail);
   return found;
 }
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh), then runs every suite twice: against the release build, and
-# against a build with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan), which must
-# run them without findings. A skipped test fails the run unless its reason is on the short
+# Sets up (scripts/setup.sh), then runs the unit tests and every integration suite against the
+# release build, and the unit tests and the suites marked cxx again against a build with
+# AddressSanitizer and UndefinedBehaviorSanitizer (build-asan), which must run them without
+# findings. A skipped test fails the run unless its reason is on the short
 # allow-list in tests/integration/conftest.py (ALLOWED_SKIPS); every skip is listed at the end
 # of each pass.
 #
 # scripts/test.sh --quick [PYTEST ARGS]: the edit loop (about 2 min here): the unit tests and the
-# integration suites that download nothing and need no sanitizer build (QUICK_SUITES), against
-# the release build only. Not what CI runs.
+# integration suites that need no network, torch, qemu, GPU or minutes (markers), against the
+# release build only. Not what CI runs. WHEELMERGE_TEST_WORKERS sets the number of pytest workers.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 quick=0
@@ -15,16 +16,24 @@ if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
 "$root/scripts/setup.sh"
 cd "$root"
 
+# Parallel pytest workers (pytest-xdist): suites with expensive fixtures stay on one worker
+# (tests/integration/conftest.py, SUITES), the longest start first. Three on two cores: the
+# suites wait on child processes a good part of the time.
+workers=${WHEELMERGE_TEST_WORKERS:-3}
+pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist loadgroup)
+
 if (( quick )); then
-  # The zip layer's hostile corpus, faults and signals, arguments, workflows, variant documents,
-  # loader injection and verify (the two wmdemo builds, compiled here), data layouts.
-  QUICK_SUITES=(test_bad_inputs test_hostile test_faults test_hostile_arguments test_hostile_workflow
-                test_hostile_variants test_ci_init test_inject test_verify test_data_layouts test_layout)
-  echo "== quick tier: unit tests, then ${#QUICK_SUITES[@]} integration suites (release build)"
+  # The suites that need no network, torch, qemu, GPU or minutes (the markers of SUITES): the
+  # zip layer's hostile corpus, faults and signals, arguments, workflows, variant documents,
+  # loader injection and verify (the two wmdemo builds, compiled here), data layouts, the
+  # source layout. The network is cut off (an unreachable proxy) so that a suite that would
+  # download fails here instead of passing on what an earlier run cached.
+  echo "== quick tier: unit tests, then the integration suites marked for no network, torch, qemu, GPU or time"
   ctest --test-dir build --output-on-failure -j "$(nproc)"
-  suites=()
-  for s in "${QUICK_SUITES[@]}"; do suites+=("tests/integration/$s.py"); done
-  WHEELMERGE="$root/build/wheelmerge" exec .venv/bin/python -m pytest -q -p no:cacheprovider "${suites[@]}" "$@"
+  export http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
+         HTTPS_PROXY=http://127.0.0.1:9 no_proxy= NO_PROXY= UV_OFFLINE=1
+  WHEELMERGE="$root/build/wheelmerge" exec "${pytest[@]}" tests/integration \
+    -m "not (network or torch or qemu or gpu or slow)" "$@"
 fi
 
 # Disk: the suites need about NEED_GIB free under TMPDIR at their peak (18.7 GiB used at the
@@ -79,26 +88,18 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWHEELMERGE_SANITIZE
 cmake --build build-asan
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
 
 echo "== unit tests (release, then sanitizers)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
 
-echo "== integration suites, release build"
+echo "== integration suites, release build ($workers workers)"
 WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration "$@"
 
-# The suites that run build/wheelmerge, against the sanitizer build. test_backend.py and
-# test_own_wheel.py run the executable of the wheelmerge wheel they build, test_fuzz.py its own sanitized harnesses, and
-# test_loader.py no executable at all, so they are not repeated; test_real_wheels.py reads
-# 1.5 GB of valid wheels, which the fuzzers' sanitized runs cover better per second. The
-# selector suites (test_loader_selectors.py, test_cpulevels.py, test_torchdemo.py, test_cupy.py)
-# spend their time in compilers, pip, torch and emulated CPUs, with a few merges each that the
-# other suites' sanitized merges cover.
-echo "== integration suites, sanitizer build"
-WHEELMERGE="$root/build-asan/wheelmerge" "${pytest[@]}" tests/integration \
-  --ignore=tests/integration/test_backend.py --ignore=tests/integration/test_own_wheel.py \
-  --ignore=tests/integration/test_fuzz.py \
-  --ignore=tests/integration/test_loader.py --ignore=tests/integration/test_real_wheels.py \
-  --ignore=tests/integration/test_loader_selectors.py --ignore=tests/integration/test_cpulevels.py \
-  --ignore=tests/integration/test_torchdemo.py --ignore=tests/integration/test_cupy.py "$@"
+# Again against the sanitizer build: the suites marked cxx, which spend their time in
+# wheelmerge's own code on inputs of many kinds (hostile archives, faults and signals,
+# arguments, variant documents, workflows, merges, verify, scale, the build driver). The others
+# spend theirs in compilers, pip, torch, qemu or linters around a few merges that these cover;
+# test_fuzz.py runs its own sanitized harnesses.
+echo "== integration suites marked cxx, sanitizer build ($workers workers)"
+WHEELMERGE="$root/build-asan/wheelmerge" "${pytest[@]}" tests/integration -m cxx "$@"

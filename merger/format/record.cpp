@@ -40,6 +40,85 @@ std::optional<RecordHash> RecordHash::parse(std::string_view field, std::string&
   return hash;
 }
 
+namespace {
+
+// Why a field could not be read: parse_record's what, expected and found.
+struct FieldError {
+  const char* what;
+  const char* expected;
+  const char* found;
+};
+
+// The quoted part of a field, its opening quote at text[i]: `i` is left after the closing quote, and `line`
+// counts the line endings inside. A doubled quote ("") stands for one: such a field is stored undoubled in
+// `storage`. nullopt when no closing quote comes.
+std::optional<std::string_view> read_quoted(std::string_view text, size_t& i, size_t& line,
+                                            std::deque<std::string>& storage) {
+  const size_t start = ++i;
+  bool doubled = false;
+  for (;;) {
+    if (i >= text.size()) return std::nullopt;
+    if (text[i] == '"') {
+      if (i + 1 < text.size() && text[i + 1] == '"') {
+        doubled = true;
+        i += 2;
+        continue;
+      }
+      break;
+    }
+    if (text[i] == '\n') ++line;
+    ++i;
+  }
+  const std::string_view field = text.substr(start, i - start);
+  ++i;  // the closing quote
+  if (!doubled) return field;
+  std::string& own = storage.emplace_back();
+  for (size_t k = 0; k < field.size(); ++k) {
+    own += field[k];
+    if (field[k] == '"') ++k;
+  }
+  return own;
+}
+
+// One field from text[i] on: `i` is left on the ',' or line ending after it, or at the end.
+std::optional<FieldError> read_field(std::string_view text, size_t& i, size_t& line, std::deque<std::string>& storage,
+                                     std::string_view& field) {
+  field = {};
+  const bool quoted = i < text.size() && text[i] == '"';
+  if (quoted) {
+    auto inside = read_quoted(text, i, line, storage);
+    if (!inside) return FieldError{"unterminated quoted field", "a closing quote", "end of file"};
+    field = *inside;
+  }
+  const size_t start = i;
+  while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
+    if (text[i] == '"') return FieldError{"stray quote in a field", "a quote only around a whole field", "one inside"};
+    ++i;
+  }
+  if (i > start) {
+    // Text after a closing quote joins the quoted part, as Python's csv reads it.
+    const std::string_view rest = text.substr(start, i - start);
+    if (quoted) field = storage.emplace_back(std::string(field) + std::string(rest));
+    else field = rest;
+  }
+  return std::nullopt;
+}
+
+// Steps over what ends a field at text[i]: true where it ends the row too (a line ending, CRLF or LF, or the
+// end of the text).
+bool field_ends_row(std::string_view text, size_t& i) {
+  if (i >= text.size()) return true;
+  if (text[i] == ',') {
+    ++i;
+    return false;
+  }
+  if (text[i] == '\r') ++i;
+  if (i < text.size() && text[i] == '\n') ++i;
+  return true;
+}
+
+}  // namespace
+
 std::optional<RecordRows> parse_record(std::string_view text, const std::string& display_name,
                                       const std::string& member, size_t max_rows, Problems& problems) {
   RecordRows parsed;
@@ -61,60 +140,13 @@ std::optional<RecordRows> parse_record(std::string_view text, const std::string&
     if (parsed.rows.size() == max_rows)
       return fail("more rows than the archive has members", fmt::format("at most {} rows", max_rows), "more");
     count = 0;
-    bool row_done = false;
-    while (!row_done) {
+    do {
       std::string_view field;
-      const bool quoted = i < text.size() && text[i] == '"';
-      if (quoted) {
-        const size_t start = ++i;
-        bool doubled = false;  // holds "" for a quote: the field is stored undoubled
-        for (;;) {
-          if (i >= text.size()) return fail("unterminated quoted field", "a closing quote", "end of file");
-          if (text[i] == '"') {
-            if (i + 1 < text.size() && text[i + 1] == '"') {
-              doubled = true;
-              i += 2;
-              continue;
-            }
-            break;
-          }
-          if (text[i] == '\n') ++line;
-          ++i;
-        }
-        field = text.substr(start, i - start);
-        ++i;  // the closing quote
-        if (doubled) {
-          std::string& own = parsed.storage.emplace_back();
-          for (size_t k = 0; k < field.size(); ++k) {
-            own += field[k];
-            if (field[k] == '"') ++k;
-          }
-          field = own;
-        }
-      }
-      const size_t start = i;
-      while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
-        if (text[i] == '"') return fail("stray quote in a field", "a quote only around a whole field", "one inside");
-        ++i;
-      }
-      if (i > start) {
-        // Text after a closing quote joins the quoted part, as Python's csv reads it.
-        const std::string_view rest = text.substr(start, i - start);
-        if (quoted) field = parsed.storage.emplace_back(std::string(field) + std::string(rest));
-        else field = rest;
-      }
+      if (auto error = read_field(text, i, line, parsed.storage, field))
+        return fail(error->what, error->expected, error->found);
       if (count < 3) fields[count] = field;
       ++count;
-      if (i >= text.size()) {
-        row_done = true;
-      } else if (text[i] == ',') {
-        ++i;
-      } else {
-        if (text[i] == '\r') ++i;
-        if (i < text.size() && text[i] == '\n') ++i;
-        row_done = true;
-      }
-    }
+    } while (!field_ends_row(text, i));
     if (count == 1 && fields[0].empty()) return fail("empty row", "path,hash,size", "an empty line");
     if (count != 3) return fail("row without exactly 3 fields", "path,hash,size", fmt::format("{} field{}", count, count == 1 ? "" : "s"));
     parsed.rows.push_back({fields[0], fields[1], fields[2]});

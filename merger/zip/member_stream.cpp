@@ -13,89 +13,118 @@ namespace wm {
 namespace {
 constexpr size_t kChunk = 1 << 20;
 
-// One pass over the member with one decoder.
-std::optional<Problem> stream_with(InflateEngine engine, const ZipArchive& zip, const ZipEntry& entry,
-                                   const ChunkSink& sink, const std::string& display_name) {
-  auto fail = [&](std::string what, std::string expected, std::string found) {
-    return Problem{ProblemKind::invalid_input, display_name, std::string(entry.name), std::move(what),
+// One pass over a member with one decoder: the state its steps share.
+class MemberPass {
+ public:
+  MemberPass(InflateEngine engine, const ZipArchive& zip, const ZipEntry& entry, const ChunkSink& sink,
+             const std::string& display_name)
+      : zip_(zip), entry_(entry), sink_(sink), display_name_(display_name), deflated_(entry.method == kMethodDeflate),
+        // Buffers sized for the member: most members of a wheel are small. One byte more than the
+        // declared size lets inflate show at once that the claim is too small.
+        in_(std::min<uint64_t>(kChunk, std::max<uint64_t>(entry.compressed_size, 1))),
+        out_(deflated_ ? std::min<uint64_t>(kChunk, entry.uncompressed_size + 1) : 0), stream_end_(!deflated_) {
+    if (deflated_) inflater_.emplace(engine);
+  }
+
+  std::optional<Problem> run() {
+    while (consumed_ < entry_.compressed_size || !stream_end_) {
+      if (int signal = interrupted()) return interruption(display_name_, std::string(entry_.name), signal);
+      size_t n = 0;
+      if (consumed_ < entry_.compressed_size) {
+        n = static_cast<size_t>(std::min<uint64_t>(in_.size(), entry_.compressed_size - consumed_));
+        if (!zip_.file->read_at(entry_.data_offset + consumed_, std::span(in_.data(), n)))
+          return fail("cannot read member data", fmt::format("{} bytes", entry_.compressed_size), "a short read");
+        consumed_ += n;
+      }
+      if (!deflated_) {
+        if (auto problem = deliver(in_.data(), n); problem || stopped_) return problem;
+        continue;
+      }
+      if (stream_end_) return trailing(entry_.compressed_size - consumed_ + n);
+      if (auto problem = inflate(n); problem || stopped_) return problem;
+    }
+    return check_claims();
+  }
+
+ private:
+  Problem fail(std::string what, std::string expected, std::string found) const {
+    return Problem{ProblemKind::invalid_input, display_name_, std::string(entry_.name), std::move(what),
                    std::move(expected), std::move(found)};
-  };
-  const bool deflated = entry.method == kMethodDeflate;
-  // Buffers sized for the member: most members of a wheel are small. One byte more than the
-  // declared size lets inflate show at once that the claim is too small.
-  std::vector<uint8_t> in(std::min<uint64_t>(kChunk, std::max<uint64_t>(entry.compressed_size, 1)));
-  std::vector<uint8_t> out(deflated ? std::min<uint64_t>(kChunk, entry.uncompressed_size + 1) : 0);
-  std::optional<RawInflater> inflater;
-  if (deflated) inflater.emplace(engine);
-  uint32_t crc = 0;
-  uint64_t produced = 0;
-  uint64_t consumed = 0;  // compressed bytes read from the archive
-  bool stream_end = !deflated;
+  }
 
-  auto deliver = [&](const uint8_t* data, size_t len) -> std::optional<bool> {
-    if (len > entry.uncompressed_size - produced) return std::nullopt;  // the size lied
-    crc = crc32_update(crc, data, len);
-    produced += len;
-    return sink(std::span<const uint8_t>(data, len));
-  };
-  auto size_lie = [&] {
-    return fail("more data than the declared uncompressed size",
-                fmt::format("{} bytes", entry.uncompressed_size), "more");
-  };
-  auto trailing = [&](uint64_t unused) {
+  Problem trailing(uint64_t unused) const {
     return fail("data after the end of the deflate stream",
-                fmt::format("{} compressed bytes", entry.compressed_size - unused),
-                fmt::format("{}", entry.compressed_size));
-  };
+                fmt::format("{} compressed bytes", entry_.compressed_size - unused),
+                fmt::format("{}", entry_.compressed_size));
+  }
 
-  while (consumed < entry.compressed_size || !stream_end) {
-    if (int signal = interrupted()) return interruption(display_name, std::string(entry.name), signal);
-    size_t n = 0;
-    if (consumed < entry.compressed_size) {
-      n = static_cast<size_t>(std::min<uint64_t>(in.size(), entry.compressed_size - consumed));
-      if (!zip.file->read_at(entry.data_offset + consumed, std::span(in.data(), n)))
-        return fail("cannot read member data", fmt::format("{} bytes", entry.compressed_size), "a short read");
-      consumed += n;
-    }
-    if (!deflated) {
-      auto more = deliver(in.data(), n);
-      if (!more) return size_lie();
-      if (!*more) return std::nullopt;
-      continue;
-    }
-    if (stream_end) return trailing(entry.compressed_size - consumed + n);
-    // Decode this input whole; with the last input, go on until the stream ends or stalls.
-    const bool last = consumed == entry.compressed_size;
+  // Hands `len` bytes to the sink, counted and checksummed; stopped_ when it wants no more. A problem
+  // where they pass the declared size: the size lied.
+  std::optional<Problem> deliver(const uint8_t* data, size_t len) {
+    if (len > entry_.uncompressed_size - produced_)
+      return fail("more data than the declared uncompressed size", fmt::format("{} bytes", entry_.uncompressed_size),
+                  "more");
+    crc_ = crc32_update(crc_, data, len);
+    produced_ += len;
+    stopped_ = !sink_(std::span<const uint8_t>(data, len));
+    return std::nullopt;
+  }
+
+  // Decodes the `n` bytes of input just read, whole; with the last input, goes on until the stream
+  // ends or stalls.
+  std::optional<Problem> inflate(size_t n) {
+    const bool last = consumed_ == entry_.compressed_size;
     size_t at = 0;
-    while (!stream_end && (at < n || last)) {
+    while (!stream_end_ && (at < n || last)) {
       // One chunk of input may inflate to a thousand times its size: a signal is noticed per step.
-      if (int signal = interrupted()) return interruption(display_name, std::string(entry.name), signal);
-      RawInflater::Step step = inflater->step(in.data() + at, n - at, out.data(), out.size());
+      if (int signal = interrupted()) return interruption(display_name_, std::string(entry_.name), signal);
+      RawInflater::Step step = inflater_->step(in_.data() + at, n - at, out_.data(), out_.size());
       at += step.consumed;
       if (step.status == RawInflater::Status::error)
         return fail("corrupt deflate data", "a valid deflate stream", step.message);
       if (step.produced > 0) {
-        auto more = deliver(out.data(), step.produced);
-        if (!more) return size_lie();
-        if (!*more) return std::nullopt;
+        if (auto problem = deliver(out_.data(), step.produced); problem || stopped_) return problem;
       }
       if (step.status == RawInflater::Status::end) {
-        stream_end = true;
-        if (step.unused > 0 || n - at > 0 || consumed < entry.compressed_size)
-          return trailing(entry.compressed_size - consumed + std::max<uint64_t>(step.unused, n - at));
+        stream_end_ = true;
+        if (step.unused > 0 || n - at > 0 || consumed_ < entry_.compressed_size)
+          return trailing(entry_.compressed_size - consumed_ + std::max<uint64_t>(step.unused, n - at));
       } else if (step.consumed == 0 && step.produced == 0) {
-        if (!last)
-          return fail("corrupt deflate data", "a valid deflate stream", "no progress");
+        if (!last) return fail("corrupt deflate data", "a valid deflate stream", "no progress");
         return fail("truncated deflate data", "a complete deflate stream", "it ends early");
       }
     }
+    return std::nullopt;
   }
-  if (produced != entry.uncompressed_size)
-    return fail("uncompressed size mismatch", fmt::format("{} bytes", entry.uncompressed_size),
-                fmt::format("{} bytes", produced));
-  if (crc != entry.crc32)
-    return fail("CRC-32 mismatch", fmt::format("{:#010x}", entry.crc32), fmt::format("{:#010x}", crc));
-  return std::nullopt;
+
+  // After the whole member: what it gave matches the archive's size and CRC-32.
+  std::optional<Problem> check_claims() const {
+    if (produced_ != entry_.uncompressed_size)
+      return fail("uncompressed size mismatch", fmt::format("{} bytes", entry_.uncompressed_size),
+                  fmt::format("{} bytes", produced_));
+    if (crc_ != entry_.crc32)
+      return fail("CRC-32 mismatch", fmt::format("{:#010x}", entry_.crc32), fmt::format("{:#010x}", crc_));
+    return std::nullopt;
+  }
+
+  const ZipArchive& zip_;
+  const ZipEntry& entry_;
+  const ChunkSink& sink_;
+  const std::string& display_name_;
+  const bool deflated_;
+  std::vector<uint8_t> in_, out_;
+  std::optional<RawInflater> inflater_;
+  uint32_t crc_ = 0;
+  uint64_t produced_ = 0;
+  uint64_t consumed_ = 0;  // compressed bytes read from the archive
+  bool stream_end_;
+  bool stopped_ = false;  // the sink wanted no more: not an error, and nothing more is checked
+};
+
+// One pass over the member with one decoder.
+std::optional<Problem> stream_with(InflateEngine engine, const ZipArchive& zip, const ZipEntry& entry,
+                                   const ChunkSink& sink, const std::string& display_name) {
+  return MemberPass(engine, zip, entry, sink, display_name).run();
 }
 
 }  // namespace

@@ -18,9 +18,7 @@ input length are left out.
 from __future__ import annotations
 
 import argparse
-import base64
 import dataclasses
-import hashlib
 import io
 import json
 import os
@@ -107,10 +105,6 @@ DI = "pkg-1.0.dist-info"
 # Building blocks
 
 
-def record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def zipfile_wheel(files: dict[str, bytes], name: str = "pkg", version: str = "1.0", tags: str = TAGS,
                   *, compression: int = zipfile.ZIP_DEFLATED, directories: bool = False,
                   metadata_extra: str = "", executable: tuple[str, ...] = ()) -> bytes:
@@ -121,8 +115,8 @@ def zipfile_wheel(files: dict[str, bytes], name: str = "pkg", version: str = "1.
                                         f"Summary: a fuzz seed\n{metadata_extra}").encode()
     members[f"{dist_info}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: bdist_wheel (0.45.1)\nRoot-Is-Purelib: false\n"
                                      + "".join(f"Tag: {t}\n" for t in wg.expand_tags(tags))).encode()
-    rows = [f"{p},{record_hash(d)},{len(d)}" for p, d in members.items()]
-    members[f"{dist_info}/RECORD"] = ("\n".join(rows + [f"{dist_info}/RECORD,,"]) + "\n").encode()
+    members[f"{dist_info}/RECORD"] = wg.record_file((wg.record_row(p, d) for p, d in members.items()),
+                                                    f"{dist_info}/RECORD")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=compression) as z:
         seen_dirs: set[str] = set()

@@ -40,7 +40,6 @@ what failed, ready for minimisation.
 from __future__ import annotations
 
 import argparse
-import base64
 import collections
 import concurrent.futures
 import dataclasses
@@ -65,6 +64,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import oracle  # noqa: E402
+import wheelgen as wg  # noqa: E402
 from packaging.requirements import InvalidRequirement, Requirement  # noqa: E402
 from packaging.tags import sys_tags  # noqa: E402
 from packaging.utils import InvalidWheelFilename  # noqa: E402
@@ -192,12 +192,9 @@ def normalize_name(name: bytes) -> bytes:
     return re.sub(rb"[-_.]+", b"_", name).lower()
 
 
-def record_hash(data: bytes) -> bytes:
-    return b"sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-
-
 def record_row(*fields: bytes) -> bytes:
-    """``wm::format_record_row``."""
+    """``wm::format_record_row``: fields of any bytes, quoted when they hold a comma, a quote, CR
+    or LF (``wheelgen.render_record``'s csv writer leaves a lone CR unquoted and takes text)."""
     def field(f: bytes) -> bytes:
         return b'"' + f.replace(b'"', b'""') + b'"' if re.search(rb'[,"\r\n]', f) else f
     return b",".join(field(f) for f in fields) + b"\n"
@@ -248,7 +245,8 @@ def build_wheel(d: Description, label: bytes, directory: Path) -> Path:
     if not has_metadata:
         members.append(Member(dist_info + b"/METADATA",
                               b"Metadata-Version: 2.1\nName: " + name.name + b"\nVersion: " + name.version + b"\n"))
-    record = b"".join(record_row(m.path, record_hash(m.content), str(len(m.content)).encode()) for m in members)
+    record = b"".join(record_row(m.path, wg.record_hash(m.content).encode(), str(len(m.content)).encode())
+                     for m in members)
     record += record_row(dist_info + b"/RECORD", b"", b"")
     members.append(Member(dist_info + b"/RECORD", record))
     path = Path(os.fsdecode(bytes(directory) + b"/" + filename))

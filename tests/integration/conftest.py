@@ -12,11 +12,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import pytest
+
+import build_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "wmdemo"
@@ -122,46 +125,56 @@ def _copy_example(destination: Path) -> None:
         "build", "dist", "*.egg-info", "__pycache__", "*.so", "*.so.*"))
 
 
-@pytest.fixture(scope="session")
-def demo_wheels(tmp_path_factory: pytest.TempPathFactory) -> DemoWheels:
-    """Builds examples/wmdemo for CUDA 12 and 13 (`python -m build --wheel --no-isolation`),
-    each from its own copy of the project so that the builds share no build/ directory."""
-    base = tmp_path_factory.mktemp("demo-wheels")
-    out = base / "wheels"
+def _build_demo_wheels(base: Path) -> None:
+    """Builds examples/wmdemo for CUDA 12 and 13 (`python -m build --wheel --no-isolation`)
+    into base/cu12 and base/cu13, each from its own copy of the project so that the builds share
+    no build/ directory."""
+    work = Path(tempfile.mkdtemp(prefix="wmdemo-build-"))
     builds = {}
     for major in ("12", "13"):
-        source = base / f"src-cu{major}"
+        source = work / f"src-cu{major}"
         _copy_example(source)
-        log = (base / f"build-cu{major}.log").open("w")
+        log = (work / f"build-cu{major}.log").open("w")
         # The two builds run side by side: each is mostly a compiler waiting on its own files.
         builds[major] = (subprocess.Popen(
             [str(tool_python()), "-m", "build", "--wheel", "--no-isolation", "-o",
-             str(out / f"cu{major}"), str(source)],
+             str(base / f"cu{major}"), str(source)],
             stdout=log, stderr=subprocess.STDOUT, cwd=source,
             env=clean_env({"WMDEMO_CUDA_MAJOR": major})), log)
-    wheels = {}
     for major, (process, log) in builds.items():
         status = process.wait(timeout=600)
         log.close()
         if status != 0:
             pytest.fail(f"building wmdemo for CUDA {major} failed ({status}):\n"
                         f"{Path(log.name).read_text()}", pytrace=False)
-        built = sorted((out / f"cu{major}").glob("*.whl"))
+        built = sorted((base / f"cu{major}").glob("*.whl"))
         assert len(built) == 1, f"expected one wheel from the cu{major} build, found {built}"
-        wheels[major] = built[0]
-    cu12 = out / (wheels["12"].name[: -len(".whl")] + ".cu12.whl")
-    wheels["12"].rename(cu12)
-    assert "+cu13-" in wheels["13"].name, wheels["13"].name
-    return DemoWheels(cu12=cu12, cu13=wheels["13"])
+        if major == "12":
+            built[0].rename(built[0].with_name(built[0].name[: -len(".whl")] + ".cu12.whl"))
+    shutil.rmtree(work)
+
+
+@pytest.fixture(scope="session")
+def demo_wheels() -> DemoWheels:
+    """The two builds of examples/wmdemo, made once for its sources and tools (build_cache.py);
+    a test that changes one works on a copy."""
+    key = build_cache.key_of([EXAMPLE], build_cache.tool_version(
+        tool_python(), "-c", "import setuptools, sys; print(sys.version, setuptools.__version__)"),
+        build_cache.tool_version("cc", "--version"))
+    base = build_cache.cached("wmdemo-wheels", key, _build_demo_wheels)
+    (cu12,) = base.glob("cu12/*.cu12.whl")
+    (cu13,) = base.glob("cu13/*.whl")
+    assert "+cu13-" in cu13.name, cu13.name
+    return DemoWheels(cu12=cu12, cu13=cu13)
 
 
 def without_label(wheel: Path, directory: Path) -> Path:
     """A copy of a demo wheel that names no label (version 0.1.0, no .cuNN suffix), for
     merges that give it one on the command line (PATH=LABEL): a label the name also gave
     would have to agree. The dist-info directory, METADATA's Version and RECORD follow."""
-    import base64
-    import hashlib
     import zipfile
+
+    import wheelgen
 
     stem = wheel.name[: -len(".whl")]
     version = stem.split("-")[1]
@@ -178,13 +191,9 @@ def without_label(wheel: Path, directory: Path) -> Path:
             if info.filename == old_info + "METADATA":
                 data = data.replace(f"\nVersion: {version}\n".encode(), f"\nVersion: {base}\n".encode(), 1)
             members[info.filename.replace(old_info, new_info, 1)] = data
-        rows = []
-        for member, data in members.items():
-            if member == new_info + "RECORD":
-                continue
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            rows.append(f"{member},sha256={digest},{len(data)}")
-        members[new_info + "RECORD"] = ("\n".join(rows) + f"\n{new_info}RECORD,,\n").encode()
+        record = new_info + "RECORD"
+        members[record] = wheelgen.record_file(
+            (wheelgen.record_row(m, d) for m, d in members.items() if m != record), record)
         for member, data in members.items():
             out.writestr(member, data)
     return target
@@ -279,6 +288,79 @@ def children_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("children-tmp", numbered=False)
     os.environ["TMPDIR"] = str(path)
     return path
+
+
+# --- tiers and parallel workers -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Suite:
+    """What a suite needs beyond this checkout and the tools of .venv, as markers (registered in
+    pyproject.toml): `network` (the package index on a fresh machine; cached downloads after),
+    `torch` (torch wheels or environments: GBs), `qemu` (emulated CPUs), `gpu` (checks that change
+    where a GPU is present), `slow` (minutes of compilers, pip or I/O). The quick tier
+    (scripts/test.sh --quick) runs the suites without any of them, with the network cut off.
+    `group`: one worker runs the whole suite (its module and session fixtures are expensive, so
+    they are made once); `first`: scheduled before the others, being the longest. `cxx` (marker
+    `cxx`): the suite spends its time in wheelmerge's own code on inputs of many kinds, so
+    scripts/test.sh runs it again against the sanitizer build; the others spend theirs in
+    compilers, pip, torch or linters."""
+
+    marks: tuple[str, ...] = ()
+    group: bool = False
+    first: bool = False
+    cxx: bool = False
+
+
+SUITES = {
+    "test_backend": Suite(("network", "slow"), group=True, first=True),
+    "test_bad_inputs": Suite(cxx=True),
+    "test_build": Suite(("network", "slow"), group=True, cxx=True),
+    "test_ci": Suite(("network", "slow"), group=True),
+    "test_ci_init": Suite(cxx=True),
+    "test_cpulevels": Suite(("qemu",), group=True),
+    "test_cudademo": Suite(("network", "gpu", "slow"), group=True),
+    "test_cupy": Suite(("network", "slow"), group=True, first=True),
+    "test_data_layouts": Suite(cxx=True),
+    "test_faults": Suite(group=True, cxx=True),
+    "test_fuzz": Suite(("slow",), group=True),
+    "test_fuzz_oracle": Suite(("slow",), group=True, cxx=True),
+    "test_gpu_code": Suite(("network", "torch", "slow"), group=True, first=True),
+    "test_hostile": Suite(cxx=True),
+    "test_hostile_arguments": Suite(cxx=True),
+    "test_hostile_variants": Suite(cxx=True),
+    "test_hostile_workflow": Suite(cxx=True),
+    "test_inject": Suite(cxx=True),
+    "test_layout": Suite(),
+    "test_loader": Suite(("network",), group=True),
+    "test_loader_lint": Suite(("network",), group=True),
+    "test_loader_selectors": Suite(("network", "torch", "qemu"), group=True),
+    "test_merge_e2e": Suite(("network",), cxx=True),
+    "test_own_wheel": Suite(("network", "slow"), group=True),
+    "test_real_wheels": Suite(("network", "torch", "slow"), first=True),
+    "test_requirements": Suite(("network", "torch"), group=True),
+    "test_scale": Suite(("slow",), group=True, cxx=True),
+    "test_single_build": Suite(("network",), cxx=True),
+    "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), group=True, first=True),
+    "test_variants": Suite(("network",), cxx=True),
+    "test_verify": Suite(cxx=True),
+    "test_windows_aarch64": Suite(("network",), cxx=True),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test by its suite's entry in SUITES (a suite missing there fails the run),
+    groups suites for pytest-xdist's loadgroup scheduling, and puts the longest suites first so
+    that they do not start last."""
+    missing = sorted({item.path.stem for item in items} - set(SUITES))
+    if missing:
+        raise pytest.UsageError(f"tests/integration/conftest.py: SUITES has no entry for {', '.join(missing)}")
+    for item in items:
+        suite = SUITES[item.path.stem]
+        for mark in suite.marks + (("cxx",) if suite.cxx else ()):
+            item.add_marker(getattr(pytest.mark, mark))
+        if suite.group:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    items.sort(key=lambda item: not SUITES[item.path.stem].first)
 
 
 # A skipped test is a failed test, except for these: things a CI machine of this project cannot

@@ -25,6 +25,9 @@ class Run:
     wall_s: float
     maxrss_kib: int
     timed_out: bool = False
+    # User and system CPU time of the child: the budgets' measure, as it does not grow when
+    # other processes (parallel test workers) share the cores, while wall time does.
+    cpu_s: float = 0.0
 
 
 @functools.lru_cache(maxsize=None)
@@ -64,4 +67,5 @@ def run_measured(args: list[str], cwd: Path, *, timeout: float, limit_as: int | 
         out.seek(0)
         err.seek(0)
         return Run(os.waitstatus_to_exitcode(status), out.read().decode("utf-8", "replace"),
-                   err.read().decode("utf-8", "replace"), wall, usage.ru_maxrss, timed_out)
+                   err.read().decode("utf-8", "replace"), wall, usage.ru_maxrss, timed_out,
+                   usage.ru_utime + usage.ru_stime)

@@ -21,7 +21,6 @@ CUDA 13 root, nothing else names a toolkit unless a test says so.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -39,6 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import pytest
 
+import build_cache
 import wheelgen
 from conftest import CUDA_BINDINGS, ROOT, clean_env, run, tool_python
 
@@ -50,7 +50,6 @@ else:  # pragma: no cover
 PY = tool_python()
 PROJECTS = Path(__file__).resolve().parent / "backend_projects"
 CACHE = ROOT / "tests" / ".cache"
-WHEEL_CACHE = CACHE / "wheelmerge-wheel"
 UV_VERSION = "0.13.9"
 LABELS = ("cu12", "cu13")
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -70,53 +69,29 @@ def output(result: subprocess.CompletedProcess[str]) -> str:
 
 # --- the wheelmerge wheel ----------------------------------------------------------------------
 
-def source_key() -> str:
-    digest = hashlib.sha256()
-    for entry in WHEEL_SOURCES:
-        path = ROOT / entry
-        files = [path] if path.is_file() else sorted(
-            p for p in path.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
-        for file in files:
-            digest.update(f"{file.relative_to(ROOT)}\0".encode() + file.read_bytes() + b"\0")
-    return digest.hexdigest()[:20]
+def _build_wheelmerge_wheel(out: Path) -> None:
+    # From the source distribution, as an installer without a wheel for its platform would build
+    # it: the sdist must hold everything (ISA-L is then built from the package index's source).
+    work = Path(tempfile.mkdtemp(prefix="wheelmerge-wheel-"))
+    run([PY, "-m", "build", "--sdist", "--outdir", work / "sdist", ROOT], timeout=600)
+    (sdist,) = work.glob("sdist/wheelmerge-*.tar.gz")
+    run([PY, "-m", "pip", "wheel", "--no-deps", "-w", out, sdist], timeout=3600)
+    shutil.rmtree(work)
 
 
 @pytest.fixture(scope="session")
-def wheelmerge_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheelmerge wheel of this source tree: from the cache, else `pip wheel` of this repository."""
+def wheelmerge_wheel() -> Path:
+    """The wheelmerge wheel of this source tree: `pip wheel` of its sdist, made once per hash of
+    the sources (build_cache.py)."""
     if os.environ.get("WHEELMERGE_WHEEL"):
         given = Path(os.environ["WHEELMERGE_WHEEL"]).resolve()
         assert given.is_file(), f"WHEELMERGE_WHEEL={given} is not a file"
         return given
-    key = source_key()
-    home = WHEEL_CACHE / key
-    cached = sorted(home.glob("wheelmerge-*.whl"))
-    if len(cached) == 1:
-        return cached[0]
-    out = tmp_path_factory.mktemp("wheelmerge-wheel")
-    # From the source distribution, as an installer without a wheel for its platform would build
-    # it: the sdist must hold everything (ISA-L is then built from the package index's source).
-    run([PY, "-m", "build", "--sdist", "--outdir", out / "sdist", ROOT], timeout=600)
-    (sdist,) = out.glob("sdist/wheelmerge-*.tar.gz")
-    run([PY, "-m", "pip", "wheel", "--no-deps", "-w", out, sdist], timeout=3600)
-    built = sorted(out.glob("wheelmerge-*.whl"))
+    key = build_cache.key_of(WHEEL_SOURCES, build_cache.tool_version(PY, "-m", "pip", "--version"),
+                             build_cache.tool_version("c++", "--version"))
+    built = sorted(build_cache.cached("wheelmerge-wheel", key, _build_wheelmerge_wheel).glob("wheelmerge-*.whl"))
     assert len(built) == 1, f"pip wheel made {built}"
-    if source_key() != key:  # the tree changed while it was built: use it, but do not cache it
-        return built[0]
-    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=WHEEL_CACHE))
-    shutil.copy2(built[0], staging / built[0].name)
-    try:
-        staging.rename(home)
-    except OSError:  # another session cached the same sources meanwhile
-        shutil.rmtree(staging)
-    # Keep the three newest keys.
-    keys = sorted((d for d in WHEEL_CACHE.iterdir() if d.is_dir() and not d.name.startswith(".")),
-                  key=lambda d: d.stat().st_mtime, reverse=True)
-    for old in keys[3:]:
-        shutil.rmtree(old, ignore_errors=True)
-    return home / built[0].name
+    return built[0]
 
 
 @pytest.fixture(scope="session")

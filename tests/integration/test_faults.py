@@ -32,7 +32,7 @@ import pytest
 
 from conftest import clean_env, run, tool_python
 from test_scale import (LABELS, MIB, NAME, OUTPUT_NAME, common_small_members, input_path,
-                        random_block, small_member, stored_repeated_member, write_wheel_streaming)
+                        random_block, stored_repeated, write_wheel_streaming)
 
 STRACE = shutil.which("strace")
 SETPRIV = shutil.which("setpriv")
@@ -47,17 +47,16 @@ def make_inputs(directory: Path, member_mib: int = 32, kernels: int = 6, shared:
     ``member_mib`` MiB each (stored), ``small`` small shared modules (deflated)."""
     directory.mkdir(parents=True, exist_ok=True)
     count = (member_mib * MIB) // BLOCK
-    modules = [small_member(f"{NAME}/mods/m{i:04d}.py", f"X = {i}\n".encode()) for i in range(small)]
-    data = [stored_repeated_member(f"{NAME}/data/shared{j}.bin", random_block(100 + j, BLOCK), count)
-            for j in range(shared)]
+    modules = {f"{NAME}/mods/m{i:04d}.py": f"X = {i}\n".encode() for i in range(small)}
+    data = {f"{NAME}/data/shared{j}.bin": stored_repeated(random_block(100 + j, BLOCK), count)
+            for j in range(shared)}
     paths = []
     for label in LABELS:
         before, after = common_small_members()
-        variant = [stored_repeated_member(f"{NAME}/kernels/k{j}.cubin",
-                                          random_block(int(label[2:]) * 10 + j, BLOCK), count)
-                   for j in range(kernels)]
+        variant = {f"{NAME}/kernels/k{j}.cubin": stored_repeated(random_block(int(label[2:]) * 10 + j, BLOCK), count)
+                   for j in range(kernels)}
         paths.append(write_wheel_streaming(input_path(directory, label),
-                                           before + data + variant + modules + after))
+                                           {**before, **data, **variant, **modules, **after}))
     return paths
 
 

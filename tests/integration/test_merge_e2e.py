@@ -9,9 +9,7 @@ contracts of docs/interfaces.md.
 from __future__ import annotations
 
 import ast
-import base64
 import csv
-import hashlib
 import io
 import json
 import re
@@ -35,6 +33,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from conftest import (CUDA_BINDINGS, loader_manifest, without_label, DemoWheels, Venv, WheelCache, clean_env, run,
                       tool_python)
+from wheelgen import record_hash
 
 LABELS = ("cu12", "cu13")
 EXT = sysconfig.get_config_var("EXT_SUFFIX")  # .cpython-311-x86_64-linux-gnu.so
@@ -88,11 +87,6 @@ def read_zip(path: Path) -> zipfile.ZipFile:
 
 def parse_headers(data: bytes) -> Message:
     return BytesParser(policy=compat32).parsebytes(data)
-
-
-def record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"sha256={digest}"
 
 
 def expected_name(demo_wheels: DemoWheels) -> str:

@@ -16,10 +16,9 @@ For each case the real binary merges two generated wheels; the output must
 
 and the binary's peak RSS (GNU time ``%M``) must stay under a bound.
 
-Inputs are written by a streaming zip writer (below; ``wheelgen.py`` builds wheels in memory,
-which 4 GiB members rule out): big members are a short random block repeated, stored or
-deflated, so that generating them costs one sha256 pass and a CRC computed with
-``crc32_combine`` arithmetic.
+Inputs are written by ``wheelgen.build_wheel``, straight to disk; big members are
+``wheelgen.Stream``s of a short random block repeated, stored or deflated, so that generating
+them costs one sha256 pass and a CRC computed with ``crc32_combine`` arithmetic.
 
 Sizes: the default run is the short version (a member over 4 GiB, 70,000 entries; about 100 s
 on 2 cores). ``WHEELMERGE_SCALE_FULL=1`` adds the archive over 4 GiB (about 13 GB of disk,
@@ -30,7 +29,6 @@ written and deleted), ``wheel unpack`` of the member over 4 GiB, and raises the 
 
 from __future__ import annotations
 
-import base64
 import csv
 import dataclasses
 import hashlib
@@ -48,14 +46,14 @@ import zipfile
 import zlib
 from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO, Callable, Sequence
+from typing import BinaryIO, Callable, Iterable, Mapping, Sequence
 
 import pytest
 
 from conftest import clean_env, run, tool_python
-from wheelgen import (CENTRAL_HEADER, DEFLATED, EOCD, LOCAL_HEADER, MADE_BY_UNIX, SIG_CENTRAL,
-                      SIG_EOCD, SIG_LOCAL, SIG_ZIP64_EOCD, SIG_ZIP64_LOCATOR, STORED, U16, U32,
-                      ZIP64_EOCD, ZIP64_LOCATOR, deflate_raw, render_record, zip64_extra)
+from wheelgen import (AS_WHEELMERGE_WRITES, CENTRAL_HEADER, DEFLATED, EOCD, LOCAL_HEADER, MADE_BY_UNIX,
+                      SIG_CENTRAL, SIG_EOCD, SIG_LOCAL, SIG_ZIP64_EOCD, SIG_ZIP64_LOCATOR, STORED, U16,
+                      U32, ZIP64_EOCD, ZIP64_LOCATOR, Stream, build_wheel, record_digest, zip64_extra)
 
 FULL = os.environ.get("WHEELMERGE_SCALE_FULL", "") not in ("", "0")
 REPORT = os.environ.get("WHEELMERGE_SCALE_REPORT")
@@ -127,64 +125,33 @@ def crc32_repeated(block: bytes, count: int) -> int:
     return result
 
 
-def record_digest(digest: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
 @lru_cache(maxsize=None)
 def sha256_repeated(block: bytes, count: int, tail: bytes = b"") -> bytes:
     """sha256 of ``block * count + tail`` (one pass; cached, the big members recur)."""
     h = hashlib.sha256()
-    batch = block * max(1, (8 * MIB) // len(block))
-    per_batch = len(batch) // len(block)
-    left = count
-    while left >= per_batch:
-        h.update(batch)
-        left -= per_batch
-    h.update(block * left)
+    in_batches(block, count, h.update)
     h.update(tail)
     return h.digest()
 
 
-# --- members and a streaming zip writer ---------------------------------------------------------
-
-@dataclasses.dataclass
-class Member:
-    """One zip member whose compressed bytes are written by ``write`` (so gigabytes never sit
-    in memory). ``crc``, sizes and ``sha256`` (digest of the uncompressed bytes) are known up
-    front: the local header comes first and wheels have no data descriptors."""
-
-    name: str
-    method: int
-    crc: int
-    usize: int
-    csize: int
-    sha256: bytes
-    write: Callable[[BinaryIO], None]
-    executable: bool = False
+def in_batches(block: bytes, count: int, consume: Callable[[bytes], object]) -> None:
+    """Hands ``block * count`` to ``consume`` about 8 MiB at a time."""
+    batch = block * max(1, (8 * MIB) // len(block))
+    per_batch = len(batch) // len(block)
+    left = count
+    while left >= per_batch:
+        consume(batch)
+        left -= per_batch
+    consume(block * left)
 
 
-def small_member(name: str, data: bytes, method: int = DEFLATED) -> Member:
-    packed = deflate_raw(data) if method == DEFLATED else data
-    return Member(name, method, zlib.crc32(data), len(data), len(packed),
-                  hashlib.sha256(data).digest(), lambda f: f.write(packed))
+# --- big members, streamed into wheelgen's zip writer ---------------------------------------------
 
-
-def stored_repeated_member(name: str, block: bytes, count: int) -> Member:
+def stored_repeated(block: bytes, count: int) -> Stream:
     """``block * count``, stored: as many bytes on disk as in the member."""
     size = len(block) * count
-
-    def write(f: BinaryIO) -> None:
-        batch = block * max(1, (8 * MIB) // len(block))
-        per_batch = len(batch) // len(block)
-        left = count
-        while left >= per_batch:
-            f.write(batch)
-            left -= per_batch
-        f.write(block * left)
-
-    return Member(name, STORED, crc32_repeated(block, count), size, size,
-                  sha256_repeated(block, count), write)
+    return Stream(STORED, crc32_repeated(block, count), size, size, sha256_repeated(block, count),
+                  lambda f: in_batches(block, count, f.write))
 
 
 @lru_cache(maxsize=None)
@@ -199,86 +166,26 @@ def _deflated_chunk(chunk: bytes) -> tuple[bytes, bytes]:
     return first, c.flush(zlib.Z_FINISH)
 
 
-def deflated_repeated_member(name: str, chunk: bytes, count: int) -> Member:
+def deflated_repeated(chunk: bytes, count: int) -> Stream:
     """``chunk * count``, deflated: one full-flushed deflate segment repeated ``count`` times,
     then the final block. Tiny on disk however large the member."""
     segment, end = _deflated_chunk(chunk)
 
     def write(f: BinaryIO) -> None:
-        batch = segment * max(1, (8 * MIB) // len(segment))
-        per_batch = len(batch) // len(segment)
-        left = count
-        while left >= per_batch:
-            f.write(batch)
-            left -= per_batch
-        f.write(segment * left)
+        in_batches(segment, count, f.write)
         f.write(end)
 
-    return Member(name, DEFLATED, crc32_repeated(chunk, count), len(chunk) * count,
+    return Stream(DEFLATED, crc32_repeated(chunk, count), len(chunk) * count,
                   len(segment) * count + len(end), sha256_repeated(chunk, count), write)
 
 
-def write_zip_streaming(path: Path, members: Sequence[Member]) -> None:
-    """A zip of ``members`` in order, ZIP64 exactly where WHEEL_RULES rule 8 puts it."""
-    central = bytearray()
-    with open(path, "wb") as f:
-        for m in members:
-            offset = f.tell()
-            name = m.name.encode("utf-8")
-            big = m.usize >= U32 or m.csize >= U32
-            needed = 45 if big or offset >= U32 else 20
-            local_extra = zip64_extra(m.usize, m.csize) if big else b""
-            f.write(LOCAL_HEADER.pack(dict(
-                signature=SIG_LOCAL, version_needed=needed, flags=0, method=m.method, mtime=0,
-                mdate=(0 << 9) | (1 << 5) | 1, crc=m.crc, csize=U32 if big else m.csize,
-                usize=U32 if big else m.usize, name_len=len(name), extra_len=len(local_extra))))
-            f.write(name + local_extra)
-            start = f.tell()
-            m.write(f)
-            assert f.tell() - start == m.csize, f"{m.name}: wrote {f.tell() - start} bytes, declared {m.csize}"
-            values = [m.usize, m.csize, offset]
-            over = [v >= U32 for v in values]
-            extra = zip64_extra(*(v for v, o in zip(values, over) if o)) if any(over) else b""
-            mode = 0o755 if m.executable else 0o644
-            central += CENTRAL_HEADER.pack(dict(
-                signature=SIG_CENTRAL, version_made=MADE_BY_UNIX | needed, version_needed=needed,
-                flags=0, method=m.method, mtime=0, mdate=(0 << 9) | (1 << 5) | 1, crc=m.crc,
-                csize=min(m.csize, U32), usize=min(m.usize, U32), name_len=len(name),
-                extra_len=len(extra), comment_len=0, disk_start=0, internal_attr=0,
-                external_attr=(0o100000 | mode) << 16, offset=min(offset, U32)))
-            central += name + extra
-        cd_offset = f.tell()
-        f.write(central)
-        count, cd_size = len(members), len(central)
-        if count >= U16 or cd_offset >= U32 or cd_size >= U32:
-            z64 = f.tell()
-            f.write(ZIP64_EOCD.pack(dict(
-                signature=SIG_ZIP64_EOCD, record_size=44, version_made=MADE_BY_UNIX | 45,
-                version_needed=45, disk=0, cd_disk=0, disk_entries=count, total_entries=count,
-                cd_size=cd_size, cd_offset=cd_offset)))
-            f.write(ZIP64_LOCATOR.pack(dict(signature=SIG_ZIP64_LOCATOR, eocd_disk=0,
-                                            eocd_offset=z64, total_disks=1)))
-        f.write(EOCD.pack(dict(signature=SIG_EOCD, disk=0, cd_disk=0,
-                               disk_entries=min(count, U16), total_entries=min(count, U16),
-                               cd_size=min(cd_size, U32), cd_offset=min(cd_offset, U32),
-                               comment_len=0)))
-
-
-def write_wheel_streaming(path: Path, payload: Sequence[Member], version: str = VERSION,
-                          metadata_extra: str = "") -> Path:
-    """A valid wheel: ``payload`` (in the given order), then METADATA, WHEEL, RECORD."""
-    dist_info = f"{NAME}-{version}.dist-info"
-    metadata = (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {version}\n"
-                f"Summary: wheelmerge scale test\n{metadata_extra}").encode()
-    wheel = (f"Wheel-Version: 1.0\nGenerator: wheelmerge tests (test_scale)\n"
-             f"Root-Is-Purelib: false\nTag: {TAGS}\n").encode()
-    members = list(payload) + [small_member(f"{dist_info}/METADATA", metadata),
-                               small_member(f"{dist_info}/WHEEL", wheel)]
-    rows = [[m.name, record_digest(m.sha256), str(m.usize)] for m in members]
-    rows.append([f"{dist_info}/RECORD", "", ""])
-    members.append(small_member(f"{dist_info}/RECORD", render_record(rows)))
-    write_zip_streaming(path, members)
-    return path
+def write_wheel_streaming(path: Path, payload: Mapping[str, bytes | Stream], stored: Iterable[str] = ()) -> Path:
+    """A valid wheel written by wheelgen as it goes: ``payload`` (in the given order; small
+    members deflated but those named in ``stored``), then METADATA, WHEEL, RECORD."""
+    return build_wheel(path, payload, NAME, VERSION, TAGS, metadata={"Summary": "wheelmerge scale test"},
+                       wheel={"Generator": "wheelmerge tests (test_scale)"},
+                       entry={name: {"method": STORED} for name in stored},
+                       entry_defaults=AS_WHEELMERGE_WRITES)
 
 
 def input_path(directory: Path, label: str) -> Path:
@@ -314,34 +221,36 @@ class ZipFacts:
 
 
 def check_zip_strictly(path: Path) -> ZipFacts:
-    """Walks the archive byte by byte (mmap: no copy of a multi-gigabyte file) and asserts the
-    writing rules 7 and 8 of WHEEL_RULES.md. Returns what it found, for case-specific checks."""
+    """Walks the archive byte by byte (mmap: no copy of a multi-gigabyte file; the records read
+    through wheelgen's layouts of them) and asserts the writing rules 7 and 8 of WHEEL_RULES.md.
+    Returns what it found, for case-specific checks."""
     size = path.stat().st_size
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         eocd = size - EOCD.size
-        assert data[eocd:eocd + 4] == b"PK\x05\x06", "no end record at the very end"
-        (_, disk, cd_disk, n_here, n_total, cd_size32, cd_offset32, comment_len) = struct.unpack(
-            "<IHHHHIIH", data[eocd:size])
-        assert (disk, cd_disk, comment_len) == (0, 0, 0)
+        end = EOCD.unpack_from(data, eocd)
+        assert end["signature"] == SIG_EOCD, "no end record at the very end"
+        assert (end["disk"], end["cd_disk"], end["comment_len"]) == (0, 0, 0)
+        n_here, n_total = end["disk_entries"], end["total_entries"]
         locator = eocd - ZIP64_LOCATOR.size
-        zip64_end = locator >= 0 and data[locator:locator + 4] == b"PK\x06\x07"
+        loc = ZIP64_LOCATOR.unpack_from(data, locator) if locator >= 0 else None
+        zip64_end = loc is not None and loc["signature"] == SIG_ZIP64_LOCATOR
         if zip64_end:
-            (_, loc_disk, z64_offset, total_disks) = struct.unpack("<IIQI", data[locator:eocd])
-            assert (loc_disk, total_disks) == (0, 1), "ZIP64 locator: disk fields"
+            assert (loc["eocd_disk"], loc["total_disks"]) == (0, 1), "ZIP64 locator: disk fields"
+            z64_offset = loc["eocd_offset"]
             assert z64_offset == locator - ZIP64_EOCD.size, "ZIP64 end record not right before its locator"
-            (sig, record_size, made, needed, z_disk, z_cd_disk, z_here, count, cd_size,
-             cd_offset) = struct.unpack("<IQHHIIQQQQ", data[z64_offset:locator])
-            assert sig == SIG_ZIP64_EOCD
-            assert record_size == 44, f"ZIP64 end record size {record_size}, expected 44"
-            assert (made, needed) == (MADE_BY_UNIX | 45, 45)
-            assert (z_disk, z_cd_disk) == (0, 0) and z_here == count
+            z64 = ZIP64_EOCD.unpack_from(data, z64_offset)
+            assert z64["signature"] == SIG_ZIP64_EOCD
+            assert z64["record_size"] == 44, f"ZIP64 end record size {z64['record_size']}, expected 44"
+            assert (z64["version_made"], z64["version_needed"]) == (MADE_BY_UNIX | 45, 45)
+            count, cd_size, cd_offset = z64["total_entries"], z64["cd_size"], z64["cd_offset"]
+            assert (z64["disk"], z64["cd_disk"]) == (0, 0) and z64["disk_entries"] == count
             cd_end = z64_offset
             # The 16/32-bit fields: the value where it fits, else the 0xFF.. marker.
             assert n_here == n_total == min(count, U16), (n_here, count)
-            assert cd_size32 == min(cd_size, U32) and cd_offset32 == min(cd_offset, U32)
+            assert end["cd_size"] == min(cd_size, U32) and end["cd_offset"] == min(cd_offset, U32)
         else:
             assert n_here == n_total
-            count, cd_size, cd_offset = n_total, cd_size32, cd_offset32
+            count, cd_size, cd_offset = n_total, end["cd_size"], end["cd_offset"]
             cd_end = eocd
         needs_zip64_end = count >= U16 or cd_offset >= U32 or cd_size >= U32
         assert zip64_end == needs_zip64_end, (
@@ -355,67 +264,71 @@ def check_zip_strictly(path: Path) -> ZipFacts:
         stamps: set[tuple[int, int]] = set()
         pos, expected_offset = cd_offset, 0
         for _ in range(count):
-            assert data[pos:pos + 4] == b"PK\x01\x02", f"no central header at {pos}"
-            (made, needed, flags, method, mtime, mdate, crc, csize32, usize32, nlen, xlen, clen,
-             disk_start, internal, external, offset32) = struct.unpack(
-                "<HHHHHHIIIHHHHHII", data[pos + 4:pos + 46])
-            name_bytes = data[pos + 46:pos + 46 + nlen]
+            c = CENTRAL_HEADER.unpack_from(data, pos)
+            assert c["signature"] == SIG_CENTRAL, f"no central header at {pos}"
+            at = pos + CENTRAL_HEADER.size
+            name_bytes = data[at:at + c["name_len"]]
             name = name_bytes.decode("utf-8")
-            extra = data[pos + 46 + nlen:pos + 46 + nlen + xlen]
-            assert clen == 0 and disk_start == 0 and internal == 0, name
+            extra = data[at + c["name_len"]:at + c["name_len"] + c["extra_len"]]
+            flags, method, needed = c["flags"], c["method"], c["version_needed"]
+            assert c["comment_len"] == 0 and c["disk_start"] == 0 and c["internal_attr"] == 0, name
             assert flags & 0x0008 == 0, f"{name}: data descriptor flag"
             assert flags & ~0x0800 == 0, f"{name}: flags {flags:#x}"
             assert method in (STORED, DEFLATED), name
-            pos += 46 + nlen + xlen
+            pos = at + c["name_len"] + c["extra_len"]
 
             # Central: only the overflowing fields in the ZIP64 extra, usize, csize, offset.
-            fields32 = {"usize": usize32, "csize": csize32, "offset": offset32}
+            fields32 = {"usize": c["usize"], "csize": c["csize"], "offset": c["offset"]}
             over = tuple(k for k, v in fields32.items() if v == U32)
             values = dict(fields32)
             if over:
                 assert len(extra) == 4 + 8 * len(over), f"{name}: central extra {extra.hex()}"
-                hid, hlen = struct.unpack("<HH", extra[:4])
+                hid, hlen = struct.unpack_from("<HH", extra)
                 assert (hid, hlen) == (1, 8 * len(over)), f"{name}: central extra header {hid:#x}/{hlen}"
                 for i, k in enumerate(over):
-                    values[k] = struct.unpack("<Q", extra[4 + 8 * i:12 + 8 * i])[0]
+                    values[k] = struct.unpack_from("<Q", extra, 4 + 8 * i)[0]
                     assert values[k] >= U32, f"{name}: {k}={values[k]} in the ZIP64 extra fits 32 bits"
                 zip64_central[over] = zip64_central.get(over, 0) + 1
             else:
                 assert extra == b"", f"{name}: central extra field without need: {extra.hex()}"
             usize, csize, offset = values["usize"], values["csize"], values["offset"]
-            assert made == MADE_BY_UNIX | needed, f"{name}: made by {made:#x}"
+            assert c["version_made"] == MADE_BY_UNIX | needed, f"{name}: made by {c['version_made']:#x}"
             # Rule 9: (S_IFREG | 0o644 or 0o755) << 16. Rule 10: one timestamp for every entry.
+            external = c["external_attr"]
             assert external in ((0o100644 << 16), (0o100755 << 16)), f"{name}: external attributes {external:#x}"
-            stamps.add((mtime, mdate))
+            stamps.add((c["mtime"], c["mdate"]))
             assert len(stamps) == 1, f"{name}: timestamps differ between entries: {stamps}"
             assert needed == (45 if over else 20), f"{name}: version needed {needed}"
             assert offset == expected_offset, f"{name}: local header at {offset}, expected {expected_offset} (gap or overlap)"
 
             # Local header: both sizes 0xFFFFFFFF and a 16-byte extra with both, only when a
             # size overflows; never the offset.
-            assert data[offset:offset + 4] == b"PK\x03\x04", f"{name}: no local header at {offset}"
-            (l_needed, l_flags, l_method, l_time, l_date, l_crc, l_csize, l_usize, l_nlen,
-             l_xlen) = struct.unpack("<HHHHHIIIHH", data[offset + 4:offset + 30])
-            l_name = data[offset + 30:offset + 30 + l_nlen]
-            l_extra = data[offset + 30 + l_nlen:offset + 30 + l_nlen + l_xlen]
+            local = LOCAL_HEADER.unpack_from(data, offset)
+            assert local["signature"] == SIG_LOCAL, f"{name}: no local header at {offset}"
+            at = offset + LOCAL_HEADER.size
+            l_name = data[at:at + local["name_len"]]
+            l_extra = data[at + local["name_len"]:at + local["name_len"] + local["extra_len"]]
             assert l_name == name_bytes, f"local name {l_name!r} for {name!r}"
-            assert (l_flags, l_method, l_time, l_date, l_crc) == (flags, method, mtime, mdate, crc), name
+            shared = ("flags", "method", "mtime", "mdate", "crc")
+            assert [local[k] for k in shared] == [c[k] for k in shared], name
             big = usize >= U32 or csize >= U32
             if big:
-                assert (l_usize, l_csize) == (U32, U32), f"{name}: local sizes {l_usize:#x}/{l_csize:#x}"
+                assert (local["usize"], local["csize"]) == (U32, U32), (
+                    f"{name}: local sizes {local['usize']:#x}/{local['csize']:#x}")
                 assert l_extra == zip64_extra(usize, csize), (
                     f"{name}: local extra {l_extra.hex()}, expected ZIP64 with both sizes only")
                 zip64_local += 1
             else:
-                assert (l_usize, l_csize) == (usize, csize), f"{name}: local sizes"
+                assert (local["usize"], local["csize"]) == (usize, csize), f"{name}: local sizes"
                 assert l_extra == b"", f"{name}: local extra field without need: {l_extra.hex()}"
             # Both headers ask for the same version (45 whenever any field of the entry is ZIP64).
-            assert l_needed == needed, f"{name}: local version {l_needed}, central {needed}"
+            assert local["version_needed"] == needed, (
+                f"{name}: local version {local['version_needed']}, central {needed}")
             if method == STORED:
                 assert usize == csize, name
-            data_offset = offset + 30 + l_nlen + l_xlen
+            data_offset = at + local["name_len"] + local["extra_len"]
             expected_offset = data_offset + csize
-            entries.append(CheckedEntry(name, method, crc, usize, csize, offset, data_offset, external))
+            entries.append(CheckedEntry(name, method, c["crc"], usize, csize, offset, data_offset, external))
         assert pos == cd_offset + cd_size, "central directory size disagrees with its records"
         assert expected_offset == cd_offset, "bytes between the last entry and the central directory"
     return ZipFacts(entries, cd_offset, cd_size, zip64_end, zip64_local, zip64_central)
@@ -584,10 +497,10 @@ def variant_so(label: str, size: int = 4096) -> bytes:
     return random_block(int(label[2:]), size)
 
 
-def common_small_members(tail_files: int = 8) -> tuple[list[Member], list[Member]]:
+def common_small_members(tail_files: int = 8) -> tuple[dict[str, bytes], dict[str, bytes]]:
     """(before, after): __init__.py and a few shared files sorted after the big members."""
-    before = [small_member(f"{NAME}/__init__.py", b'"""scalepkg: wheelmerge scale test."""\n')]
-    after = [small_member(f"{NAME}/tail/f{i:02d}.py", f"VALUE = {i}\n".encode()) for i in range(tail_files)]
+    before = {f"{NAME}/__init__.py": b'"""scalepkg: wheelmerge scale test."""\n'}
+    after = {f"{NAME}/tail/f{i:02d}.py": f"VALUE = {i}\n".encode() for i in range(tail_files)}
     return before, after
 
 
@@ -611,7 +524,7 @@ def test_crc32_helpers_match_zlib() -> None:
         assert crc32_repeated(block, count) == zlib.crc32(block * count), count
     assert sha256_repeated(block, 5, b"x") == hashlib.sha256(block * 5 + b"x").digest()
     chunk = big_member_chunk()
-    m = deflated_repeated_member("x", chunk, 3)
+    m = deflated_repeated(chunk, 3)
     buf = io.BytesIO()
     m.write(buf)
     assert zlib.decompress(buf.getvalue(), -15) == chunk * 3 and len(buf.getvalue()) == m.csize
@@ -626,12 +539,13 @@ def test_member_over_4_gib(wheelmerge_bin: Path, scale_dir: Path) -> None:
     inputs_dir = work / "inputs"
     inputs_dir.mkdir(parents=True)
     start = time.perf_counter()
-    big = deflated_repeated_member(f"{NAME}/data/big.bin", big_member_chunk(), BIG_MEMBER_CHUNK_COUNT)
+    big = deflated_repeated(big_member_chunk(), BIG_MEMBER_CHUNK_COUNT)
     inputs = []
     for label in LABELS:
         before, after = common_small_members()
-        so = small_member(f"{NAME}/_core{EXT}", variant_so(label), STORED)
-        inputs.append(write_wheel_streaming(input_path(inputs_dir, label), before + [so, big] + after))
+        so = f"{NAME}/_core{EXT}"
+        payload = {**before, so: variant_so(label), f"{NAME}/data/big.bin": big, **after}
+        inputs.append(write_wheel_streaming(input_path(inputs_dir, label), payload, stored=[so]))
     generate_s = time.perf_counter() - start
 
     merged, facts, figures = merge_twice_and_check(wheelmerge_bin, inputs, work)
@@ -665,13 +579,13 @@ def test_more_than_65535_entries(wheelmerge_bin: Path, scale_dir: Path) -> None:
     inputs_dir = work / "inputs"
     inputs_dir.mkdir(parents=True)
     start = time.perf_counter()
-    shared = [small_member(f"{NAME}/files/d{i // 1000:03d}/m{i:06d}.py", f"X = {i}\n".encode())
-              for i in range(MANY_FILES)]
+    shared = {f"{NAME}/files/d{i // 1000:03d}/m{i:06d}.py": f"X = {i}\n".encode() for i in range(MANY_FILES)}
     inputs = []
     for label in LABELS:
         before, after = common_small_members()
-        sos = [small_member(f"{NAME}/ext/_m{j}{EXT}", variant_so(label, 2048 + j), STORED) for j in range(4)]
-        inputs.append(write_wheel_streaming(input_path(inputs_dir, label), before + sos + shared + after))
+        sos = {f"{NAME}/ext/_m{j}{EXT}": variant_so(label, 2048 + j) for j in range(4)}
+        inputs.append(write_wheel_streaming(input_path(inputs_dir, label), {**before, **sos, **shared, **after},
+                                            stored=sos))
     del shared
     generate_s = time.perf_counter() - start
 
@@ -720,15 +634,14 @@ def test_archive_over_4_gib(wheelmerge_bin: Path, scale_dir: Path) -> None:
     if free_bytes(work) < needed:
         pytest.skip(f"needs {needed / GIB:.0f} GiB free in {work}, has {free_bytes(work) / GIB:.0f}")
     start = time.perf_counter()
-    big = deflated_repeated_member(f"{NAME}/data/big.bin", big_member_chunk(), BIG_MEMBER_CHUNK_COUNT)
-    cores = {
-        "cu12": stored_repeated_member(f"{NAME}/_core{EXT}", random_block(12, BIG_STORED_BLOCK), core_count),
-        "cu13": small_member(f"{NAME}/_core{EXT}", variant_so("cu13"), STORED),
-    }
+    big = deflated_repeated(big_member_chunk(), BIG_MEMBER_CHUNK_COUNT)
+    cores = {"cu12": stored_repeated(random_block(12, BIG_STORED_BLOCK), core_count), "cu13": variant_so("cu13")}
+    core = f"{NAME}/_core{EXT}"
     inputs = []
     for label in LABELS:
         before, after = common_small_members()
-        inputs.append(write_wheel_streaming(input_path(inputs_dir, label), before + [cores[label], big] + after))
+        payload = {**before, core: cores[label], f"{NAME}/data/big.bin": big, **after}
+        inputs.append(write_wheel_streaming(input_path(inputs_dir, label), payload, stored=[core]))
     generate_s = time.perf_counter() - start
     assert inputs[0].stat().st_size > 4 * GIB
 

@@ -15,7 +15,6 @@ run. Nothing is skipped: a missing toolkit, environment or download fails the su
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sysconfig
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 from packaging.metadata import Metadata
 
+import build_cache
 import torch_envs
 from conftest import ROOT, clean_env, run, tool_python, loader_manifest
 from torch_envs import TorchEnv
@@ -96,23 +96,39 @@ class Built:
 
 @pytest.fixture(scope="session")
 def built(envs: dict[str, TorchEnv], toolkits: dict[str, Path], wheelmerge_bin: Path,
-          pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Built:
+          pytestconfig: pytest.Config) -> Built:
     """examples/torchdemo built by `wheelmerge build` once per variant of its configuration,
     both at once, each in an isolated environment that pip fills from the torch downloads alone
-    (PIP_NO_INDEX), then merged."""
-    base = tmp_path_factory.mktemp("torchdemo")
+    (PIP_NO_INDEX), then merged. Kept (build_cache.py) for the example's sources, this wheelmerge
+    executable's bytes, the toolkits' nvcc, the torch versions and the interpreter: what the
+    build is made of. WHEELMERGE_TEST_REBUILD=1 builds it anew."""
     links = [a for label in LABELS for a in ("--find-links", str(envs[label].wheels))]
-    started = time.monotonic()
-    result = run([wheelmerge_bin, "build", EXAMPLE, "--cuda", f"12={toolkits['torch210_cu12']}",
-                  "--cuda", f"13={toolkits['torch211_cu13']}", *links, "--python", tool_python(),
-                  "-o", base / "dist", "--log-dir", base / "logs", "--jobs", "2", "--json"],
-                 env=clean_env({"PIP_NO_INDEX": "1", "NO_COLOR": "1"}), timeout=2400)
-    seconds = time.monotonic() - started
-    summary = json.loads(result.stdout)
-    for variant in summary["variants"]:
-        say(pytestconfig, f"built {variant['label']} in {variant['seconds']:.0f} s (both at once)")
-    say(pytestconfig, f"wheelmerge build: {seconds:.0f} s in all")
-    return Built(Path(summary["output"]), summary)
+
+    def build(base: Path) -> None:
+        started = time.monotonic()
+        work = base / "work"
+        result = run([wheelmerge_bin, "build", EXAMPLE, "--cuda", f"12={toolkits['torch210_cu12']}",
+                      "--cuda", f"13={toolkits['torch211_cu13']}", *links, "--python", tool_python(),
+                      "-o", base / "dist", "--log-dir", work / "logs", "--jobs", "2", "--json"],
+                     env=clean_env({"PIP_NO_INDEX": "1", "NO_COLOR": "1"}), timeout=2400)
+        seconds = time.monotonic() - started
+        summary = json.loads(result.stdout)
+        for variant in summary["variants"]:
+            say(pytestconfig, f"built {variant['label']} in {variant['seconds']:.0f} s (both at once)")
+        say(pytestconfig, f"wheelmerge build: {seconds:.0f} s in all")
+        assert Path(summary["output"]).parent == base / "dist", summary["output"]
+        (base / "summary.json").write_text(json.dumps(summary))
+        shutil.rmtree(work, ignore_errors=True)
+
+    key = build_cache.key_of(
+        [EXAMPLE], wheelmerge_bin, tool_python(), build_cache.tool_version(tool_python(), "--version"),
+        *(build_cache.tool_version(toolkits[label] / "bin" / "nvcc", "--version") for label in LABELS),
+        *(f"{label}={envs[label].version}+{envs[label].cuda}" for label in LABELS))
+    base = build_cache.cached("torchdemo-build", key, build)
+    summary = json.loads((base / "summary.json").read_text())
+    wheel = base / "dist" / Path(summary["output"]).name
+    summary["output"] = str(wheel)
+    return Built(wheel, summary)
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,6 @@ docs/variants.md describes the format chosen.
 
 from __future__ import annotations
 
-import hashlib
-import base64
 import csv
 import io
 import json
@@ -21,6 +19,7 @@ import pytest
 
 from conftest import CUDA_BINDINGS, DemoWheels, Venv, WheelCache, clean_env, run, tool_python, without_label
 from test_merge_e2e import wheelmerge
+from wheelgen import record_file, record_row
 
 LABELS = ("cu12", "cu13")
 SCHEMA = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
@@ -117,9 +116,7 @@ def test_a_variant_wheel_holds_its_build_as_built(outputs, demo_wheels, label: s
         for name in names:
             if name == DIST_INFO + "RECORD":
                 continue
-            data = z.read(name)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            assert rows[name] == [f"sha256={digest}", str(len(data))], name
+            assert [name, *rows[name]] == record_row(name, z.read(name)), name
 
 
 def uv_install(venv: Venv, *args: str | Path, driver: str | None) -> str:
@@ -215,14 +212,7 @@ def rewritten(source: Path, target: Path, member: str, data: bytes) -> Path:
         entries = [(i, z.read(i)) for i in z.infolist()]
     record_name = next(i.filename for i, _ in entries if i.filename.endswith(".dist-info/RECORD"))
     files = {i.filename: (data if i.filename == member else content) for i, content in entries}
-    rows = []
-    for name, content in files.items():
-        if name == record_name:
-            rows.append(f"{name},,")
-        else:
-            digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=").decode()
-            rows.append(f"{name},sha256={digest},{len(content)}")
-    files[record_name] = ("\n".join(rows) + "\n").encode()
+    files[record_name] = record_file((record_row(n, c) for n, c in files.items() if n != record_name), record_name)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
         for info, _ in entries:
             out.writestr(info, files[info.filename])

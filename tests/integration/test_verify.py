@@ -5,9 +5,6 @@ a correct RECORD, so only the loader check can catch them."""
 from __future__ import annotations
 
 import ast
-
-import base64
-import hashlib
 import json
 import re
 import zipfile
@@ -16,11 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run, tool_python
-
-
-def record_row(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}\n"
+from wheelgen import record_file, record_row
 
 
 def rewrite(source: Path, target: Path, *, drop: str = "", replace: dict[str, bytes] | None = None,
@@ -34,11 +27,10 @@ def rewrite(source: Path, target: Path, *, drop: str = "", replace: dict[str, by
             if name not in (drop, record):
                 members[name] = replace.get(name, z.read(name))
     members.update(add or {})
-    rows = "".join(record_row(n, d) for n, d in members.items()) + f"{record},,\n"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for name, data in members.items():
             z.writestr(name, data)
-        z.writestr(record, rows)
+        z.writestr(record, record_file((record_row(n, d) for n, d in members.items()), record))
     return target
 
 

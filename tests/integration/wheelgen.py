@@ -12,6 +12,12 @@ Two layers:
   and hand it to ``write_zip``. Keyword arguments break the wheel level (METADATA/WHEEL fields,
   RECORD rows, extra files, per-member zip overrides) without a second code path.
 
+``write_zip_to`` writes the same bytes to a file as it goes, and a member given as a ``Stream``
+(its compressed bytes written by a function, CRC, sizes and sha256 known up front) never sits in
+memory: ``build_wheel`` writes wheels with members over 4 GiB that way (ZIP64 where a size or
+an offset needs it). ``record_hash``, ``record_digest``, ``record_row`` and ``record_file`` are
+the RECORD helpers of the suites, the fuzz corpus and the benchmarks.
+
 Everything is deterministic: the same arguments give the same bytes.
 
 Example::
@@ -26,6 +32,7 @@ from __future__ import annotations
 import base64
 import csv
 import dataclasses
+import functools
 import hashlib
 import io
 import re
@@ -33,7 +40,7 @@ import stat
 import struct
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, BinaryIO, Callable, Iterable, Mapping
 
 STORED = 0
 DEFLATED = 8
@@ -73,6 +80,10 @@ class _Struct:
                 raise KeyError(f"{self.name} has no field {key!r} (fields: {', '.join(self.fields)})")
             merged[key] = value(merged[key]) if callable(value) else value
         return struct.pack(self.fmt, *(merged[f] for f in self.fields))
+
+    def unpack_from(self, buffer: Any, offset: int = 0) -> dict[str, int]:
+        """The fields at ``offset`` of ``buffer`` (bytes, mmap), by name."""
+        return dict(zip(self.fields, struct.unpack_from(self.fmt, buffer, offset)))
 
 
 LOCAL_HEADER = _Struct("local header", [
@@ -133,6 +144,21 @@ def deflate_raw(data: bytes, level: int = 6) -> bytes:
     return c.compress(data) + c.flush()
 
 
+@functools.lru_cache(maxsize=None)
+def deflated_zeros(size: int, level: int) -> tuple[bytes, int, str, int]:
+    """``size`` zero bytes (whole MiB) deflated a MiB at a time, never all held:
+    (raw deflate bytes, CRC-32, RECORD hash, size). Cached: a bomb costs one pass."""
+    chunk = bytes(1 << 20)
+    c = zlib.compressobj(level, zlib.DEFLATED, -15)
+    out, crc, h = [], 0, hashlib.sha256()
+    for _ in range(size // len(chunk)):
+        out.append(c.compress(chunk))
+        crc = zlib.crc32(chunk, crc)
+        h.update(chunk)
+    out.append(c.flush())
+    return b"".join(out), crc, record_digest(h.digest()), size
+
+
 def compress(data: bytes, method: int) -> bytes:
     if method == STORED:
         return data
@@ -153,6 +179,21 @@ def compress(data: bytes, method: int) -> bytes:
 
 
 @dataclasses.dataclass
+class Stream:
+    """A member's stored bytes, written by ``write`` (into the archive's file object) instead of
+    held in memory, with what the headers and RECORD need known up front: ``crc`` and ``usize``
+    of the uncompressed bytes, ``csize`` (what ``write`` writes), ``sha256`` (digest of the
+    uncompressed bytes) and ``method`` (how ``write`` compresses them)."""
+
+    method: int
+    crc: int
+    usize: int
+    csize: int
+    sha256: bytes
+    write: Callable[[BinaryIO], Any]
+
+
+@dataclasses.dataclass
 class Entry:
     """One zip member. Computed header values can be overridden field by field:
 
@@ -163,6 +204,8 @@ class Entry:
     * ``descriptor``: overrides for the data descriptor (``crc``, ``csize``, ``usize``).
     * ``compressed``: the stored payload bytes instead of ``compress(data, method)``; CRC and
       sizes are still computed from ``data``/``compressed`` unless overridden.
+    * ``stream``: a ``Stream`` writes the stored bytes instead, and gives CRC and sizes
+      (``data`` and ``compressed`` unused; ``method`` should be the stream's).
     """
 
     name: str | bytes
@@ -172,10 +215,13 @@ class Entry:
     flags: int = 0  # added to the computed flags (UTF-8 bit, descriptor bit)
     mode: int = 0o644
     external_attr: int | None = None  # default (S_IFREG | mode) << 16
-    version_made: int = MADE_BY_UNIX | 20
+    version_made: int | None = MADE_BY_UNIX | 20  # None: Unix, and the version needed
     mtime: int = DOS_TIME_MIDNIGHT
     mdate: int = DOS_DATE_1980
     zip64: bool = False  # force a ZIP64 extra (sizes) even when the values fit 32 bits
+    # The central record's ZIP64 extra: both sizes whenever the local one has them (as Python's
+    # zipfile writes), or (False) only the values that do not fit 32 bits.
+    zip64_both_sizes: bool = True
     data_descriptor: bool = False
     descriptor_signature: bool = True
     local: dict = dataclasses.field(default_factory=dict)
@@ -184,10 +230,17 @@ class Entry:
     in_local: bool = True  # False: no local header/data written (central record only)
     in_central: bool = True  # False: local header/data written, no central record
     before: bytes = b""  # bytes written just before this entry's local header
+    stream: Stream | None = None
 
     @property
     def name_bytes(self) -> bytes:
         return self.name if isinstance(self.name, bytes) else self.name.encode("utf-8")
+
+
+# ``Entry`` settings for the version and ZIP64 fields WHEEL_RULES.md "Writing" rule 8 asks of
+# wheelmerge's output: ZIP64 values in a central record only where they overflow, version made
+# by (Unix) the version needed.
+AS_WHEELMERGE_WRITES = {"version_made": None, "zip64_both_sizes": False}
 
 
 @dataclasses.dataclass
@@ -220,7 +273,27 @@ def _as_bytes(value: str | bytes) -> bytes:
     return value if isinstance(value, bytes) else value.encode("utf-8")
 
 
-def write_zip(
+def write_zip(entries: Iterable[Entry], **kwargs: Any) -> bytes:
+    """Serialise ``entries`` as a zip archive: the bytes ``write_zip_to`` writes."""
+    buffer = io.BytesIO()
+    write_zip_to(buffer, entries, **kwargs)
+    return buffer.getvalue()
+
+
+class _Counted:
+    """A file object's ``write`` that counts what has been written."""
+
+    def __init__(self, f: BinaryIO):
+        self.f = f
+        self.pos = 0
+
+    def write(self, data: bytes) -> int:
+        self.pos += len(data)
+        return self.f.write(data)
+
+
+def write_zip_to(
+    f: BinaryIO,
     entries: Iterable[Entry],
     *,
     prefix: bytes = b"",
@@ -233,8 +306,9 @@ def write_zip(
     zip64_locator: Mapping[str, int] | None = None,
     offsets_relative_to_prefix: bool = False,
     layout: list | None = None,
-) -> bytes:
-    """Serialise ``entries`` as a zip archive.
+) -> None:
+    """Write ``entries`` as a zip archive to the binary file object ``f``, as it goes (offsets
+    count from where ``f`` stood; only the central directory is held until the end).
 
     ``prefix`` goes before the first local header; offsets count it unless
     ``offsets_relative_to_prefix`` (then they are what they would be without the prefix, as
@@ -242,9 +316,14 @@ def write_zip(
     entry and the central directory, ``suffix`` after the end record (and its comment).
     ``zip64_end``: write the ZIP64 end record and locator (None: only when needed).
     If ``layout`` is a list, a ``ZipLayout`` is appended to it.
+
+    ZIP64: a local header gets a ZIP64 extra with both sizes when a size does not fit 32 bits
+    (or ``Entry.zip64``); a central record, in the order usize, csize, offset, both sizes then
+    (or with ``Entry.zip64_both_sizes=False`` only the sizes that overflow) and the offset when
+    it overflows; version needed is 45 for an entry with any ZIP64 field.
     """
-    entries = list(entries)
-    out = bytearray(prefix)
+    out = _Counted(f)
+    out.write(prefix)
     base = len(prefix) if offsets_relative_to_prefix else 0
     central = bytearray()
     local_offsets: list[int] = []
@@ -252,21 +331,30 @@ def write_zip(
     rendered = []
     for e in entries:
         name = e.name_bytes
-        raw = e.compressed if e.compressed is not None else compress(e.data, e.method)
-        crc = zlib.crc32(e.data) & U32
-        usize, csize = len(e.data), len(raw)
+        if e.stream is not None:
+            raw = None
+            crc, usize, csize = e.stream.crc, e.stream.usize, e.stream.csize
+        else:
+            raw = e.compressed if e.compressed is not None else compress(e.data, e.method)
+            crc = zlib.crc32(e.data) & U32
+            usize, csize = len(e.data), len(raw)
         flags = e.flags
         if any(b >= 0x80 for b in name):
             flags |= FLAG_UTF8
         if e.data_descriptor:
             flags |= FLAG_DATA_DESCRIPTOR
         big = e.zip64 or usize >= U32 or csize >= U32
-        needed = 45 if big else 20
 
         # Local header.
-        out += e.before
-        offset = len(out) - base
-        local_offsets.append(len(out))
+        out.write(e.before)
+        offset = out.pos - base
+        local_offsets.append(out.pos)
+        c_values = [usize, csize, offset]
+        if e.zip64_both_sizes:
+            over = [big, big, offset >= U32]
+        else:
+            over = [usize >= U32, csize >= U32, offset >= U32]
+        needed = 45 if big or any(over) else 20
         if e.data_descriptor:
             l_crc, l_csize, l_usize = 0, 0, 0
         else:
@@ -282,19 +370,24 @@ def write_zip(
             mtime=e.mtime, mdate=e.mdate, crc=l_crc, csize=l_csize, usize=l_usize,
             name_len=len(l_name), extra_len=len(l_extra)), fields)
         if e.in_local:
-            out += local + l_name + l_extra + raw
+            out.write(local + l_name + l_extra)
+            if raw is not None:
+                out.write(raw)
+            else:
+                start = out.pos
+                e.stream.write(out)  # type: ignore[union-attr]
+                written = out.pos - start
+                assert written == csize, f"{e.name!r}: the stream wrote {written} bytes, declared {csize}"
             if e.data_descriptor:
                 d = dict(crc=crc, csize=csize, usize=usize)
                 for k, v in e.descriptor.items():
                     d[k] = v(d[k]) if callable(v) else v
                 fmt = "<IQQ" if big else "<III"
                 if e.descriptor_signature:
-                    out += struct.pack("<I", SIG_DESCRIPTOR)
-                out += struct.pack(fmt, d["crc"], d["csize"], d["usize"])
+                    out.write(struct.pack("<I", SIG_DESCRIPTOR))
+                out.write(struct.pack(fmt, d["crc"], d["csize"], d["usize"]))
 
         # Central directory record.
-        c_values = [usize, csize, offset]
-        over = [big, big, offset >= U32]
         c_extra = zip64_extra(*(v for v, o in zip(c_values, over) if o)) if any(over) else b""
         c_usize, c_csize, c_offset = (U32 if o else v for v, o in zip(c_values, over))
         special, fields = _split_overrides(e.central, ("name", "extra", "comment"))
@@ -302,8 +395,9 @@ def write_zip(
         c_extra = _resolve(special, "extra", c_extra)
         c_comment = _resolve(special, "comment", b"")
         ext = e.external_attr if e.external_attr is not None else (stat.S_IFREG | e.mode) << 16
+        made = e.version_made if e.version_made is not None else MADE_BY_UNIX | needed
         rec = CENTRAL_HEADER.pack(dict(
-            signature=SIG_CENTRAL, version_made=e.version_made, version_needed=needed,
+            signature=SIG_CENTRAL, version_made=made, version_needed=needed,
             flags=flags, method=e.method, mtime=e.mtime, mdate=e.mdate, crc=crc,
             csize=c_csize, usize=c_usize, name_len=len(c_name), extra_len=len(c_extra),
             comment_len=len(c_comment), disk_start=0, internal_attr=0, external_attr=ext,
@@ -311,36 +405,35 @@ def write_zip(
         if e.in_central:
             rendered.append(rec + c_name + c_extra + c_comment)
 
-    out += before_central
-    cd_offset = len(out) - base
+    out.write(before_central)
+    cd_offset = out.pos - base
     for rec in rendered:
         central += rec
-    out += central
+    out.write(central)
     cd_size = len(central)
     count = len(rendered)
 
     need64 = count >= U16 or cd_offset >= U32 or cd_size >= U32
     z64_offset = None
     if zip64_end or (zip64_end is None and need64):
-        z64_offset = len(out)
-        out += ZIP64_EOCD.pack(dict(
+        z64_offset = out.pos
+        out.write(ZIP64_EOCD.pack(dict(
             signature=SIG_ZIP64_EOCD, record_size=44, version_made=MADE_BY_UNIX | 45,
             version_needed=45, disk=0, cd_disk=0, disk_entries=count, total_entries=count,
-            cd_size=cd_size, cd_offset=cd_offset), zip64_eocd)
-        out += ZIP64_LOCATOR.pack(dict(
+            cd_size=cd_size, cd_offset=cd_offset), zip64_eocd))
+        out.write(ZIP64_LOCATOR.pack(dict(
             signature=SIG_ZIP64_LOCATOR, eocd_disk=0, eocd_offset=z64_offset - base,
-            total_disks=1), zip64_locator)
-    eocd_offset = len(out)
-    out += EOCD.pack(dict(
+            total_disks=1), zip64_locator))
+    eocd_offset = out.pos
+    out.write(EOCD.pack(dict(
         signature=SIG_EOCD, disk=0, cd_disk=0,
         disk_entries=min(count, U16), total_entries=min(count, U16),
         cd_size=min(cd_size, U32), cd_offset=min(cd_offset, U32),
-        comment_len=len(comment)), eocd)
-    out += comment
-    out += suffix
+        comment_len=len(comment)), eocd))
+    out.write(comment)
+    out.write(suffix)
     if layout is not None:
         layout.append(ZipLayout(local_offsets, cd_offset + base, cd_size, eocd_offset, z64_offset))
-    return bytes(out)
 
 
 def eocd_record(**fields: int) -> bytes:
@@ -354,9 +447,20 @@ def eocd_record(**fields: int) -> bytes:
 # Wheels
 
 
-def record_hash(data: bytes, algorithm: str = "sha256") -> str:
-    digest = hashlib.new(algorithm, data).digest()
+def record_digest(digest: bytes, algorithm: str = "sha256") -> str:
+    """A RECORD hash field from a digest: ``sha256=`` and the digest in urlsafe base64 without
+    padding (for digests computed a piece at a time)."""
     return f"{algorithm}=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def record_hash(data: bytes, algorithm: str = "sha256") -> str:
+    """The RECORD hash field of ``data``."""
+    return record_digest(hashlib.new(algorithm, data).digest(), algorithm)
+
+
+def record_row(path: str, data: bytes) -> list[str]:
+    """``[path, sha256 hash, size]``, a RECORD row for ``data`` stored at ``path``."""
+    return [path, record_hash(data), str(len(data))]
 
 
 def escape_name(name: str) -> str:
@@ -405,6 +509,7 @@ def _apply_field_overrides(fields: list[tuple[str, str]], overrides: Mapping[str
 
 
 def render_record(rows: Iterable[Iterable[str]]) -> bytes:
+    """RECORD's bytes: the rows as CSV (quoted where needed), a line each."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     for row in rows:
@@ -412,8 +517,13 @@ def render_record(rows: Iterable[Iterable[str]]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def wheel_bytes(
-    files: Mapping[str | bytes, bytes],
+def record_file(rows: Iterable[Iterable[str]], record_path: str) -> bytes:
+    """A whole RECORD: ``rows`` (see ``record_row``), then RECORD's own row, no hash and no size."""
+    return render_record([*rows, [record_path, "", ""]])
+
+
+def wheel_entries(
+    files: Mapping[str | bytes, bytes | Stream],
     name: str = "pkg",
     version: str = "1.0",
     tags: str = "cp311-cp311-linux_x86_64",
@@ -430,13 +540,12 @@ def wheel_bytes(
     method: int = DEFLATED,
     entry: Mapping[str | bytes, Mapping[str, Any]] | None = None,
     entries: Callable[[list[Entry]], list[Entry] | None] | None = None,
-    zip: Mapping[str, Any] | None = None,  # noqa: A002 - keyword mirrors write_zip
-    post: Callable[[bytes], bytes] | None = None,
-) -> bytes:
-    """The bytes of a wheel, valid unless an argument breaks it.
+    entry_defaults: Mapping[str, Any] | None = None,
+) -> list[Entry]:
+    """The members of a wheel, valid unless an argument breaks it, for ``write_zip``.
 
-    * ``files``: payload, archive path -> bytes (in this order). ``bytes`` paths are written
-      as-is and get no RECORD row unless they decode as UTF-8.
+    * ``files``: payload, archive path -> bytes or a ``Stream`` (in this order). ``bytes`` paths
+      are written as-is and get no RECORD row unless they decode as UTF-8.
     * ``metadata`` / ``wheel``: dict of header overrides (see ``_apply_field_overrides``),
       full file bytes, or ``OMIT``.
     * ``dist_info_files``: further files in the dist-info directory (recorded).
@@ -444,14 +553,15 @@ def wheel_bytes(
       edits them in place or returns new rows (or bytes: the whole file), the bytes of the whole
       file, or ``OMIT``.
     * ``unrecorded``: extra members written after RECORD, without rows.
-    * ``entry``: per-member ``Entry`` keyword overrides, keyed by archive path.
+    * ``entry``: per-member ``Entry`` keyword overrides, keyed by archive path;
+      ``entry_defaults``: ``Entry`` keywords for every member (``method``, a stream's method
+      and ``entry`` go over them), e.g. ``AS_WHEELMERGE_WRITES``.
     * ``entries``: a function given the final ``Entry`` list (edits in place or returns a new
       one), for duplicates, reordering, insertions.
-    * ``zip``: keyword arguments for ``write_zip``; ``post``: a function of the finished bytes.
     """
     dist_info = dist_info or f"{escape_name(name)}-{version}.dist-info"
 
-    members: list[tuple[str | bytes, bytes]] = list(files.items())
+    members: list[tuple[str | bytes, bytes | Stream]] = list(files.items())
 
     if metadata is not OMIT:
         if isinstance(metadata, bytes):
@@ -490,7 +600,10 @@ def wheel_bytes(
                         path = path.decode("utf-8")
                     except UnicodeDecodeError:
                         continue
-                rows.append([path, record_hash(data), str(len(data))])
+                if isinstance(data, Stream):
+                    rows.append([path, record_digest(data.sha256), str(data.usize)])
+                else:
+                    rows.append(record_row(path, data))
             rows.append([record_path, "", ""])
             result = record(rows) if record is not None else None
             if result is None:
@@ -509,7 +622,11 @@ def wheel_bytes(
     overrides = dict(entry or {})
     entry_list = []
     for path, data in members:
-        kw = dict(name=path, data=data, method=method)
+        kw = dict(entry_defaults or {})
+        if isinstance(data, Stream):
+            kw.update(name=path, stream=data, method=data.method)
+        else:
+            kw.update(name=path, data=data, method=method)
         kw.update(overrides.pop(path, {}))
         entry_list.append(Entry(**kw))
     if overrides:
@@ -518,17 +635,33 @@ def wheel_bytes(
         result = entries(entry_list)
         if result is not None:
             entry_list = result
+    return entry_list
 
-    out = write_zip(entry_list, **(zip or {}))
+
+def wheel_bytes(files: Mapping[str | bytes, bytes | Stream], name: str = "pkg", version: str = "1.0",
+                tags: str = "cp311-cp311-linux_x86_64", build: str | None = None, *,
+                zip: Mapping[str, Any] | None = None,  # noqa: A002 - keyword mirrors write_zip
+                post: Callable[[bytes], bytes] | None = None, **kwargs: Any) -> bytes:
+    """The bytes of a wheel: ``wheel_entries(files, name, version, tags, build, **kwargs)``
+    through ``write_zip`` (``zip``: its keyword arguments); ``post``: a function of the
+    finished bytes."""
+    out = write_zip(wheel_entries(files, name, version, tags, build, **kwargs), **(zip or {}))
     return post(out) if post else out
 
 
-def build_wheel(path: str | Path, files: Mapping[str | bytes, bytes], name: str = "pkg",
+def build_wheel(path: str | Path, files: Mapping[str | bytes, bytes | Stream], name: str = "pkg",
                 version: str = "1.0", tags: str = "cp311-cp311-linux_x86_64",
-                build: str | None = None, **kwargs: Any) -> Path:
-    """Write ``wheel_bytes(...)`` to ``path`` and return it."""
+                build: str | None = None, *,
+                zip: Mapping[str, Any] | None = None,  # noqa: A002 - keyword mirrors write_zip
+                post: Callable[[bytes], bytes] | None = None, **kwargs: Any) -> Path:
+    """Write the wheel ``wheel_bytes(...)`` gives to ``path`` and return it; written as it goes
+    (``Stream`` members included, nothing of the archive held) unless ``post`` needs the bytes."""
     path = Path(path)
-    path.write_bytes(wheel_bytes(files, name, version, tags, build, **kwargs))
+    if post is not None:
+        path.write_bytes(wheel_bytes(files, name, version, tags, build, zip=zip, post=post, **kwargs))
+        return path
+    with open(path, "wb") as f:
+        write_zip_to(f, wheel_entries(files, name, version, tags, build, **kwargs), **(zip or {}))
     return path
 
 

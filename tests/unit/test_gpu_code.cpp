@@ -3,10 +3,13 @@
 // chunking; and the sm_arch rule on code sets.
 #include "merger/base/bytes.hpp"
 #include "merger/gpu_code.hpp"
+#include "merger/zip/zip_writer.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <random>
+#include <stdlib.h>
 
 using namespace wm;
 
@@ -139,6 +142,131 @@ TEST_CASE("fat binaries: random bytes after a valid header never crash and are u
     if (!scan.unreadable.empty()) continue;
     for (const GpuCode& c : scan.code) CHECK((c.arch >= 10 && c.arch <= 999));
   }
+}
+
+namespace {
+
+struct Section {
+  std::string name;
+  std::vector<uint8_t> data;
+  uint32_t type = 1;                // PROGBITS
+  std::optional<uint64_t> offset;  // where its header says it lies, when not where its data is
+};
+
+// A 64-bit little-endian shared object: the sections' data from byte 64 on, then `.shstrtab`, `gap` zero
+// bytes and the section header table: the null section, the sections (in reverse with `reversed`),
+// `.shstrtab` last.
+std::vector<uint8_t> elf_file(const std::vector<Section>& sections, size_t gap = 0, bool reversed = false) {
+  auto put = [](std::vector<uint8_t>& b, size_t at, uint64_t v, size_t n) {
+    for (size_t i = 0; i < n; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
+  };
+  std::vector<uint8_t> b(64, 0);
+  std::string names(1, '\0');
+  std::vector<uint64_t> offsets, name_at;
+  for (const Section& s : sections) {
+    offsets.push_back(b.size());
+    b.insert(b.end(), s.data.begin(), s.data.end());
+    name_at.push_back(names.size());
+    names += s.name + '\0';
+  }
+  const uint64_t own_name = names.size();
+  names += std::string(".shstrtab") + '\0';
+  const size_t names_at = b.size();
+  b.insert(b.end(), names.begin(), names.end());
+  b.resize(b.size() + gap, 0);
+  while (b.size() % 8) b.push_back(0);
+  const size_t table = b.size(), count = sections.size() + 2;
+  b.resize(table + count * 64, 0);
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const size_t at = table + (reversed ? sections.size() - i : i + 1) * 64;
+    put(b, at, name_at[i], 4);
+    put(b, at + 4, sections[i].type, 4);
+    put(b, at + 24, sections[i].offset.value_or(offsets[i]), 8);
+    put(b, at + 32, sections[i].data.size(), 8);
+  }
+  const size_t last = table + (count - 1) * 64;
+  put(b, last, own_name, 4);
+  put(b, last + 4, 3, 4);  // STRTAB
+  put(b, last + 24, names_at, 8);
+  put(b, last + 32, names.size(), 8);
+  const uint8_t ident[] = {0x7F, 'E', 'L', 'F', 2, 1, 1};
+  std::copy(std::begin(ident), std::end(ident), b.begin());
+  put(b, 16, 3, 2);   // ET_DYN
+  put(b, 18, 62, 2);  // x86-64
+  put(b, 40, table, 8);
+  put(b, 52, 64, 2);
+  put(b, 58, 64, 2);
+  put(b, 60, count, 2);
+  put(b, 62, count - 1, 2);
+  return b;
+}
+
+struct Scanned {
+  std::optional<GpuCodeScan> scan;
+  std::optional<Problem> problem;
+};
+
+// scan_gpu_code of `data`, the one member of a zip written here.
+Scanned scan_member(const std::vector<uint8_t>& data) {
+  char name[] = "/tmp/wm_unit_XXXXXX";
+  const int fd = mkstemp(name);
+  REQUIRE(fd >= 0);
+  const std::string path = name;
+  {
+    File out(fd);
+    ZipWriter w(out, DosTime{});
+    REQUIRE(w.add_generated("pkg/k.so", data, false));
+    REQUIRE(w.finish());
+  }
+  Problems problems;
+  auto zip = read_zip(path, "t.whl", problems);
+  std::remove(path.c_str());
+  REQUIRE(zip);
+  Scanned out;
+  out.scan = scan_gpu_code(*zip, zip->entries[0], "t.whl", out.problem);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ELF files: every PROGBITS section named .nv_fatbin is read, in any table order, wherever the names lie") {
+  const std::vector<uint8_t> a = container({{2, 80}, {1, 80}}), b = container({{2, 90, 0x100011}});
+  const std::vector<uint8_t> other = container({{2, 75}});
+  // Named otherwise, or NOBITS: no fat binary section, though their bytes are fat binaries.
+  const std::vector<Section> sections = {{".nv_fatbin", a}, {".nv_fatbin2", other}, {".nv_fatbin", other, 8},
+                                         {".nv_fatbin", b}};
+  // 300 KiB between the names and the table: past what the first pass keeps, so a second pass fetches them.
+  for (size_t gap : {size_t{0}, size_t{300} << 10}) {
+    for (bool reversed : {false, true}) {
+      CAPTURE(gap);
+      CAPTURE(reversed);
+      Scanned s = scan_member(elf_file(sections, gap, reversed));
+      CHECK_FALSE(s.problem);
+      REQUIRE(s.scan);
+      CHECK(s.scan->unreadable == "");
+      CHECK(names(s.scan->code) == std::vector<std::string>{"sm_80", "sm_90a", "compute_80"});
+    }
+  }
+  Scanned none = scan_member(elf_file({{".text", other}, {".nv_fatbin2", a}}));
+  REQUIRE(none.scan);
+  CHECK(none.scan->unreadable == "");
+  CHECK(none.scan->code.empty());
+}
+
+TEST_CASE("ELF files: .nv_fatbin sections outside the file, overlapping or unreadable give no code, saying why") {
+  const std::vector<uint8_t> a = container({{2, 80}}), b = container({{2, 90}});
+  auto unreadable = [](const std::vector<Section>& sections) {
+    Scanned s = scan_member(elf_file(sections));
+    CHECK_FALSE(s.problem);
+    REQUIRE(s.scan);
+    CHECK(s.scan->code.empty());
+    return s.scan->unreadable;
+  };
+  CHECK(unreadable({{".nv_fatbin", a}, {".nv_fatbin", b, 1, uint64_t{1} << 40}}) ==
+        "its .nv_fatbin section lies outside the file");
+  CHECK(unreadable({{".nv_fatbin", a}, {".nv_fatbin", b, 1, 64 + 8}}) == "its .nv_fatbin sections overlap");
+  std::vector<uint8_t> cut(b.begin(), b.end() - 8);  // the container claims more than its section holds
+  CHECK(unreadable({{".nv_fatbin", a}, {".nv_fatbin", cut}}).starts_with(".nv_fatbin: a fat binary of"));
 }
 
 TEST_CASE("sm_arch: one value per major, the lowest minor every file covers") {

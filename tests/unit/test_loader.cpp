@@ -197,6 +197,25 @@ TEST_CASE("what cannot be tokenized is refused, saying where") {
   CHECK(why == "line 1: ''x'' in a from __future__ import");
 }
 
+TEST_CASE("parentheses: 200 deep are read, a ')' without its '(' is refused, an open one is refused at the end") {
+  const std::string deep = std::string(200, '(') + "'doc'" + std::string(200, ')') + "\n";
+  CHECK(inject(deep + "x = 1\n") == deep + kLine + "x = 1\n");
+  std::string why;
+  CHECK_FALSE(inject_loader_import(")\n", why));
+  CHECK(why == "line 1: a ')' closes no '('");
+  CHECK_FALSE(inject_loader_import("(\"doc\"\n# c\n\n", why));  // line endings inside count
+  CHECK(why == "line 4: a '(' is never closed before the end of the file");
+}
+
+TEST_CASE("names, numbers and prefixed strings as the first statement") {
+  CHECK(inject("1\n'doc'\n") == kLine + "1\n'doc'\n");
+  CHECK(inject("x1_\xC3\xA9 = 'a'\n") == kLine + "x1_\xC3\xA9 = 'a'\n");
+  CHECK(inject("rb = 1\n") == kLine + "rb = 1\n");               // a prefix without its quote is a name
+  CHECK(inject("Rb'x'\n'doc'\n") == kLine + "Rb'x'\n'doc'\n");   // bytes: no docstring
+  CHECK(inject("bu'x'\n") == kLine + "bu'x'\n");                   // no prefix: the name bu, then a string
+  CHECK(inject("ur'doc'\nx = 1\n") == kLine + "ur'doc'\nx = 1\n");
+}
+
 TEST_CASE("the rendered loader carries the manifest as Python literals, and it can be read back") {
   LoaderManifest m;
   m.wheelmerge = "1.0";

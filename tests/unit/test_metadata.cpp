@@ -532,3 +532,183 @@ TEST_CASE("metadata: a wheel without its label is the caller's error, said as on
   CHECK_THROWS_AS(merge_metadata({&a, &b}, "1.0", problems), std::logic_error);
   CHECK(problems.empty());
 }
+
+// The passes of merge_metadata, one by one.
+using metadata_passes::Share;
+using metadata_passes::Shares;
+
+TEST_CASE("metadata pass check_fixed_fields: a conflict per differing build; renaming frees Name and description") {
+  Wheel a = build_with("cu11", {{"Name", "pkg-cu11"}, {"Summary", "s"}, {"Description", "for 11"}}, "body 11");
+  Wheel b = build_with("cu12", {{"Name", "pkg-cu12"}, {"Summary", "s"}, {"Description", "for 12"}}, "body 12");
+  Wheel c = build_with("cu13", {{"Name", "pkg-cu13"}, {"Summary", "t"}, {"Description", "for 13"}}, "body 13");
+  Problems problems;
+  metadata_passes::check_fixed_fields({&a, &b, &c}, true, problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].file == a.display + ", " + c.display);
+  CHECK(problems[0].what == "METADATA field Summary differs between builds");
+  CHECK(problems[0].found == "\"t\" in " + c.display);
+  problems.clear();
+  metadata_passes::check_fixed_fields({&a, &b, &c}, false, problems);
+  REQUIRE(problems.size() == 4);  // Name (the first field that differs) and the body, for b and for c
+  CHECK(problems[0].what == "METADATA field Name differs between builds");
+  CHECK(problems[1].what == "METADATA description differs between builds");
+  CHECK(problems[2].file == a.display + ", " + c.display);
+  CHECK(problems[2].what == "METADATA field Name differs between builds");
+  CHECK(problems[3].file == a.display + ", " + c.display);
+}
+
+TEST_CASE("metadata pass share_requirements: counted once per build; torch ones apart only when combined") {
+  Wheel a = build("cu12", {"x", "x", "torch>=2.10", "y", "torch; extra == \"vision\""});
+  Wheel b = build("cu13", {"Y", "torch>=2.10", "z", "torch ; extra == 'vision'"});
+  // `x` twice in one build is still in one build only.
+  CHECK(metadata_passes::share_requirements({&a, &b}, true) ==
+        Shares{{Share::own, Share::own, Share::torch, Share::common, Share::common},
+               {Share::common, Share::torch, Share::own, Share::common}});
+  CHECK(metadata_passes::share_requirements({&a, &b}, false) ==
+        Shares{{Share::own, Share::own, Share::common, Share::common, Share::common},
+               {Share::common, Share::common, Share::own, Share::common}});
+}
+
+TEST_CASE("metadata pass split_extras: the own requirements' extras in order of appearance, normalized, once") {
+  Wheel a = build("cu12", {"p; extra == \"Full_GPU\"", "q; extra == \"shared\"",
+                           "r; extra == \"ctk\" or extra == \"full-gpu\""});
+  Wheel b = build("cu13", {"q; extra == \"shared\"", "s; extra == \"dev\"", "p>=1; extra == \"full.gpu\""});
+  Problems problems;
+  auto shares = metadata_passes::share_requirements({&a, &b}, false);
+  CHECK(metadata_passes::split_extras({&a, &b}, shares, problems) ==
+        std::vector<std::string>{"full-gpu", "ctk", "dev"});
+  CHECK(problems.empty());
+}
+
+TEST_CASE("metadata pass split_extras: an invalid extra name is one conflict per requirement, and checked first") {
+  Wheel a = build("cu12", {"p; extra == 'a b' or extra == 'c d'", "q; extra == 'e f' or extra != 'g'"});
+  Wheel b = build("cu13", {"p>=1; extra == 'a b' or extra == 'c d'"});
+  Problems problems;
+  auto shares = metadata_passes::share_requirements({&a, &b}, false);
+  CHECK(metadata_passes::split_extras({&a, &b}, shares, problems).empty());
+  REQUIRE(problems.size() == 3);  // not one per bad name, nor the != comparison of q
+  for (const Problem& p : problems) CHECK(p.what.find("no valid extra name") != std::string::npos);
+  CHECK(problems[1].found == "q; extra == \"e f\" or extra != \"g\"");
+  CHECK(problems[2].file == b.display);
+}
+
+TEST_CASE("metadata pass name_build_extras: extra by extra, build by build; a name the first build declares is taken") {
+  Wheel a = build("cu12", {});
+  Wheel b = build("cu13", {});
+  a.metadata.fields.push_back({"Provides-Extra", "Full_CU13"});
+  Problems problems;
+  CHECK(metadata_passes::name_build_extras({&a, &b}, {"ctk", "full"}, problems) ==
+        std::vector<std::string>{"ctk-cu12", "ctk-cu13", "full-cu12"});
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].file == b.display);
+  CHECK(problems[0].what ==
+        "the requirements of extra full differ between builds, but the per-build extra's name is taken");
+  CHECK(problems[0].found == "Provides-Extra: full-cu13");
+}
+
+TEST_CASE("metadata pass common_requirements: torch where the first build had it; others as written or widened") {
+  Wheel a =
+      build("cu12", {"numpy", "torch>=2.10", "mpmath ; extra == 'ctk'", "torch<3", "only-a", "scipy ;extra=='full'"});
+  Wheel b = build("cu13", {"numpy", "torch>=2.11", "mpmath; extra == \"ctk\"", "scipy; extra == \"full\""});
+  std::string error;
+  std::optional<Requirement> torch = parse_requirement("torch>=2.10,<2.12", error);
+  REQUIRE(torch);
+  auto shares = metadata_passes::share_requirements({&a, &b}, true);
+  CHECK(metadata_passes::common_requirements({&a, &b}, shares, {"ctk"}, torch) ==
+        std::vector<std::string>{"numpy", "torch>=2.10,<2.12",
+                                 "mpmath; extra == \"ctk\" or extra == \"ctk-cu12\" or extra == \"ctk-cu13\"",
+                                 "scipy ;extra=='full'"});
+  // A first build without a torch requirement: the combined one last.
+  Wheel c = build("cu12", {"numpy", "six"});
+  Wheel d = build("cu13", {"six", "numpy"});
+  CHECK(metadata_passes::common_requirements({&c, &d}, metadata_passes::share_requirements({&c, &d}, true), {},
+                                             torch) == std::vector<std::string>{"numpy", "six", "torch>=2.10,<2.12"});
+  CHECK(metadata_passes::common_requirements({&c, &d}, metadata_passes::share_requirements({&c, &d}, false), {},
+                                             std::nullopt) == std::vector<std::string>{"numpy", "six"});
+}
+
+TEST_CASE("metadata pass add_own_requirements: each build's own, conditional; a label's extra declared once") {
+  Wheel a = build("cu12", {"numpy", "cupy-cuda12x", "fastrlock; extra == 'ctk'"});
+  Wheel b = build("cu13", {"numpy", "cupy-cuda13x"});
+  Wheel c = build("cu14", {"numpy", "fastrlock>=1; extra == 'ctk'"});
+  metadata_passes::RequirementBlock block{{"CU12"}, {"numpy"}};
+  Problems problems;
+  auto shares = metadata_passes::share_requirements({&a, &b, &c}, false);
+  // cu14 has requirements of its own, but only on an extra: no cu14 extra.
+  CHECK(label_strings(metadata_passes::add_own_requirements({&a, &b, &c}, shares, block, problems)) ==
+        std::vector<std::string>{"cu12", "cu13"});
+  CHECK(problems.empty());
+  CHECK(block.extras == std::vector<std::string>{"CU12", "cu13"});
+  CHECK(block.requirements == std::vector<std::string>{"numpy", "cupy-cuda12x; extra == \"cu12\"",
+                                                       "fastrlock; extra == \"ctk-cu12\"",
+                                                       "cupy-cuda13x; extra == \"cu13\"",
+                                                       "fastrlock>=1; extra == \"ctk-cu14\""});
+}
+
+TEST_CASE("metadata pass add_own_requirements: a requirement that its condition makes too long is a conflict") {
+  std::string marker = "x; os_name == \"";
+  marker += std::string(kMaxRequirementBytes - marker.size() - 1, 'n') + "\"";
+  Wheel a = build("cu12", {marker});
+  Wheel b = build("cu13", {"y"});
+  metadata_passes::RequirementBlock block;
+  Problems problems;
+  auto shares = metadata_passes::share_requirements({&a, &b}, false);
+  metadata_passes::add_own_requirements({&a, &b}, shares, block, problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].file == a.display);
+  CHECK(problems[0].what == "a requirement made conditional on its build's extra would pass the length limit");
+  CHECK(problems[0].expected == fmt::format("at most {} bytes", kMaxRequirementBytes));
+  CHECK(block.requirements == std::vector<std::string>{"y; extra == \"cu13\""});
+}
+
+TEST_CASE("metadata pass render_metadata: the block where the first build's extras or requirements began") {
+  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0+cu12"},
+                                {"Provides-Extra", "x"}, {"Summary", "s"}, {"Requires-Dist", "numpy"},
+                                {"License", "MIT"}});
+  const metadata_passes::RequirementBlock block{{"x", "cu12"}, {"numpy", "r; extra == \"cu12\""}};
+  Problems problems;
+  auto text = metadata_passes::render_metadata({&a}, "1.0", "", block, problems);
+  REQUIRE(text);
+  CHECK(fields_of(*text) == std::vector<Header>{{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"},
+                                                {"Provides-Extra", "x"}, {"Provides-Extra", "cu12"},
+                                                {"Requires-Dist", "numpy"}, {"Requires-Dist", "r; extra == \"cu12\""},
+                                                {"Summary", "s"}, {"License", "MIT"}});
+  // Without extras or requirements, the block goes last; renamed, a Description field follows it.
+  Wheel b = build_with("cu12", {{"Name", "pkg-cu12"}, {"Description", "D"}, {"Version", "1.0"}});
+  Wheel c = build_with("cu13", {{"Name", "pkg-cu13"}, {"Description", "D"}, {"Version", "1.0"}});
+  text = metadata_passes::render_metadata({&b, &c}, "1.0", "pkg", block, problems);
+  REQUIRE(text);
+  CHECK(fields_of(*text) == std::vector<Header>{{"Name", "pkg"}, {"Version", "1.0"}, {"Provides-Extra", "x"},
+                                                {"Provides-Extra", "cu12"}, {"Requires-Dist", "numpy"},
+                                                {"Requires-Dist", "r; extra == \"cu12\""}, {"Description", "D"}});
+  CHECK(problems.empty());
+}
+
+TEST_CASE("metadata pass render_metadata: a METADATA over the size limit is a conflict") {
+  Wheel a = build("cu12", {"numpy"});
+  const metadata_passes::RequirementBlock block{{}, {std::string(kMaxMetadataFile, 'x')}};
+  Problems problems;
+  CHECK_FALSE(metadata_passes::render_metadata({&a}, "1.0", "", block, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].member == a.dist_info + "/METADATA");
+  CHECK(problems[0].what == "the merged METADATA would pass the size limit");
+}
+
+TEST_CASE("metadata pass note_loader_needs: cuda-bindings by either name; runtime extras among the per-build ones") {
+  Wheel a = build("cu12", {"Cuda_Python>=12", "cuda-toolkit[cudart]==12.*; extra == 'CTK'",
+                           "nvidia-cuda-runtime-cu12; extra == 'ctk'", "cuda-toolkit; extra == 'other'",
+                           "nvidia-cublas-cu12; extra == 'blas'"});
+  Wheel b = build("cu13", {"numpy", "cuda-toolkit==13.*"});
+  MergedMetadata result;
+  result.build_extras = {"ctk-cu12", "ctk-cu13", "blas-cu12", "blas-cu13"};
+  metadata_passes::note_loader_needs({&a, &b}, result);
+  CHECK(result.cuda_bindings);
+  CHECK(result.runtime_extras.at("cu12"_label) == std::vector<std::string>{"ctk-cu12"});
+  CHECK(result.runtime_extras.count("cu13"_label) == 0);  // its toolkit is on no extra
+  MergedMetadata none;
+  metadata_passes::note_loader_needs({&b}, none);
+  CHECK_FALSE(none.cuda_bindings);
+  Wheel c = build("cu13", {"cuda-bindings~=13.0"});
+  metadata_passes::note_loader_needs({&c}, none);
+  CHECK(none.cuda_bindings);
+}

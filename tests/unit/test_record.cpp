@@ -46,6 +46,37 @@ TEST_CASE("RECORD fields read as Python's csv reads them, views into the text wh
   CHECK(problems.back().found == "5 fields");
 }
 
+TEST_CASE("RECORD rows end at LF, CRLF, a lone CR or the end; line endings inside quotes count as lines") {
+  Problems problems;
+  auto rows = parse_record("a,b,1\rc,d,2\r\n\"e\nf\",g,3", "w.whl", "R", 100, problems);
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 3);
+  CHECK((*rows)[1].path == "c");
+  CHECK((*rows)[2].path == "e\nf");
+  CHECK((*rows)[2].size == "3");
+  // The quoted line ending moves the next row to line 3.
+  CHECK_FALSE(parse_record("\"a\nb\",h,1\nc.py,h\n", "w.whl", "R", 100, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "line 3 (row of c.py): row without exactly 3 fields");
+}
+
+TEST_CASE("RECORD field errors: an unterminated quote at the end, a stray quote, an empty row") {
+  Problems problems;
+  CHECK_FALSE(parse_record("a,b,1\n\"x\ny", "w.whl", "R", 100, problems));
+  CHECK_FALSE(parse_record("a,b,1\nc.py,h,1\"x\n", "w.whl", "R", 100, problems));
+  CHECK_FALSE(parse_record("\"a\"b\"c,h,1\n", "w.whl", "R", 100, problems));
+  CHECK_FALSE(parse_record("a,b,1\n\n", "w.whl", "R", 100, problems));
+  REQUIRE(problems.size() == 4);
+  CHECK(problems[0].what == "line 3: unterminated quoted field");
+  CHECK(problems[0].expected == "a closing quote");
+  CHECK(problems[0].found == "end of file");
+  CHECK(problems[1].what == "line 2 (row of c.py): stray quote in a field");
+  CHECK(problems[1].found == "one inside");
+  CHECK(problems[2].what == "line 1: stray quote in a field");  // after the closing quote
+  CHECK(problems[3].what == "line 2: empty row");
+  CHECK(problems[3].found == "an empty line");
+}
+
 TEST_CASE("RECORD holds at most one row per archive member") {
   Problems problems;
   CHECK(parse_record("a,b,1\nc,d,2\n", "w.whl", "R", 2, problems));

@@ -138,6 +138,59 @@ TEST_CASE("a declared size that lies stops inflating at the claim") {
   CHECK(delivered <= 10);
 }
 
+TEST_CASE("a sink that stops early ends the pass at once, without a problem and without the end checks") {
+  // 3 MB of poorly compressible text inflates in several chunks; its CRC-32 is wrong in both headers, which
+  // only a pass to the end finds.
+  std::mt19937 random(11);
+  std::string big;
+  for (int i = 0; i < 3 << 20; ++i) big += static_cast<char>('a' + random() % 40);
+  char name[] = "/tmp/wm_unit_XXXXXX";
+  int fd = mkstemp(name);
+  const std::string path = name;
+  {
+    File out(fd);
+    ZipWriter w(out, dos_time_from_epoch(1700000000));
+    REQUIRE(w.add_generated("big.txt", as_bytes(big), false));
+    REQUIRE(w.finish());
+  }
+  std::vector<uint8_t> data;
+  {
+    std::ifstream in(path, std::ios::binary);
+    data.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t central = central_header(data, 0);
+  const size_t local = ByteView(data).u32(central + 42);
+  data[central + 16] ^= 0xFF;
+  data[local + 14] ^= 0xFF;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  }
+  Problems problems;
+  auto zip = read_zip(path, "t.whl", problems);
+  std::remove(path.c_str());
+  REQUIRE(zip);
+  size_t calls = 0, bytes = 0;
+  auto whole = stream_member(*zip, zip->entries[0], [&](std::span<const uint8_t> c) {
+    ++calls;
+    bytes += c.size();
+    return true;
+  }, "t.whl", [&] { calls = bytes = 0; });
+  REQUIRE(whole);
+  CHECK(whole->what == "CRC-32 mismatch");
+  CHECK(calls > 1);
+  CHECK(bytes == big.size());
+  calls = bytes = 0;
+  auto stopped = stream_member(*zip, zip->entries[0], [&](std::span<const uint8_t> c) {
+    ++calls;
+    bytes += c.size();
+    return false;
+  }, "t.whl", [&] { calls = bytes = 0; });
+  CHECK_FALSE(stopped);
+  CHECK(calls == 1);
+  CHECK(bytes < big.size());
+}
+
 TEST_CASE("unsafe names") {
   CHECK(unsafe_name_reason("pkg/mod.py").empty());
   CHECK(unsafe_name_reason("pkg/").empty());
