@@ -1,12 +1,12 @@
 #include "merger/merge.hpp"
 
-#include "merger/format/label.hpp"
-#include "merger/loader.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "merger/base/memory.hpp"
 #include "merger/base/parallel.hpp"
+#include "merger/format/label.hpp"
+#include "merger/loader.hpp"
 #include "merger/verify.hpp"
 #include "merger/write.hpp"
+#include "merger/zip/member_stream.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,13 +38,18 @@ std::optional<Problem> disagreeing_labels(const WheelInput& input, const std::ve
     if (s.text != sources.front().text) named.push_back(fmt::format("{} ({})", s.text, s.form));
   if (named.empty()) return std::nullopt;
   named.insert(named.begin(), fmt::format("{} ({})", sources.front().text, sources.front().form));
-  return Problem{ProblemKind::usage, input.path, {}, "the input names different variant labels",
-                 "one label, wherever the input names it", fmt::format("{}", fmt::join(named, " and "))};
+  return Problem{ProblemKind::usage,
+                 input.path,
+                 {},
+                 "the input names different variant labels",
+                 "one label, wherever the input names it",
+                 fmt::format("{}", fmt::join(named, " and "))};
 }
 
 // The label of an input whose label_sources() are `sources`: the first, else with --name the
 // suffix of the distribution's name; without --name, names never give labels.
-std::optional<LabelSource> chosen_label(const WheelInput& input, std::vector<LabelSource> sources, const MergeOptions& options) {
+std::optional<LabelSource> chosen_label(const WheelInput& input, std::vector<LabelSource> sources,
+                                        const MergeOptions& options) {
   if (!sources.empty()) return std::move(sources.front());
   if (options.name.empty()) return std::nullopt;
   std::string file = std::filesystem::path(input.path).filename().string();
@@ -55,8 +60,8 @@ std::optional<LabelSource> chosen_label(const WheelInput& input, std::vector<Lab
 
 // The label of every input, each read once; nullopt with problems where an input names none,
 // names an invalid one or one another input has, or where the labels are of different selectors.
-std::optional<std::vector<VariantLabel>> input_labels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
-                                                      Problems& problems) {
+std::optional<std::vector<VariantLabel>> input_labels(const std::vector<WheelInput>& inputs,
+                                                      const MergeOptions& options, Problems& problems) {
   const size_t before = problems.size();
   std::vector<std::vector<LabelSource>> sources;
   for (const WheelInput& in : inputs) {
@@ -65,8 +70,12 @@ std::optional<std::vector<VariantLabel>> input_labels(const std::vector<WheelInp
   }
   if (problems.size() != before) return std::nullopt;
   if (!options.name.empty() && !is_project_name(options.name)) {
-    problems.push_back({ProblemKind::usage, {}, {}, "invalid --name",
-                        "a project name: letters and digits, with -, _ or . between them", options.name});
+    problems.push_back({ProblemKind::usage,
+                        {},
+                        {},
+                        "invalid --name",
+                        "a project name: letters and digits, with -, _ or . between them",
+                        options.name});
     return std::nullopt;
   }
   std::vector<VariantLabel> labels;
@@ -75,21 +84,29 @@ std::optional<std::vector<VariantLabel>> input_labels(const std::vector<WheelInp
     const WheelInput& in = inputs[i];
     std::optional<LabelSource> found = chosen_label(in, std::move(sources[i]), options);
     if (!found) {
-      problems.push_back({ProblemKind::usage, in.path, {}, "no variant label", std::string(kLabelForms), suffix_hint(in)});
+      problems.push_back(
+          {ProblemKind::usage, in.path, {}, "no variant label", std::string(kLabelForms), suffix_hint(in)});
     } else if (!found->label) {
       problems.push_back({ProblemKind::usage, in.path, {}, "invalid variant label", found->why, found->text});
     } else if (auto [it, fresh] = seen.emplace(*found->label, in.path); !fresh) {
-      problems.push_back({ProblemKind::usage, in.path, {}, "two inputs with the same variant label",
-                          "one input per label", fmt::format("{} also for {}", found->text, it->second)});
+      problems.push_back({ProblemKind::usage,
+                          in.path,
+                          {},
+                          "two inputs with the same variant label",
+                          "one input per label",
+                          fmt::format("{} also for {}", found->text, it->second)});
     } else if (labels.empty()) {
       labels.push_back(*found->label);
     } else if (found->label->selector() != labels.front().selector()) {
       // One loader chooses by one thing: CUDA builds and CPU-level builds cannot be mixed.
       const VariantLabel& first = labels.front();
-      problems.push_back({ProblemKind::usage, in.path, {}, "variant labels of different selectors",
-                          fmt::format("a {} label, as {} has ({})", selector_name(first.selector()),
-                                      seen.at(first), first.str()),
-                          fmt::format("{} (selector {})", found->text, selector_name(found->label->selector()))});
+      problems.push_back(
+          {ProblemKind::usage,
+           in.path,
+           {},
+           "variant labels of different selectors",
+           fmt::format("a {} label, as {} has ({})", selector_name(first.selector()), seen.at(first), first.str()),
+           fmt::format("{} (selector {})", found->text, selector_name(found->label->selector()))});
     } else {
       labels.push_back(*found->label);
     }
@@ -108,8 +125,13 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
                                               Problems& problems) {
   const size_t before = problems.size();
   if (inputs.empty()) {
-    problems.push_back({ProblemKind::usage, {}, {}, "no input wheels", "at least 1 (a merge of one build gets a loader "
-                        "that says which build it has)", "0"});
+    problems.push_back({ProblemKind::usage,
+                        {},
+                        {},
+                        "no input wheels",
+                        "at least 1 (a merge of one build gets a loader "
+                        "that says which build it has)",
+                        "0"});
     return std::nullopt;
   }
   auto labels = input_labels(inputs, options, problems);
@@ -126,8 +148,12 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (auto o = open_wheel(inputs[i].path, (*labels)[i], found[i])) {
       if (!o->wheel.name.variant.empty()) {  // one build already chosen by an installer's rules
-        found[i].push_back({ProblemKind::invalid_input, o->wheel.display, {}, "a variant wheel (PEP 825) as input",
-                            "each build as it was built", "the variant label " + o->wheel.name.variant});
+        found[i].push_back({ProblemKind::invalid_input,
+                            o->wheel.display,
+                            {},
+                            "a variant wheel (PEP 825) as input",
+                            "each build as it was built",
+                            "the variant label " + o->wheel.name.variant});
         continue;
       }
       opened.push_back(std::move(*o));

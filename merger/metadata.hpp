@@ -44,8 +44,8 @@ namespace wm {
 struct MergedMetadata {
   std::string text;
   std::vector<VariantLabel> label_extras;  // the labels that became extras, in label order
-  std::vector<std::string> build_extras;  // the per-build extras "X-LABEL" added, in order
-  bool cuda_bindings = false;             // some build requires cuda-bindings or cuda-python
+  std::vector<std::string> build_extras;   // the per-build extras "X-LABEL" added, in order
+  bool cuda_bindings = false;              // some build requires cuda-bindings or cuda-python
   // Per label, the per-build extras that bring its CUDA runtime (cuda-toolkit, nvidia-cuda-runtime*).
   std::map<VariantLabel, std::vector<std::string>> runtime_extras;
 };
@@ -120,7 +120,7 @@ std::vector<std::string> common_requirements(const std::vector<const Wheel*>& wh
 // Each build's own requirements added to `block`, made conditional on the build's extras;
 // returns the labels that became extras (declared in `block` unless an extra of that name is).
 std::vector<VariantLabel> add_own_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
-                                              RequirementBlock& block, Problems& problems);
+                                               RequirementBlock& block, Problems& problems);
 
 // The merged METADATA: the first build's fields, `block` where its extras and requirements
 // first appeared, the merged version (and name and description, when `name` is not empty).

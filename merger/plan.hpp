@@ -8,8 +8,8 @@
 
 #include <deque>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,7 +68,7 @@ struct MergePlan {
   std::string dist_info;
   std::vector<VariantLabel> labels;  // the builds', in label order
   std::vector<std::string> tags;
-  std::vector<PlannedMember> members;  // in output order, RECORD last
+  std::vector<PlannedMember> members;                             // in output order, RECORD last
   std::shared_ptr<PlanText> text = std::make_shared<PlanText>();  // the members' paths and contents
   std::vector<VariantFile> variant_files;
   std::vector<std::string> loader_packages;  // package directories that got a loader
@@ -82,8 +82,8 @@ struct MergePlan {
 // `files_read`, when given, is called once the planner has read the last of the inputs' file
 // lists (Wheel::files, index, init_sources), before its last passes: a caller that owns the
 // inputs may free those lists there, the bulk of a large wheel's model.
-std::optional<MergePlan> plan_merge(std::span<const Wheel> wheels, const MergeOptions& options,
-                                    Problems& problems, const std::function<void()>& files_read = {});
+std::optional<MergePlan> plan_merge(std::span<const Wheel> wheels, const MergeOptions& options, Problems& problems,
+                                    const std::function<void()>& files_read = {});
 
 // The order to preload private libraries in, as indices into `libs`: each after every library
 // whose SONAME it needs; the given order decides among those ready at once and breaks cycles.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -14,7 +15,6 @@
 #include <fstream>
 #include <set>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace wm {
 
@@ -57,7 +57,8 @@ bool write_text_file(const std::string& dir, const std::string& name, const std:
 // say goes to `notes`, each naming the build.
 std::vector<std::string> build_sm_arch(const Wheel& w, std::vector<std::string>& notes, Problems& problems) {
   SmArch arch = build_sm_arch(build_gpu_code(w, problems));
-  for (const std::string& note : arch.notes) notes.push_back(fmt::format("{}: sm_arch: {}", w.build_label().str(), note));
+  for (const std::string& note : arch.notes)
+    notes.push_back(fmt::format("{}: sm_arch: {}", w.build_label().str(), note));
   return arch.values;
 }
 
@@ -90,17 +91,20 @@ std::vector<VariantProperties> build_properties(const std::vector<Wheel>& wheels
     std::vector<std::string> sm_arch;
     if (options.sm_arch) sm_arch = build_sm_arch(w, notes, problems);
     std::string why;
-    if (auto v = variant_properties(w.build_label(), why, sm_arch)) variants.push_back(std::move(*v));
-    else problems.push_back({ProblemKind::usage, w.path, {}, "no variant properties for this build's label",
-                             "a CUDA label (cuNN)", why});
+    if (auto v = variant_properties(w.build_label(), why, sm_arch))
+      variants.push_back(std::move(*v));
+    else
+      problems.push_back(
+          {ProblemKind::usage, w.path, {}, "no variant properties for this build's label", "a CUDA label (cuNN)", why});
   }
   return variants;
 }
 
 // The variant wheels' plans, plans[i] of wheels[i]: each build alone, as a merge of one build
 // with its variant.json, under the release's name and version.
-std::vector<MergePlan> plan_variant_wheels(const std::vector<Wheel>& wheels, const std::vector<VariantProperties>& variants,
-                                           const MergeOptions& options, Problems& problems) {
+std::vector<MergePlan> plan_variant_wheels(const std::vector<Wheel>& wheels,
+                                           const std::vector<VariantProperties>& variants, const MergeOptions& options,
+                                           Problems& problems) {
   std::vector<MergePlan> plans;
   for (size_t i = 0; i < wheels.size(); ++i) {
     MergeOptions one = options;
@@ -113,8 +117,12 @@ std::vector<MergePlan> plan_variant_wheels(const std::vector<Wheel>& wheels, con
     if (!plan) continue;
     plan->filename = variant_filename(plan->filename, wheels[i].build_label());
     if (!plans.empty() && plan->dist_info != plans.front().dist_info)
-      problems.push_back({ProblemKind::invalid_input, wheels[i].display, {}, "a different release than the other builds",
-                          "the name and version of " + release_of(plans.front()), release_of(*plan)});
+      problems.push_back({ProblemKind::invalid_input,
+                          wheels[i].display,
+                          {},
+                          "a different release than the other builds",
+                          "the name and version of " + release_of(plans.front()),
+                          release_of(*plan)});
     plans.push_back(std::move(*plan));
   }
   return plans;
@@ -128,9 +136,9 @@ void remove_written(const VariantsResult& result) {
 
 // Writes the variant wheels, plans[i] of wheels[i] with the properties variants[i], and the
 // merged wheel where planned, into `result`; false, with none of them left, where one fails.
-bool write_planned(const std::vector<MergePlan>& plans, std::optional<MergePlan>& merged, const std::vector<Wheel>& wheels,
-                   const std::vector<VariantProperties>& variants, const std::string& out_dir, DosTime time,
-                   VariantsResult& result, Problems& problems) {
+bool write_planned(const std::vector<MergePlan>& plans, std::optional<MergePlan>& merged,
+                   const std::vector<Wheel>& wheels, const std::vector<VariantProperties>& variants,
+                   const std::string& out_dir, DosTime time, VariantsResult& result, Problems& problems) {
   for (size_t i = 0; i < plans.size(); ++i) {
     auto written = write_wheel(plans[i], std::span<const Wheel>(&wheels[i], 1), out_dir, time, problems);
     if (!written) {
@@ -174,7 +182,8 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
   auto read = read_inputs(inputs, options.merge, problems);  // every input with a label
   if (!read) return std::nullopt;
   std::vector<Wheel>& wheels = *read;
-  std::sort(wheels.begin(), wheels.end(), [](const Wheel& a, const Wheel& b) { return a.build_label() < b.build_label(); });
+  std::sort(wheels.begin(), wheels.end(),
+            [](const Wheel& a, const Wheel& b) { return a.build_label() < b.build_label(); });
 
   // Every output planned before any is written.
   std::vector<std::string> notes;
@@ -194,8 +203,12 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
   std::string error;
   if (!write_text_file(out_dir, index, variants_document(variants), error)) {
     remove_written(result);
-    problems.push_back({ProblemKind::other, (std::filesystem::path(out_dir) / index).string(), {},
-                        "cannot write the variants index", {}, error});
+    problems.push_back({ProblemKind::other,
+                        (std::filesystem::path(out_dir) / index).string(),
+                        {},
+                        "cannot write the variants index",
+                        {},
+                        error});
     return std::nullopt;
   }
   result.index = (std::filesystem::path(out_dir) / index).string();

@@ -1,15 +1,15 @@
 #include "merger/verify.hpp"
 
-#include "merger/loader.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "merger/base/text.hpp"
+#include "merger/loader.hpp"
 #include "merger/version.hpp"
 #include "merger/wheel.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "merger/zip/zip_archive.hpp"
 
 #include <fmt/format.h>
-#include <unordered_set>
 #include <nlohmann/json.hpp>
+#include <unordered_set>
 
 namespace wm {
 
@@ -18,8 +18,8 @@ namespace {
 bool imports_loader(std::string_view source) {
   const std::string_view line = kLoaderImport.substr(0, kLoaderImport.size() - 1);
   for (size_t at = source.find(line); at != std::string_view::npos; at = source.find(line, at + 1)) {
-    bool line_start = at == 0 || source[at - 1] == '\n' || source[at - 1] == '\r' ||
-                      (at == 3 && source.starts_with("\xef\xbb\xbf"));
+    bool line_start =
+        at == 0 || source[at - 1] == '\n' || source[at - 1] == '\r' || (at == 3 && source.starts_with("\xef\xbb\xbf"));
     size_t end = at + line.size();
     if (line_start && end < source.size() && (source[end] == '\n' || source[end] == '\r')) return true;
   }
@@ -100,7 +100,8 @@ void check_manifest_paths(const LoaderFiles& l, const LoaderManifest& manifest, 
              "a path relative to the package, inside the wheel", rel);
         return;
       }
-      if (auto member = resolver.member(installed)) listed.insert(std::string(*member));
+      if (auto member = resolver.member(installed))
+        listed.insert(std::string(*member));
       else
         fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), installed,
              "no such member");
@@ -142,7 +143,8 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
            "the rendered rules module of selector " + std::string(selector_name(manifest->selector)), "other text");
     check_package(l, package_dir, *manifest, fail);
     if (!found.empty() && found.front().manifest.variants != manifest->variants)
-      fail(l.loader_path, "loaders disagree on the variants", nlohmann::json(label_strings(found.front().manifest.variants)).dump(),
+      fail(l.loader_path, "loaders disagree on the variants",
+           nlohmann::json(label_strings(found.front().manifest.variants)).dump(),
            nlohmann::json(label_strings(manifest->variants)).dump());
     check_manifest_paths(l, *manifest, resolver, listed, fail);
     found.push_back({l.loader_path, std::move(*manifest)});
@@ -168,14 +170,16 @@ std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
     const WheelFile* f = wheel.find(member);
     if (!f) return {};
     if (f->size > budget) {
-      problems.push_back({ProblemKind::invalid_input, wheel.display, member, "loader files larger than wheelmerge reads",
+      problems.push_back({ProblemKind::invalid_input, wheel.display, member,
+                          "loader files larger than wheelmerge reads",
                           fmt::format("at most {} bytes of loaders and their __init__.py in all", kMaxLoaderBytes),
                           fmt::format("{} bytes more", f->size)});
       budget = 0;
       return {};
     }
     budget -= f->size;
-    return read_member(wheel.zip, wheel.zip.entries[f->entry], f->size, wheel.display, problems).value_or(std::string());
+    return read_member(wheel.zip, wheel.zip.entries[f->entry], f->size, wheel.display, problems)
+        .value_or(std::string());
   };
   std::vector<LoaderFiles> loaders;
   const std::string suffix = "/" + std::string(kLoaderModule);

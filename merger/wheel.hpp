@@ -3,19 +3,19 @@
 #pragma once
 
 #include "merger/base/digest.hpp"
+#include "merger/base/problem.hpp"
 #include "merger/format/elf.hpp"
 #include "merger/format/headers.hpp"
 #include "merger/format/label.hpp"
-#include "merger/base/problem.hpp"
 #include "merger/format/requirement.hpp"
 #include "merger/format/wheel_name.hpp"
 #include "merger/zip/zip_archive.hpp"
 
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace wm {
@@ -35,13 +35,13 @@ struct WheelFile {  // fields ordered to pack: 80 bytes
   std::string_view path;
   uint64_t size = 0;
   std::shared_ptr<const ElfInfo> elf_info;  // for ELF files we could read
-  uint32_t entry = 0;  // index into the archive's entries
+  uint32_t entry = 0;                       // index into the archive's entries
   // The member's sha256: RECORD's claim (where RECORD uses sha256) until its bytes are
   // streamed, the digest of its bytes after; in a Wheel that read_wheel returns, both.
   std::optional<Sha256> sha256;
   bool executable : 1 = false;
-  bool elf : 1 = false;  // starts with the ELF magic
-  bool pe : 1 = false;   // a PE/COFF image (is_pe_image)
+  bool elf : 1 = false;                                      // starts with the ELF magic
+  bool pe : 1 = false;                                       // a PE/COFF image (is_pe_image)
   RecordAlgorithm record_algorithm = RecordAlgorithm::none;  // RECORD's, for this file
 };
 static_assert(sizeof(WheelFile) <= 80);
@@ -65,18 +65,17 @@ struct Wheel {
   Headers wheel_fields;
   Headers metadata;
   std::vector<Requirement> requires_dist;  // METADATA's Requires-Dist, parsed, in order
-  std::vector<WheelFile> files;  // every regular member, in archive order
-  std::vector<uint32_t> index;   // positions in files, sorted by path (build_index)
+  std::vector<WheelFile> files;            // every regular member, in archive order
+  std::vector<uint32_t> index;             // positions in files, sorted by path (build_index)
   // The text of "__init__.py" files, by path, in archive order while they fit kMaxInitSources
   // bytes in all: the planner puts the loader import into a package's __init__.py without
   // reading the archive again.
   std::unordered_map<std::string, std::string> init_sources;
   std::vector<std::string> warnings;
 
-
   const WheelFile* find(std::string_view path) const;
   std::optional<size_t> position(std::string_view path) const;  // in files
-  void build_index();  // after files change
+  void build_index();                                           // after files change
   // Frees files, index and init_sources (the bulk of a large wheel's model), keeping the
   // archive and the dist-info fields.
   void release_files();
@@ -91,8 +90,8 @@ struct Wheel {
 // where an input's label is read: a suffix or local version counts only where it is a label;
 // a PATH=LABEL is kept either way, with `why` where it is none.
 struct LabelSource {
-  std::string_view form;  // "PATH=LABEL", ".LABEL suffix", "+LABEL local version"
-  std::string text;       // the label as the input names it (a local version's in its label form)
+  std::string_view form;              // "PATH=LABEL", ".LABEL suffix", "+LABEL local version"
+  std::string text;                   // the label as the input names it (a local version's in its label form)
   std::optional<VariantLabel> label;  // what `text` names; nullopt only for a PATH=LABEL that is no label
   std::string why;                    // why it is none
 };

@@ -44,7 +44,8 @@ std::string LoaderManifest::to_json() const {
 namespace {
 
 bool all_strings(const nlohmann::json& array) {
-  return array.is_array() && std::all_of(array.begin(), array.end(), [](const nlohmann::json& v) { return v.is_string(); });
+  return array.is_array() &&
+         std::all_of(array.begin(), array.end(), [](const nlohmann::json& v) { return v.is_string(); });
 }
 
 // An object whose values are all strings, as a map; nullopt for anything else.
@@ -67,8 +68,9 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
     return std::nullopt;
   };
   if (j.is_discarded() || !j.is_object()) return fail("not a JSON object");
-  static const std::set<std::string> kKeys{"format", "wheelmerge", "package", "distribution", "selector", "variants",
-                                           "sources", "extras", "modules", "files", "preload", "build_info"};
+  static const std::set<std::string> kKeys{"format",   "wheelmerge", "package", "distribution",
+                                           "selector", "variants",   "sources", "extras",
+                                           "modules",  "files",      "preload", "build_info"};
   for (const auto& [key, value] : j.items())
     if (!kKeys.count(key)) return fail(fmt::format("it has an unknown key {}", nlohmann::json(key).dump()));
   if (!j.contains("format") || !j["format"].is_number_integer() || j["format"] != kFormat)
@@ -82,10 +84,14 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
   }
   if (m.package.empty()) return fail("package is empty");
   // The version goes into a comment line of the loader as it is: nothing but what versions hold.
-  if (m.wheelmerge.size() > 64 || m.wheelmerge.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+!_-") != std::string::npos)
+  if (m.wheelmerge.size() > 64 ||
+      m.wheelmerge.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+!_-") !=
+          std::string::npos)
     return fail(fmt::format("wheelmerge is not a version: {}", nlohmann::json(m.wheelmerge.substr(0, 64)).dump()));
-  if (auto known = parse_selector(selector)) m.selector = *known;
-  else return fail("selector is not one of cuda, torch, cpu");
+  if (auto known = parse_selector(selector))
+    m.selector = *known;
+  else
+    return fail("selector is not one of cuda, torch, cpu");
   if (!j.contains("variants") || !all_strings(j["variants"]) || j["variants"].empty())
     return fail("variants is not a list of labels");
   std::set<std::string> labels;  // as the sections' keys spell them
@@ -107,7 +113,8 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
   for (const char* section : {"extras", "modules", "files", "preload", "build_info"}) {
     if (!j.contains(section) || !j[section].is_object()) return fail(fmt::format("{} is not an object", section));
     for (const auto& [label, value] : j[section].items())
-      if (!labels.count(label)) return fail(fmt::format("{} has a build the manifest does not list: {}", section, label));
+      if (!labels.count(label))
+        return fail(fmt::format("{} has a build the manifest does not list: {}", section, label));
     for (const VariantLabel& variant : m.variants) {
       const std::string& label = variant.str();
       if (!j[section].contains(label)) return fail(fmt::format("{} lacks the build {}", section, label));
@@ -117,8 +124,10 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
       if (s == "preload" || s == "extras") {
         if (!all_strings(value)) return fail(fmt::format("{} of {} is not a list of strings", section, label));
         auto list = value.get<std::vector<std::string>>();
-        if (s == "preload") build.preload = std::move(list);
-        else if (!list.empty()) m.extras[variant] = std::move(list);
+        if (s == "preload")
+          build.preload = std::move(list);
+        else if (!list.empty())
+          m.extras[variant] = std::move(list);
         continue;
       }
       auto map = string_map(value);
@@ -168,6 +177,5 @@ std::optional<std::string_view> ManifestResolver::member(std::string_view instal
   if (it == by_installed_.end()) return std::nullopt;
   return it->second;
 }
-
 
 }  // namespace wm

@@ -33,13 +33,12 @@ bool is_pep440_version(std::string_view version) {
   constexpr size_t kMaxVersionBytes = 1024;
   if (version.size() > kMaxVersionBytes) return false;
   // The specification's own pattern (packaging.version.VERSION_PATTERN), case-insensitive.
-  static const std::regex pattern(
-      R"(v?(?:(?:[0-9]+)!)?(?:[0-9]+(?:\.[0-9]+)*))"
-      R"((?:[-_\.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_\.]?(?:[0-9]+)?)?)"
-      R"((?:(?:-(?:[0-9]+))|(?:[-_\.]?(?:post|rev|r)[-_\.]?(?:[0-9]+)?))?)"
-      R"((?:[-_\.]?(?:dev)[-_\.]?(?:[0-9]+)?)?)"
-      R"((?:\+(?:[a-z0-9]+(?:[-_\.][a-z0-9]+)*))?)",
-      std::regex::icase | std::regex::optimize);
+  static const std::regex pattern(R"(v?(?:(?:[0-9]+)!)?(?:[0-9]+(?:\.[0-9]+)*))"
+                                  R"((?:[-_\.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_\.]?(?:[0-9]+)?)?)"
+                                  R"((?:(?:-(?:[0-9]+))|(?:[-_\.]?(?:post|rev|r)[-_\.]?(?:[0-9]+)?))?)"
+                                  R"((?:[-_\.]?(?:dev)[-_\.]?(?:[0-9]+)?)?)"
+                                  R"((?:\+(?:[a-z0-9]+(?:[-_\.][a-z0-9]+)*))?)",
+                                  std::regex::icase | std::regex::optimize);
   return std::regex_match(version.begin(), version.end(), pattern);
 }
 
@@ -120,9 +119,10 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   }
   std::vector<std::string> parts = split(stem, '-');
   if (parts.size() < 5 || parts.size() > 7) {
-    why = fmt::format("{} dash-separated parts where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}}"
-                      "[-{{variant}}] has 5 to 7",
-                      parts.size());
+    why = fmt::format(
+        "{} dash-separated parts where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}}"
+        "[-{{variant}}] has 5 to 7",
+        parts.size());
     return std::nullopt;
   }
   w.name = parts[0];
@@ -134,9 +134,10 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   auto platform_like = [](const std::string& tag) {
     return tag == "any" || tag.starts_with("win") || parse_platform_tag(tag).family != PlatformTag::Family::other;
   };
-  const bool variant = parts.size() == 7 ||
-                       (parts.size() == 6 && !std::isdigit(static_cast<unsigned char>(parts[2].empty() ? '0' : parts[2].front())) &&
-                        !platform_like(parts.back()));
+  const bool variant =
+      parts.size() == 7 ||
+      (parts.size() == 6 && !std::isdigit(static_cast<unsigned char>(parts[2].empty() ? '0' : parts[2].front())) &&
+       !platform_like(parts.back()));
   const bool build = parts.size() == 7 || (parts.size() == 6 && !variant);
   if (build) {
     w.build = parts[2];
@@ -225,8 +226,7 @@ PlatformTag parse_platform_tag(std::string_view tag) {
     p.arch = std::string(tag.substr(parts[0].size() + 1));
     return p;
   }
-  if ((parts[0] == "manylinux" && versioned(F::manylinux)) ||
-      (parts[0] == "musllinux" && versioned(F::musllinux)) ||
+  if ((parts[0] == "manylinux" && versioned(F::manylinux)) || (parts[0] == "musllinux" && versioned(F::musllinux)) ||
       (parts[0] == "macosx" && versioned(F::macosx)))
     return p;
   if (parts[0] == "linux" && parts.size() >= 2) {
@@ -241,11 +241,16 @@ PlatformTag parse_platform_tag(std::string_view tag) {
 
 std::string PlatformTag::str() const {
   switch (family) {
-    case Family::manylinux: return fmt::format("manylinux_{}_{}_{}", major, minor, arch);
-    case Family::musllinux: return fmt::format("musllinux_{}_{}_{}", major, minor, arch);
-    case Family::macosx: return fmt::format("macosx_{}_{}_{}", major, minor, arch);
-    case Family::linux: return "linux_" + arch;
-    case Family::other: break;
+    case Family::manylinux:
+      return fmt::format("manylinux_{}_{}_{}", major, minor, arch);
+    case Family::musllinux:
+      return fmt::format("musllinux_{}_{}_{}", major, minor, arch);
+    case Family::macosx:
+      return fmt::format("macosx_{}_{}_{}", major, minor, arch);
+    case Family::linux:
+      return "linux_" + arch;
+    case Family::other:
+      break;
   }
   return arch;
 }
@@ -253,10 +258,14 @@ std::string PlatformTag::str() const {
 std::string PlatformTag::compatibility_group() const {
   switch (family) {
     case Family::manylinux:
-    case Family::linux: return "glibc linux " + arch;
-    case Family::musllinux: return "musl linux " + arch;
-    case Family::macosx: return "macOS " + arch;
-    case Family::other: break;
+    case Family::linux:
+      return "glibc linux " + arch;
+    case Family::musllinux:
+      return "musl linux " + arch;
+    case Family::macosx:
+      return "macOS " + arch;
+    case Family::other:
+      break;
   }
   return arch;
 }
@@ -269,15 +278,17 @@ std::pair<int, int> restrictiveness(const PlatformTag& p) {
 }
 }  // namespace
 
-std::optional<std::vector<std::string>> merge_platforms(
-    const std::vector<std::vector<std::string>>& inputs, std::string& why) {
+std::optional<std::vector<std::string>> merge_platforms(const std::vector<std::vector<std::string>>& inputs,
+                                                        std::string& why) {
   // Builds that carry the same set keep it exactly (auditwheel's
   // "manylinux_2_24_x86_64.manylinux_2_28_x86_64" is a choice, not something to reduce): in the
   // publisher's order where every build has it, sorted where their orders differ, so that the
   // result never depends on the order of the inputs.
   auto as_set = [](const std::vector<std::string>& tags) { return std::set<std::string>(tags.begin(), tags.end()); };
-  if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return as_set(tags) == as_set(inputs.front()); })) {
-    if (std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); })) return inputs.front();
+  if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(),
+                                     [&](const auto& tags) { return as_set(tags) == as_set(inputs.front()); })) {
+    if (std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); }))
+      return inputs.front();
     std::set<std::string> sorted = as_set(inputs.front());
     return std::vector<std::string>(sorted.begin(), sorted.end());
   }

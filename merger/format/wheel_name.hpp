@@ -12,9 +12,9 @@
 namespace wm {
 
 struct WheelName {
-  std::string name;     // distribution name as written in the file name
-  std::string version;  // as written, local label included ("1.0+cu12")
-  std::string build;    // build tag, empty when absent
+  std::string name;                                // distribution name as written in the file name
+  std::string version;                             // as written, local label included ("1.0+cu12")
+  std::string build;                               // build tag, empty when absent
   std::vector<std::string> python, abi, platform;  // the dot-separated tag sets
   std::optional<VariantLabel> suffix_label;        // cu12 from "...-linux_x86_64.cu12.whl"
   std::string variant;  // PEP 825's variant label, the last component: "cu12" from "...-linux_x86_64-cu12.whl"
@@ -68,7 +68,7 @@ PlatformTag parse_platform_tag(std::string_view tag);
 // the first input's order); else per OS/architecture, the most restrictive of what the inputs
 // require (each input requires the least restrictive tag it carries). nullopt with `why`
 // when the inputs do not cover the same OS/architecture combinations.
-std::optional<std::vector<std::string>> merge_platforms(
-    const std::vector<std::vector<std::string>>& inputs, std::string& why);
+std::optional<std::vector<std::string>> merge_platforms(const std::vector<std::vector<std::string>>& inputs,
+                                                        std::string& why);
 
 }  // namespace wm

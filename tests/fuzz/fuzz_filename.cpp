@@ -9,8 +9,8 @@
 #include "merger/format/wheel_name.hpp"
 
 #include <fmt/format.h>
-#include <algorithm>
 #include <fmt/ranges.h>
+#include <algorithm>
 
 namespace {
 
@@ -19,8 +19,7 @@ using wm::split;
 std::string show(const wm::WheelName& w) {
   return fmt::format("name={} version={} build={} python={} abi={} platform={} label={} variant={}", w.name, w.version,
                      w.build, fmt::join(w.python, "."), fmt::join(w.abi, "."), fmt::join(w.platform, "."),
-                     w.suffix_label ? w.suffix_label->str() : std::string(),
-                     w.variant);
+                     w.suffix_label ? w.suffix_label->str() : std::string(), w.variant);
 }
 
 void check_filename(std::string_view filename) {
@@ -98,12 +97,12 @@ void check_platforms(std::string_view rest) {
     FUZZ_CHECK(!why.empty());
     return;
   }
-  FUZZ_CHECK(*merged == *merged_reversed,
-             fmt::format("merge_platforms depends on the input order: {} vs {}", fmt::join(*merged, " "),
-                         fmt::join(*merged_reversed, " ")));
+  FUZZ_CHECK(*merged == *merged_reversed, fmt::format("merge_platforms depends on the input order: {} vs {}",
+                                                      fmt::join(*merged, " "), fmt::join(*merged_reversed, " ")));
   // Sorted, unless every build carries the very same sequence, which is kept as published.
-  bool kept_as_published = std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); }) &&
-                           *merged == inputs.front();
+  bool kept_as_published =
+      std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); }) &&
+      *merged == inputs.front();
   FUZZ_CHECK(!merged->empty() && (kept_as_published || std::is_sorted(merged->begin(), merged->end())),
              "merged platform tags neither sorted nor the builds' own sequence");
   auto idempotent = wm::merge_platforms({*merged, *merged}, why);
@@ -122,9 +121,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A label prints back from what it parsed to the same text: one spelling per build.
     if (auto parsed = wm::VariantLabel::parse(label)) {
       auto [major, minor] = parsed->torch_version();
-      wm::VariantLabel rebuilt = parsed->selector() == wm::Selector::cuda    ? wm::VariantLabel::cuda(parsed->cuda_major())
-                                 : parsed->selector() == wm::Selector::torch ? wm::VariantLabel::torch(major, minor, parsed->cuda_major())
-                                                                             : wm::VariantLabel::cpu(parsed->cpu_level());
+      wm::VariantLabel rebuilt = parsed->selector() == wm::Selector::cuda ? wm::VariantLabel::cuda(parsed->cuda_major())
+                                 : parsed->selector() == wm::Selector::torch
+                                     ? wm::VariantLabel::torch(major, minor, parsed->cuda_major())
+                                     : wm::VariantLabel::cpu(parsed->cpu_level());
       FUZZ_CHECK(rebuilt.str() == label, "a label does not print back as it was written");
     }
   }

@@ -6,8 +6,8 @@
 #include "merger/base/digest.hpp"
 #include "merger/format/headers.hpp"
 #include "merger/format/requirement.hpp"
-#include "merger/wheel.hpp"
 #include "merger/format/wheel_name.hpp"
+#include "merger/wheel.hpp"
 
 #include <doctest/doctest.h>
 
@@ -79,7 +79,10 @@ class WheelBuilder {
   // An ELF file: an extension module, or a shared library with a SONAME.
   WheelBuilder& elf(const std::string& path, const std::string& content, const std::string& soname = {},
                     std::vector<std::string> needed = {}) {
-    file(path, "\x7f" "ELF" + content);
+    file(path,
+         "\x7f"
+         "ELF" +
+             content);
     WheelFile& f = w_.files[*w_.position(path)];
     f.elf = true;
     f.elf_info = std::make_shared<const ElfInfo>(ElfInfo{true, soname, std::move(needed)});

@@ -57,8 +57,10 @@ std::string refusal(const std::string& json) {
 // The sample's JSON with `key`'s value replaced by `value` (raw JSON; none: the key removed).
 std::string with(const std::string& key, const std::optional<std::string>& value) {
   auto j = nlohmann::json::parse(kSampleJson);
-  if (value) j[key] = nlohmann::json::parse(*value);
-  else j.erase(key);
+  if (value)
+    j[key] = nlohmann::json::parse(*value);
+  else
+    j.erase(key);
   return j.dump();
 }
 
@@ -170,7 +172,8 @@ TEST_CASE("manifest: parse refuses sections naming unlisted builds, lacking one,
   CHECK(refusal(with("files", R"({"cu12":{}})")) == "files lacks the build cu13");
   CHECK(refusal(with("preload", R"({"cu12":[1],"cu13":[]})")) == "preload of cu12 is not a list of strings");
   CHECK(refusal(with("extras", R"({"cu12":"cu12","cu13":[]})")) == "extras of cu12 is not a list of strings");
-  CHECK(refusal(with("build_info", R"({"cu12":{"a":1},"cu13":{}})")) == "build_info of cu12 is not an object of strings");
+  CHECK(refusal(with("build_info", R"({"cu12":{"a":1},"cu13":{}})")) ==
+        "build_info of cu12 is not an object of strings");
   CHECK(refusal(with("extras", "[]")) == "extras is not an object");
 }
 

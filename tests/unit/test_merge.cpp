@@ -1,9 +1,9 @@
 #include "merger/merge.hpp"
 
-#include "merger/loader.hpp"
-#include "merger/format/manifest.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "labels.hpp"
+#include "merger/format/manifest.hpp"
+#include "merger/loader.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "wheel_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -68,8 +68,8 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   CHECK(sorted == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD",
                                            "pkg-1.0.dist-info/WHEEL", "pkg/__init__.py",
                                            "pkg/_core.cu12.cpython-311-x86_64-linux-gnu.so",
-                                           "pkg/_core.cu13.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py",
-                                           "pkg/util.py"});
+                                           "pkg/_core.cu13.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                           "pkg/_wheelmerge_rules.py", "pkg/util.py"});
   CHECK(paths.back() == "pkg-1.0.dist-info/RECORD");
 
   // Each build's extension module, byte for byte, under its labelled name; the shared module once.
@@ -119,9 +119,10 @@ TEST_CASE("merge: one build keeps its files and names, and gets a loader that im
   std::vector<std::string> paths;
   for (const WheelFile& f : merged->files) paths.emplace_back(f.path);
   std::sort(paths.begin(), paths.end());
-  CHECK(paths == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD", "pkg-1.0.dist-info/WHEEL",
-                                          "pkg/__init__.py", "pkg/_core.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py",
-                                          "pkg/util.py"});
+  CHECK(paths == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD",
+                                          "pkg-1.0.dist-info/WHEEL", "pkg/__init__.py",
+                                          "pkg/_core.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                          "pkg/_wheelmerge_rules.py", "pkg/util.py"});
   CHECK(member_text(*merged, "pkg/_core.cpython-311-x86_64-linux-gnu.so") == cuda_build(13).files.at(kCoreModule));
   auto json = manifest_of_loader(member_text(*merged, "pkg/_wheelmerge.py"));
   REQUIRE(json);
@@ -132,7 +133,8 @@ TEST_CASE("merge: one build keeps its files and names, and gets a loader that im
   CHECK(manifest->builds.at("cu13"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cpython-311-x86_64-linux-gnu.so"}});
   // Its requirement stays as the build had it (an extra per build only where builds differ).
-  CHECK(member_text(*merged, "pkg-1.0.dist-info/METADATA").find("Requires-Dist: cuda-bindings>=13,<14\n") != std::string::npos);
+  CHECK(member_text(*merged, "pkg-1.0.dist-info/METADATA").find("Requires-Dist: cuda-bindings>=13,<14\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("merge: the output is the same, byte for byte, whatever the order of the inputs") {
@@ -178,7 +180,7 @@ TEST_CASE("merge: torch and CPU-level labels in every form; the manifest names t
       b.files[kCoreModule] = "extension module built for " + label;
       std::string local = label;
       std::replace(local.begin(), local.end(), '_', '.');  // a local version normalized
-      b.filename = c.version_form[i] == "suffix" ? "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl"
+      b.filename = c.version_form[i] == "suffix"  ? "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl"
                    : c.version_form[i] == "local" ? "pkg-1.0+" + local + "-cp311-cp311-linux_x86_64.whl"
                                                   : "pkg-1.0-cp311-cp311-linux_x86_64.whl";
       inputs.push_back({b.write(dir.sub("in" + std::to_string(i))), c.version_form[i] == "argument" ? label : ""});
@@ -191,7 +193,8 @@ TEST_CASE("merge: torch and CPU-level labels in every form; the manifest names t
     Problems read_problems;
     auto merged = read_wheel(WheelInput{result->output, {}}, read_problems);
     REQUIRE_MESSAGE(merged, problems_text(read_problems));
-    for (const std::string& label : c.labels) CHECK(merged->find("pkg/_core." + label + ".cpython-311-x86_64-linux-gnu.so"));
+    for (const std::string& label : c.labels)
+      CHECK(merged->find("pkg/_core." + label + ".cpython-311-x86_64-linux-gnu.so"));
     std::string why;
     std::string loader = member_text(*merged, "pkg/_wheelmerge.py");
     auto manifest = LoaderManifest::parse(manifest_of_loader(loader).value_or(""), why);

@@ -31,7 +31,8 @@ Wheel build(const std::string& label, const std::vector<std::string>& requiremen
 }  // namespace
 
 TEST_CASE("differing requirements become extras named after the label, combined as marker trees") {
-  Wheel a = build("cu12", {"numpy>=1.24", "cuda-bindings>=12,<13", "x; python_version < \"3.12\" or os_name == \"nt\""});
+  Wheel a =
+      build("cu12", {"numpy>=1.24", "cuda-bindings>=12,<13", "x; python_version < \"3.12\" or os_name == \"nt\""});
   Wheel b = build("cu13", {"numpy >= 1.24", "cuda-bindings>=13,<14"});
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
@@ -215,23 +216,39 @@ TEST_CASE("metadata: an extra of the label's name that already exists is not dec
 }
 
 TEST_CASE("metadata: the version is the merged one, and fields keep their order and the description") {
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0+cu12"},
-                                {"Summary", "s"}, {"Requires-Dist", "numpy"}, {"License", "MIT"}},
+  Wheel a = build_with("cu12",
+                       {{"Metadata-Version", "2.1"},
+                        {"Name", "pkg"},
+                        {"Version", "1.0+cu12"},
+                        {"Summary", "s"},
+                        {"Requires-Dist", "numpy"},
+                        {"License", "MIT"}},
                        "Long description.\n");
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0+cu13"},
-                                {"Summary", "s"}, {"Requires-Dist", "numpy"}, {"License", "MIT"}},
+  Wheel b = build_with("cu13",
+                       {{"Metadata-Version", "2.1"},
+                        {"Name", "pkg"},
+                        {"Version", "1.0+cu13"},
+                        {"Summary", "s"},
+                        {"Requires-Dist", "numpy"},
+                        {"License", "MIT"}},
                        "Long description.\n");
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
   REQUIRE_MESSAGE(merged, (problems.empty() ? "" : describe(problems[0])));
-  CHECK(fields_of(merged->text) == std::vector<Header>{{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"},
-                                                       {"Summary", "s"}, {"Requires-Dist", "numpy"}, {"License", "MIT"}});
+  CHECK(fields_of(merged->text) == std::vector<Header>{{"Metadata-Version", "2.1"},
+                                                       {"Name", "pkg"},
+                                                       {"Version", "1.0"},
+                                                       {"Summary", "s"},
+                                                       {"Requires-Dist", "numpy"},
+                                                       {"License", "MIT"}});
   CHECK(merged->text.ends_with("\n\nLong description.\n"));
 }
 
 TEST_CASE("metadata: a single-use field that differs between builds is a conflict") {
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Summary", "for CUDA 12"}});
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Summary", "for CUDA 13"}});
+  Wheel a = build_with("cu12",
+                       {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Summary", "for CUDA 12"}});
+  Wheel b = build_with("cu13",
+                       {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Summary", "for CUDA 13"}});
   Problems problems;
   CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
   REQUIRE(problems.size() == 1);
@@ -244,7 +261,8 @@ TEST_CASE("metadata: a single-use field that differs between builds is a conflic
 
 TEST_CASE("metadata: a field only one build has is a conflict naming it") {
   Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}});
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Requires-Python", ">=3.10"}});
+  Wheel b = build_with(
+      "cu13", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Requires-Python", ">=3.10"}});
   Problems problems;
   CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
   REQUIRE(problems.size() == 1);
@@ -289,11 +307,12 @@ TEST_CASE("metadata: a requirement of an extra that differs per build becomes on
   const std::string& text = *text_of(merged, problems);
   CHECK(merged->build_extras == std::vector<std::string>{"ctk-cu12", "ctk-cu13"});
   CHECK(merged->label_extras.empty());
-  for (const char* line : {"Provides-Extra: ctk", "Provides-Extra: ctk-cu12", "Provides-Extra: ctk-cu13",
-                           "Requires-Dist: cuda-toolkit[cudart,nvrtc]==12.*; extra == \"ctk-cu12\"",
-                           "Requires-Dist: cuda-toolkit[cudart,nvrtc]==13.*; extra == \"ctk-cu13\"",
-                           // the shared part of the extra holds under every spelling
-                           "Requires-Dist: mpmath; extra == \"ctk\" or extra == \"ctk-cu12\" or extra == \"ctk-cu13\""}) {
+  for (const char* line :
+       {"Provides-Extra: ctk", "Provides-Extra: ctk-cu12", "Provides-Extra: ctk-cu13",
+        "Requires-Dist: cuda-toolkit[cudart,nvrtc]==12.*; extra == \"ctk-cu12\"",
+        "Requires-Dist: cuda-toolkit[cudart,nvrtc]==13.*; extra == \"ctk-cu13\"",
+        // the shared part of the extra holds under every spelling
+        "Requires-Dist: mpmath; extra == \"ctk\" or extra == \"ctk-cu12\" or extra == \"ctk-cu13\""}) {
     CAPTURE(line);
     CHECK(has_line(text, line));
   }
@@ -343,8 +362,10 @@ TEST_CASE("metadata: a per-build extra whose name the inputs already use is a co
 }
 
 TEST_CASE("metadata: --name renames the distribution; the builds' names may differ") {
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda12x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda13x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
+  Wheel a = build_with(
+      "cu12", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda12x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
+  Wheel b = build_with(
+      "cu13", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda13x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
   Problems problems;
   CHECK_FALSE(merge_metadata({&a, &b}, "14.2.0", problems));  // without a name, Name must agree
   REQUIRE(problems.size() == 1);
@@ -357,9 +378,13 @@ TEST_CASE("metadata: --name renames the distribution; the builds' names may diff
 
 TEST_CASE("metadata: --name merges a Description field as it merges a body") {
   // The older form: the description in a folded field (setuptools' eight spaces, or "       |").
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "cupy-cuda12x"}, {"Version", "1.0"},
+  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"},
+                                {"Name", "cupy-cuda12x"},
+                                {"Version", "1.0"},
                                 {"Description", "CuPy\n        \n        for CUDA 12\n        \n        MIT"}});
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "cupy-cuda13x"}, {"Version", "1.0"},
+  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"},
+                                {"Name", "cupy-cuda13x"},
+                                {"Version", "1.0"},
                                 {"Description", "CuPy\n       |\n       |for CUDA 13\n       |\n       |MIT"}});
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", "cupy", problems);
@@ -381,8 +406,9 @@ TEST_CASE("metadata: --name merges a Description field as it merges a body") {
   auto body = merge_metadata({&a, &b}, "1.0", "cupy", problems);
   const std::string& body_text = *text_of(body, problems);
   CHECK(body_text.find("Description:") == std::string::npos);
-  CHECK(body_text.ends_with("\n\nCuPy\n\nFor the cu12 build (from cupy-cuda12x 1.0):\n\nfor CUDA 12\n\n"
-                            "For the cu13 build (from cupy-cuda13x 1.0):\n\nfor CUDA 13\n\nMIT"));
+  CHECK(
+      body_text.ends_with("\n\nCuPy\n\nFor the cu12 build (from cupy-cuda12x 1.0):\n\nfor CUDA 12\n\n"
+                          "For the cu13 build (from cupy-cuda13x 1.0):\n\nfor CUDA 13\n\nMIT"));
 }
 
 TEST_CASE("metadata: torch builds get one torch requirement covering the builds' minors") {
@@ -481,7 +507,7 @@ TEST_CASE("release series: specifiers are evaluated on release segments") {
   CHECK(admits("", 2, 10));
   CHECK(admits(">=2.10", 2, 10));
   CHECK_FALSE(admits(">=2.11", 2, 10));
-  CHECK(admits(">2.10", 2, 10));  // 2.10.1
+  CHECK(admits(">2.10", 2, 10));         // 2.10.1
   CHECK(admits(">2.10.999999", 2, 10));  // 2.10.999999.1 is still 2.10
   CHECK(admits("<2.11", 2, 10));
   CHECK_FALSE(admits("<2.10", 2, 10));
@@ -570,8 +596,8 @@ TEST_CASE("metadata pass share_requirements: counted once per build; torch ones 
 }
 
 TEST_CASE("metadata pass split_extras: the own requirements' extras in order of appearance, normalized, once") {
-  Wheel a = build("cu12", {"p; extra == \"Full_GPU\"", "q; extra == \"shared\"",
-                           "r; extra == \"ctk\" or extra == \"full-gpu\""});
+  Wheel a = build(
+      "cu12", {"p; extra == \"Full_GPU\"", "q; extra == \"shared\"", "r; extra == \"ctk\" or extra == \"full-gpu\""});
   Wheel b = build("cu13", {"q; extra == \"shared\"", "s; extra == \"dev\"", "p>=1; extra == \"full.gpu\""});
   Problems problems;
   auto shares = metadata_passes::share_requirements({&a, &b}, false);
@@ -639,10 +665,9 @@ TEST_CASE("metadata pass add_own_requirements: each build's own, conditional; a 
         std::vector<std::string>{"cu12", "cu13"});
   CHECK(problems.empty());
   CHECK(block.extras == std::vector<std::string>{"CU12", "cu13"});
-  CHECK(block.requirements == std::vector<std::string>{"numpy", "cupy-cuda12x; extra == \"cu12\"",
-                                                       "fastrlock; extra == \"ctk-cu12\"",
-                                                       "cupy-cuda13x; extra == \"cu13\"",
-                                                       "fastrlock>=1; extra == \"ctk-cu14\""});
+  CHECK(block.requirements ==
+        std::vector<std::string>{"numpy", "cupy-cuda12x; extra == \"cu12\"", "fastrlock; extra == \"ctk-cu12\"",
+                                 "cupy-cuda13x; extra == \"cu13\"", "fastrlock>=1; extra == \"ctk-cu14\""});
 }
 
 TEST_CASE("metadata pass add_own_requirements: a requirement that its condition makes too long is a conflict") {
@@ -662,25 +687,38 @@ TEST_CASE("metadata pass add_own_requirements: a requirement that its condition 
 }
 
 TEST_CASE("metadata pass render_metadata: the block where the first build's extras or requirements began") {
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0+cu12"},
-                                {"Provides-Extra", "x"}, {"Summary", "s"}, {"Requires-Dist", "numpy"},
+  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"},
+                                {"Name", "pkg"},
+                                {"Version", "1.0+cu12"},
+                                {"Provides-Extra", "x"},
+                                {"Summary", "s"},
+                                {"Requires-Dist", "numpy"},
                                 {"License", "MIT"}});
   const metadata_passes::RequirementBlock block{{"x", "cu12"}, {"numpy", "r; extra == \"cu12\""}};
   Problems problems;
   auto text = metadata_passes::render_metadata({&a}, "1.0", "", block, problems);
   REQUIRE(text);
-  CHECK(fields_of(*text) == std::vector<Header>{{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"},
-                                                {"Provides-Extra", "x"}, {"Provides-Extra", "cu12"},
-                                                {"Requires-Dist", "numpy"}, {"Requires-Dist", "r; extra == \"cu12\""},
-                                                {"Summary", "s"}, {"License", "MIT"}});
+  CHECK(fields_of(*text) == std::vector<Header>{{"Metadata-Version", "2.1"},
+                                                {"Name", "pkg"},
+                                                {"Version", "1.0"},
+                                                {"Provides-Extra", "x"},
+                                                {"Provides-Extra", "cu12"},
+                                                {"Requires-Dist", "numpy"},
+                                                {"Requires-Dist", "r; extra == \"cu12\""},
+                                                {"Summary", "s"},
+                                                {"License", "MIT"}});
   // Without extras or requirements, the block goes last; renamed, a Description field follows it.
   Wheel b = build_with("cu12", {{"Name", "pkg-cu12"}, {"Description", "D"}, {"Version", "1.0"}});
   Wheel c = build_with("cu13", {{"Name", "pkg-cu13"}, {"Description", "D"}, {"Version", "1.0"}});
   text = metadata_passes::render_metadata({&b, &c}, "1.0", "pkg", block, problems);
   REQUIRE(text);
-  CHECK(fields_of(*text) == std::vector<Header>{{"Name", "pkg"}, {"Version", "1.0"}, {"Provides-Extra", "x"},
-                                                {"Provides-Extra", "cu12"}, {"Requires-Dist", "numpy"},
-                                                {"Requires-Dist", "r; extra == \"cu12\""}, {"Description", "D"}});
+  CHECK(fields_of(*text) == std::vector<Header>{{"Name", "pkg"},
+                                                {"Version", "1.0"},
+                                                {"Provides-Extra", "x"},
+                                                {"Provides-Extra", "cu12"},
+                                                {"Requires-Dist", "numpy"},
+                                                {"Requires-Dist", "r; extra == \"cu12\""},
+                                                {"Description", "D"}});
   CHECK(problems.empty());
 }
 

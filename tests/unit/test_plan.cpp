@@ -1,11 +1,11 @@
 #include "merger/plan.hpp"
 
-#include "merger/loader.hpp"
-#include "merger/format/manifest.hpp"
+#include "labels.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/format/manifest.hpp"
+#include "merger/loader.hpp"
 #include "merger/verify.hpp"
 #include "merger/version.hpp"
-#include "labels.hpp"
 #include "plan_fixtures.hpp"
 
 #include <doctest/doctest.h>
@@ -230,7 +230,8 @@ TEST_CASE("plan: variant extension modules get labelled names and a loader with 
   CHECK(b13.build_info.empty());
 }
 
-TEST_CASE("plan: without --driver-fallback the manifest says so; builds without cuda-bindings select by runtime and driver") {
+TEST_CASE(
+    "plan: without --driver-fallback the manifest says so; builds without cuda-bindings select by runtime and driver") {
   auto with_bindings = [](const std::string& label) {
     return demo_package(label).requires_dist("cuda-bindings==" + label.substr(2) + ".*").done();
   };
@@ -350,7 +351,8 @@ TEST_CASE("plan: a differing Python file is a conflict unless a --variant-file g
   CHECK(p.member == "pkg/config.py");
   CHECK(p.file == inputs[0].display + ", " + inputs[1].display);
   CHECK(p.what == "differs between builds and is not native or GPU code (pass --variant-file to allow)");
-  CHECK(p.found.find("cu12 (" + inputs[0].display + "): sha256=" + base64url_nopad(hash_of("CUDA = 'cu12'\n"))) != std::string::npos);
+  CHECK(p.found.find("cu12 (" + inputs[0].display + "): sha256=" + base64url_nopad(hash_of("CUDA = 'cu12'\n"))) !=
+        std::string::npos);
 
   MergeOptions options;
   options.variant_globs = {"pkg/*.py"};
@@ -405,7 +407,8 @@ TEST_CASE("plan: a differing dist-info file is a conflict; differing SBOMs are k
     MergePlan plan = plan_ok(inputs);
     CHECK(find_member(plan, "demo-1.0.dist-info/sboms/demo.cdx.json") == nullptr);
     for (size_t i : {0, 1}) {
-      const PlannedMember& m = member(plan, labelled_path("demo-1.0.dist-info/sboms/demo.cdx.json", inputs[i].build_label()));
+      const PlannedMember& m =
+          member(plan, labelled_path("demo-1.0.dist-info/sboms/demo.cdx.json", inputs[i].build_label()));
       REQUIRE(m.input);
       CHECK(*m.input == i);
       CHECK(m.entry == entry_of(inputs[i], "demo-1.0.dist-info/sboms/demo.cdx.json"));
@@ -434,7 +437,8 @@ TEST_CASE("plan: builds of different versions, names, python tags or platforms a
     CHECK(problems[0].found == "1.1");
   }
   {
-    Wheel other = WheelBuilder("other-1.0-cp312-cp312-linux_x86_64.cu13.whl", "cu13").file("pkg/__init__.py", kInit).done();
+    Wheel other =
+        WheelBuilder("other-1.0-cp312-cp312-linux_x86_64.cu13.whl", "cu13").file("pkg/__init__.py", kInit).done();
     Problems problems = plan_refused({demo_package("cu12").done(), other});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].kind == ProblemKind::invalid_input);
@@ -462,8 +466,10 @@ TEST_CASE("plan: builds of different versions, names, python tags or platforms a
 }
 
 TEST_CASE("plan: names that differ only in spelling, or a +cuNN local version, are one build") {
-  Wheel a = WheelBuilder("Demo-1.0+cu12-cp312-cp312-linux_x86_64.whl", "cu12").metadata_name("Demo").file("m.py", "x").done();
-  Wheel b = WheelBuilder("demo-1.0+cu13-cp312-cp312-linux_x86_64.whl", "cu13").metadata_name("Demo").file("m.py", "x").done();
+  Wheel a =
+      WheelBuilder("Demo-1.0+cu12-cp312-cp312-linux_x86_64.whl", "cu12").metadata_name("Demo").file("m.py", "x").done();
+  Wheel b =
+      WheelBuilder("demo-1.0+cu13-cp312-cp312-linux_x86_64.whl", "cu13").metadata_name("Demo").file("m.py", "x").done();
   MergePlan plan = plan_ok({a, b});
   CHECK(plan.filename == "demo-1.0-cp312-cp312-linux_x86_64.whl");
   CHECK(plan.dist_info == "demo-1.0.dist-info");
@@ -492,9 +498,10 @@ TEST_CASE("plan: private libraries are preloaded in dependency order, inside and
     const std::string& label = variant.str();
     CAPTURE(label);
     const BuildFiles& b = manifest.builds.at(variant);
-    CHECK(b.preload == std::vector<std::string>{"../pkg.libs/libz." + label + ".so.1", "../pkg.libs/liba." + label + ".so.1",
-                                                "_libs/libin." + label + ".so"});
-    CHECK(b.modules == std::map<std::string, std::string>{{"pkg._core", "_core." + label + ".cpython-312-x86_64-linux-gnu.so"}});
+    CHECK(b.preload == std::vector<std::string>{"../pkg.libs/libz." + label + ".so.1",
+                                                "../pkg.libs/liba." + label + ".so.1", "_libs/libin." + label + ".so"});
+    CHECK(b.modules ==
+          std::map<std::string, std::string>{{"pkg._core", "_core." + label + ".cpython-312-x86_64-linux-gnu.so"}});
     // Files the loader can find by their original name: the package's own variant files only.
     CHECK(b.files.count("_libs/libin.so") == 1);
     CHECK(b.files.at("_libs/libin.so") == "_libs/libin." + label + ".so");
@@ -553,8 +560,8 @@ TEST_CASE("plan: paths of different builds that differ only in case or normalisa
     CHECK(problems[0].what == "across builds: member names differ only in case");
   }
   {
-    Wheel a = demo_package("cu12").file("pkg/\xC3\xA9.py", "x").done();    // NFC
-    Wheel b = demo_package("cu13").file("pkg/e\xCC\x81.py", "x").done();   // NFD
+    Wheel a = demo_package("cu12").file("pkg/\xC3\xA9.py", "x").done();   // NFC
+    Wheel b = demo_package("cu13").file("pkg/e\xCC\x81.py", "x").done();  // NFD
     Problems problems = plan_refused({a, b});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].kind == ProblemKind::conflict);
@@ -638,10 +645,10 @@ TEST_CASE("plan: a subpackage whose __init__ is a variant extension module is ma
   CHECK(find_member(plan, "pkg/sub2/_wheelmerge.py") == nullptr);
   CHECK(member(plan, "pkg/sub2/__init__.py").input);  // not patched
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
-  CHECK(manifest.builds.at("cu13"_label).modules == std::map<std::string, std::string>{
-                                                  {"pkg._core", "_core.cu13.cpython-312-x86_64-linux-gnu.so"},
-                                                  {"pkg.sub", "sub/__init__.cu13.cpython-312-x86_64-linux-gnu.so"},
-                                                  {"pkg.sub2._k", "sub2/_k.cu13.cpython-312-x86_64-linux-gnu.so"}});
+  CHECK(manifest.builds.at("cu13"_label).modules ==
+        std::map<std::string, std::string>{{"pkg._core", "_core.cu13.cpython-312-x86_64-linux-gnu.so"},
+                                           {"pkg.sub", "sub/__init__.cu13.cpython-312-x86_64-linux-gnu.so"},
+                                           {"pkg.sub2._k", "sub2/_k.cu13.cpython-312-x86_64-linux-gnu.so"}});
 }
 
 TEST_CASE("plan: a module of the loader's name already in the package is refused") {
@@ -713,10 +720,11 @@ TEST_CASE("plan: RECORD comes last with one row per member, and WHEEL is generat
   CHECK(record.content == expected);
 
   // The payload sorted by path, then the dist-info sorted, then RECORD.
-  CHECK(paths(plan) == std::vector<std::string>{
-                           "pkg/__init__.py", "pkg/_core.cu12.cpython-312-x86_64-linux-gnu.so",
-                           "pkg/_core.cu13.cpython-312-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py", "pkg/util.py",
-                           "demo-1.0.dist-info/METADATA", "demo-1.0.dist-info/WHEEL", "demo-1.0.dist-info/RECORD"});
+  CHECK(paths(plan) == std::vector<std::string>{"pkg/__init__.py", "pkg/_core.cu12.cpython-312-x86_64-linux-gnu.so",
+                                                "pkg/_core.cu13.cpython-312-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                                "pkg/_wheelmerge_rules.py", "pkg/util.py",
+                                                "demo-1.0.dist-info/METADATA", "demo-1.0.dist-info/WHEEL",
+                                                "demo-1.0.dist-info/RECORD"});
 
   CHECK(member(plan, "demo-1.0.dist-info/WHEEL").content ==
         "Wheel-Version: 1.0\nGenerator: wheelmerge " + std::string(kVersion) +
@@ -726,7 +734,9 @@ TEST_CASE("plan: RECORD comes last with one row per member, and WHEEL is generat
 
 TEST_CASE("plan: WHEEL carries every tag and the build tag") {
   auto make = [](const std::string& label, const std::string& platforms) {
-    return WheelBuilder("demo-1.0-7-cp312.cp313-abi3-" + platforms + "." + label + ".whl", label).file("m.py", "x").done();
+    return WheelBuilder("demo-1.0-7-cp312.cp313-abi3-" + platforms + "." + label + ".whl", label)
+        .file("m.py", "x")
+        .done();
   };
   MergePlan plan = plan_ok({make("cu12", "manylinux_2_17_x86_64"), make("cu13", "manylinux_2_28_x86_64")});
   CHECK(plan.filename == "demo-1.0-7-cp312.cp313-abi3-manylinux_2_28_x86_64.whl");
@@ -769,7 +779,6 @@ TEST_CASE("plan: METADATA fields other than Version and Requires-Dist must agree
   CHECK(problems[0].kind == ProblemKind::conflict);
   CHECK(problems[0].what == "METADATA field Summary differs between builds");
 }
-
 
 TEST_CASE("plan: a labelled SBOM that meets another SBOM's name is refused") {
   const std::vector<Wheel> inputs{
@@ -829,8 +838,10 @@ TEST_CASE("plan: preload paths of a .data/platlib package are relative to where 
   // verify resolves them the same way, to the members that hold them.
   std::set<std::string> members;
   for (const PlannedMember& m : plan.members) members.emplace(m.path);
-  std::vector<LoaderFiles> loaders{{loader, std::string(member(plan, loader).content), std::string(member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content),
-                                    std::string(member(plan, "demo-1.0.data/platlib/pkg/_wheelmerge_rules.py").content)}};
+  std::vector<LoaderFiles> loaders{
+      {loader, std::string(member(plan, loader).content),
+       std::string(member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content),
+       std::string(member(plan, "demo-1.0.data/platlib/pkg/_wheelmerge_rules.py").content)}};
   Problems problems;
   check_loaders("demo.whl", loaders, members, problems);
   CHECK_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front().what));
@@ -843,7 +854,8 @@ TEST_CASE("plan: builds that differ in no file outside the dist-info merge with 
   MergePlan plan = plan_ok({make("cu12"), make("cu13")});
   CHECK(plan.loader_packages.empty());
   REQUIRE(plan.warnings.size() == 1);
-  CHECK(plan.warnings[0].ends_with("no file outside the dist-info differs between the builds, so the merged wheel has no loader"));
+  CHECK(plan.warnings[0].ends_with(
+      "no file outside the dist-info differs between the builds, so the merged wheel has no loader"));
 }
 
 namespace {
@@ -860,8 +872,8 @@ Wheel per_cuda_distribution(const std::string& name, const std::string& label) {
 TEST_CASE("plan: --name merges distributions of different names under the given name") {
   MergeOptions options;
   options.name = "cupy";
-  MergePlan plan = plan_ok({per_cuda_distribution("cupy_cuda13x", "cu13"), per_cuda_distribution("cupy_cuda12x", "cu12")},
-                           options);
+  MergePlan plan =
+      plan_ok({per_cuda_distribution("cupy_cuda13x", "cu13"), per_cuda_distribution("cupy_cuda12x", "cu12")}, options);
   CHECK(plan.filename == "cupy-14.2.0-cp312-cp312-linux_x86_64.whl");
   CHECK(plan.dist_info == "cupy-14.2.0.dist-info");
   CHECK(label_strings(plan.labels) == std::vector<std::string>{"cu12", "cu13"});
@@ -871,7 +883,8 @@ TEST_CASE("plan: --name merges distributions of different names under the given 
   }
   CHECK(find_member(plan, "cupy-14.2.0.data/scripts/cupy-info"));
   CHECK(member(plan, "cupy-14.2.0.dist-info/METADATA").content.find("\nName: cupy\n") != std::string::npos);
-  CHECK(member(plan, "cupy-14.2.0.dist-info/RECORD").content.find("cupy-14.2.0.dist-info/METADATA,sha256=") != std::string::npos);
+  CHECK(member(plan, "cupy-14.2.0.dist-info/RECORD").content.find("cupy-14.2.0.dist-info/METADATA,sha256=") !=
+        std::string::npos);
   CHECK(manifest_in(plan, "cupy/_wheelmerge.py").distribution == "cupy");
 }
 
@@ -879,16 +892,16 @@ TEST_CASE("plan: --name still needs one project, and labels that agree with the 
   MergeOptions options;
   options.name = "cupy";
   {
-    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupx_cuda13x", "cu13")},
-                                     options);
+    Problems problems = plan_refused(
+        {per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupx_cuda13x", "cu13")}, options);
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].what == "different distribution name without its CUDA suffix");
     CHECK(problems[0].expected == "cupy (as cupy_cuda12x-14.2.0-cp312-cp312-linux_x86_64.whl)");
     CHECK(problems[0].found == "cupx");
   }
   {
-    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu13"), per_cuda_distribution("cupy_cuda13x", "cu12")},
-                                     options);
+    Problems problems = plan_refused(
+        {per_cuda_distribution("cupy_cuda12x", "cu13"), per_cuda_distribution("cupy_cuda13x", "cu12")}, options);
     REQUIRE(problems.size() == 2);
     CHECK(problems[0].what == "variant label contradicts the CUDA major of the name");
     CHECK(problems[0].expected == "cu13 (from the name cupy_cuda13x)");
@@ -896,7 +909,8 @@ TEST_CASE("plan: --name still needs one project, and labels that agree with the 
   }
   {
     // Without --name, different names stay an error that says how to merge them.
-    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupy_cuda13x", "cu13")});
+    Problems problems =
+        plan_refused({per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupy_cuda13x", "cu13")});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].what == "different distribution name");
     CHECK(problems[0].expected.find("--name NAME") != std::string::npos);

@@ -1,8 +1,8 @@
 #include "merger/report.hpp"
 
 #include "merger/loader.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "merger/merge.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "wheel_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -119,7 +119,8 @@ TEST_CASE("report: inspect shows a merged wheel's variants, loaders and files") 
   CHECK(r->loaders[0].manifest.package == "pkg");
   CHECK(label_strings(r->loaders[0].manifest.variants) == r->variants);
   CHECK(r->loaders[0].manifest.builds.at(VariantLabel::cuda(12)).files ==
-        std::map<std::string, std::string>{{"_core.cpython-311-x86_64-linux-gnu.so", "_core.cu12.cpython-311-x86_64-linux-gnu.so"}});
+        std::map<std::string, std::string>{
+            {"_core.cpython-311-x86_64-linux-gnu.so", "_core.cu12.cpython-311-x86_64-linux-gnu.so"}});
 
   // Every file, in archive order, labelled files with their build.
   REQUIRE(r->files.size() == 9);

@@ -1,10 +1,10 @@
 #include "merger/verify.hpp"
 #include "merger/version.hpp"
 
-#include "merger/loader.hpp"
-#include "merger/format/manifest.hpp"
-#include "merger/wheel.hpp"
 #include "labels.hpp"
+#include "merger/format/manifest.hpp"
+#include "merger/loader.hpp"
+#include "merger/wheel.hpp"
 #include "wheel_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -37,12 +37,12 @@ LoaderManifest manifest(const std::string& package = "pkg") {
 }
 
 LoaderFiles loader(const LoaderManifest& m, const std::string& dir = "pkg") {
-  return {dir + "/_wheelmerge.py", render_loader(m),
-          "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n", render_rules(m.selector, m.package)};
+  return {dir + "/_wheelmerge.py", render_loader(m), "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n",
+          render_rules(m.selector, m.package)};
 }
 
 std::set<std::string> paths(const std::string& dir = "pkg") {
-  return {dir + "/__init__.py", dir + "/_wheelmerge.py", dir + "/" + kCu12, dir + "/" + kCu13,
+  return {dir + "/__init__.py",         dir + "/_wheelmerge.py",    dir + "/" + kCu12,        dir + "/" + kCu13,
           "pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD", "pkg-1.0.dist-info/WHEEL"};
 }
 
@@ -182,7 +182,8 @@ TEST_CASE("verify: two loaders that agree pass, and are returned in the given or
 }
 
 TEST_CASE("verify: a labelled file that no manifest lists") {
-  for (std::string stray : {"pkg/extra.cu12.so", "pkg/kernels/k.cu13.cubin", "other/data.cu12", "pkg/.hidden.cu13.bin"}) {
+  for (std::string stray :
+       {"pkg/extra.cu12.so", "pkg/kernels/k.cu13.cubin", "other/data.cu12", "pkg/.hidden.cu13.bin"}) {
     CAPTURE(stray);
     std::set<std::string> files = paths();
     files.insert(stray);

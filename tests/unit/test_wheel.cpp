@@ -22,7 +22,8 @@ WheelBuilder valid_wheel() {
                             {"pkg/sub/mod.py", "Y = 2\n"},
                             {"pkg/_core.cpython-311-x86_64-linux-gnu.so", "not really a module"},
                         });
-  b.metadata_extra = {"Summary: a test package", "Requires-Dist: numpy>=1.24", "Requires-Dist: scipy; python_version >= \"3.10\""};
+  b.metadata_extra = {"Summary: a test package", "Requires-Dist: numpy>=1.24",
+                      "Requires-Dist: scipy; python_version >= \"3.10\""};
   return b;
 }
 
@@ -164,7 +165,8 @@ TEST_CASE("wheel: a size that does not match RECORD is refused") {
   std::string record;
   for (const auto& [path, bytes] : b.members()) {
     if (path.ends_with("/RECORD")) continue;
-    record += path + ",sha256=" + sha256_b64(bytes) + "," + std::to_string(bytes.size() + (path == "pkg/util.py")) + "\n";
+    record +=
+        path + ",sha256=" + sha256_b64(bytes) + "," + std::to_string(bytes.size() + (path == "pkg/util.py")) + "\n";
   }
   record += b.dist_info() + "/RECORD,,\n";
   for (const auto& [path, bytes] : b.members()) b.unrecorded.insert(path);
@@ -393,7 +395,8 @@ TEST_CASE("wheel: opened wheels stream together, each keeping its own problems a
   bad_sha512.record_hash["pkg/sub/mod.py"] = "sha512=" + b64url_nopad(digest, length);
 
   std::vector<OpenedWheel> opened;
-  for (auto [builder, dir] : {std::pair(&bad_sha256, &a_dir), std::pair(&good, &b_dir), std::pair(&bad_sha512, &c_dir)}) {
+  for (auto [builder, dir] :
+       {std::pair(&bad_sha256, &a_dir), std::pair(&good, &b_dir), std::pair(&bad_sha512, &c_dir)}) {
     Problems problems;
     auto o = open_wheel(builder->write(dir->path), std::nullopt, problems);
     REQUIRE_MESSAGE(o, (problems.empty() ? "" : describe(problems.front())));  // RECORD's claims are not checked yet
@@ -417,7 +420,8 @@ TEST_CASE("wheel: opened wheels stream together, each keeping its own problems a
   }();
   CHECK(wheels[1]->files.size() == members.size());
   for (const WheelFile& f : wheels[1]->files)
-    if (f.path != "pkg-1.0.dist-info/RECORD") CHECK(base64url_nopad(*f.sha256) == sha256_b64(members.at(std::string(f.path))));
+    if (f.path != "pkg-1.0.dist-info/RECORD")
+      CHECK(base64url_nopad(*f.sha256) == sha256_b64(members.at(std::string(f.path))));
   CHECK_FALSE(wheels[2]);
   REQUIRE(problems[2].size() == 1);
   CHECK(problems[2][0].member == "pkg/sub/mod.py");
@@ -436,8 +440,11 @@ TEST_CASE("wheel: PE/COFF images are recognised by their MZ header pointing at a
   std::string not_mz = image;
   not_mz[0] = 'X';
   TempDir dir;
-  WheelBuilder b(kName, {{"pkg/__init__.py", ""}, {"pkg/_core.pyd", image}, {"pkg/odd.bin", image},
-                         {"pkg/bad.pyd", bad_offset}, {"pkg/text.txt", not_mz}});
+  WheelBuilder b(kName, {{"pkg/__init__.py", ""},
+                         {"pkg/_core.pyd", image},
+                         {"pkg/odd.bin", image},
+                         {"pkg/bad.pyd", bad_offset},
+                         {"pkg/text.txt", not_mz}});
   Problems problems;
   auto w = read(b, dir, problems);
   REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));

@@ -6,14 +6,15 @@ using namespace wm;
 
 TEST_CASE("wheel file names parse into their parts") {
   std::string why;
-  auto w = parse_wheel_filename("cuda_core-0.3.0+cu12-1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", why);
+  auto w =
+      parse_wheel_filename("cuda_core-0.3.0+cu12-1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", why);
   REQUIRE(w);
   CHECK(w->name == "cuda_core");
   CHECK(w->version == "0.3.0+cu12");
   CHECK(w->build == "1");
   CHECK(w->platform == std::vector<std::string>{"manylinux_2_17_x86_64", "manylinux2014_x86_64"});
-  CHECK(w->expanded_tags() == std::vector<std::string>{"cp311-cp311-manylinux2014_x86_64",
-                                                       "cp311-cp311-manylinux_2_17_x86_64"});
+  CHECK(w->expanded_tags() ==
+        std::vector<std::string>{"cp311-cp311-manylinux2014_x86_64", "cp311-cp311-manylinux_2_17_x86_64"});
   CHECK_FALSE(w->suffix_label);
 }
 
@@ -99,11 +100,12 @@ TEST_CASE("merged platforms are the most restrictive, never the union") {
 
 TEST_CASE("builds with the same platform tags keep them exactly") {
   std::string why;
-  auto merged = merge_platforms({{"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"},
-                                 {"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"}}, why);
+  auto merged = merge_platforms(
+      {{"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"}, {"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"}}, why);
   REQUIRE(merged);  // the publisher's order, where every build has it
   CHECK(*merged == std::vector<std::string>{"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"});
-  merged = merge_platforms({{"manylinux_2_17_x86_64", "manylinux2014_x86_64"}, {"manylinux2014_x86_64", "manylinux_2_17_x86_64"}}, why);
+  merged = merge_platforms(
+      {{"manylinux_2_17_x86_64", "manylinux2014_x86_64"}, {"manylinux2014_x86_64", "manylinux_2_17_x86_64"}}, why);
   REQUIRE(merged);  // orders differ: sorted, whatever the order of the inputs
   CHECK(*merged == std::vector<std::string>{"manylinux2014_x86_64", "manylinux_2_17_x86_64"});
 }
