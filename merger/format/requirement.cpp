@@ -208,37 +208,85 @@ std::optional<std::string> normalise_specifier(std::string_view piece) {
 
 // --- marker strings ---------------------------------------------------------------------------
 
+// A \xHH, \uHHHH or \UHHHHHHHH escape's `digits` hex digits at body[i], appended to `out` as
+// UTF-8; false with `why` when Python refuses it or UTF-8 cannot carry it.
+bool read_hex_escape(std::string_view body, size_t& i, size_t digits, char letter, std::string& out, std::string& why) {
+  if (i + digits > body.size()) {
+    why = fmt::format("truncated \\{} escape", letter);
+    return false;
+  }
+  char32_t cp = 0;
+  for (size_t k = 0; k < digits; ++k) {
+    char c = body[i + k];
+    if (!is_hex(c)) {
+      why = fmt::format("truncated \\{} escape", letter);
+      return false;
+    }
+    cp = cp * 16 + static_cast<char32_t>(is_digit(c) ? c - '0' : lower(c) - 'a' + 10);
+  }
+  if (cp > 0x10FFFF) {
+    why = fmt::format("\\{} escape past U+10FFFF", letter);
+    return false;
+  }
+  if (cp >= 0xD800 && cp <= 0xDFFF) {
+    why = "a surrogate escape, which UTF-8 cannot carry";
+    return false;
+  }
+  append_utf8(out, cp);
+  i += digits;
+  return true;
+}
+
+// The character a one-letter escape (\n, \t, \\, \' ...) stands for; nullopt for any other.
+std::optional<char> simple_escape(char e) {
+  static constexpr std::string_view kFrom = "\\'\"abfnrtv", kTo = "\\'\"\a\b\f\n\r\t\v";
+  size_t at = kFrom.find(e);
+  return at == std::string_view::npos ? std::nullopt : std::optional<char>(kTo[at]);
+}
+
+// The escape whose letter `e` is at body[i - 1] (i just past it), appended to `out`.
+bool read_escape(std::string_view body, size_t& i, char e, std::string& out, std::string& why) {
+  if (auto plain = simple_escape(e)) {
+    out += *plain;
+    return true;
+  }
+  switch (e) {
+    case '\n':
+      return true;  // a line continuation
+    case '\r':
+      if (i < body.size() && body[i] == '\n') ++i;
+      return true;
+    case 'x':
+      return read_hex_escape(body, i, 2, 'x', out, why);
+    case 'u':
+      return read_hex_escape(body, i, 4, 'u', out, why);
+    case 'U':
+      return read_hex_escape(body, i, 8, 'U', out, why);
+    case 'N':
+      why = "a \\N{...} escape, which is not supported";
+      return false;
+    case '\0':
+      why = "a NUL character";
+      return false;
+    default:
+      if (e >= '0' && e <= '7') {
+        char32_t cp = static_cast<char32_t>(e - '0');
+        for (int k = 0; k < 2 && i < body.size() && body[i] >= '0' && body[i] <= '7'; ++k, ++i)
+          cp = cp * 8 + static_cast<char32_t>(body[i] - '0');
+        append_utf8(out, cp);
+      } else {
+        out += '\\';  // an unknown escape keeps its backslash
+        i -= 1;       // and the character after it is read as itself
+      }
+      return true;
+  }
+}
+
 // The value of a quoted marker string as Python's ast.literal_eval reads it; nullopt with `why`
 // when Python refuses it (or, for `\N{...}` and surrogates, when it cannot be represented).
 std::optional<std::string> decode_python_string(std::string_view body, std::string& why) {
   std::string out;
   out.reserve(body.size());
-  auto hex_escape = [&](size_t& i, size_t digits, char letter) -> bool {
-    if (i + digits > body.size()) {
-      why = fmt::format("truncated \\{} escape", letter);
-      return false;
-    }
-    char32_t cp = 0;
-    for (size_t k = 0; k < digits; ++k) {
-      char c = body[i + k];
-      if (!is_hex(c)) {
-        why = fmt::format("truncated \\{} escape", letter);
-        return false;
-      }
-      cp = cp * 16 + static_cast<char32_t>(is_digit(c) ? c - '0' : lower(c) - 'a' + 10);
-    }
-    if (cp > 0x10FFFF) {
-      why = fmt::format("\\{} escape past U+10FFFF", letter);
-      return false;
-    }
-    if (cp >= 0xD800 && cp <= 0xDFFF) {
-      why = "a surrogate escape, which UTF-8 cannot carry";
-      return false;
-    }
-    append_utf8(out, cp);
-    i += digits;
-    return true;
-  };
   for (size_t i = 0; i < body.size();) {
     char c = body[i];
     if (c == '\0' || c == '\n' || c == '\r') {
@@ -256,64 +304,7 @@ std::optional<std::string> decode_python_string(std::string_view body, std::stri
     }
     char e = body[i + 1];
     i += 2;
-    switch (e) {
-      case '\n':
-        break;  // a line continuation
-      case '\r':
-        if (i < body.size() && body[i] == '\n') ++i;
-        break;
-      case '\\':
-      case '\'':
-      case '"':
-        out += e;
-        break;
-      case 'a':
-        out += '\a';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'v':
-        out += '\v';
-        break;
-      case 'x':
-        if (!hex_escape(i, 2, 'x')) return std::nullopt;
-        break;
-      case 'u':
-        if (!hex_escape(i, 4, 'u')) return std::nullopt;
-        break;
-      case 'U':
-        if (!hex_escape(i, 8, 'U')) return std::nullopt;
-        break;
-      case 'N':
-        why = "a \\N{...} escape, which is not supported";
-        return std::nullopt;
-      case '\0':
-        why = "a NUL character";
-        return std::nullopt;
-      default:
-        if (e >= '0' && e <= '7') {
-          char32_t cp = static_cast<char32_t>(e - '0');
-          for (int k = 0; k < 2 && i < body.size() && body[i] >= '0' && body[i] <= '7'; ++k, ++i)
-            cp = cp * 8 + static_cast<char32_t>(body[i] - '0');
-          append_utf8(out, cp);
-        } else {
-          out += '\\';  // an unknown escape keeps its backslash
-          i -= 1;       // and the character after it is read as itself
-        }
-    }
+    if (!read_escape(body, i, e, out, why)) return std::nullopt;
   }
   return out;
 }

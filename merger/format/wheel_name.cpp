@@ -102,6 +102,19 @@ bool is_variant_label(std::string_view label) {
   });
 }
 
+// What is wrong with a split wheel name's name, version and tags, or "" when nothing is.
+std::string fields_problem(const WheelName& w) {
+  if (w.name.empty() || w.version.empty()) return "empty name or version";
+  if (!is_pep440_version(w.version)) return "version \"" + w.version + "\" is not a PEP 440 version";
+  for (const auto* set : {&w.python, &w.abi, &w.platform})
+    for (const std::string& tag : *set)
+      if (!tag_chars_ok(tag)) return "malformed tag \"" + tag + "\"";
+  for (const std::string& tag : w.platform)
+    if (VariantLabel::parse(tag))  // "any.cu12.whl" would read as a variant label
+      return "platform tag \"" + tag + "\" reads as a variant label";
+  return {};
+}
+
 std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::string& why) {
   constexpr std::string_view kExt = ".whl";
   if (filename.size() <= kExt.size() || filename.substr(filename.size() - kExt.size()) != kExt) {
@@ -161,28 +174,8 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   w.python = split(parts[parts.size() - 3], '.');
   w.abi = split(parts[parts.size() - 2], '.');
   w.platform = split(parts[parts.size() - 1], '.');
-  if (w.name.empty() || w.version.empty()) {
-    why = "empty name or version";
-    return std::nullopt;
-  }
-  if (!is_pep440_version(w.version)) {
-    why = "version \"" + w.version + "\" is not a PEP 440 version";
-    return std::nullopt;
-  }
-  for (const auto* set : {&w.python, &w.abi, &w.platform}) {
-    for (const std::string& tag : *set) {
-      if (!tag_chars_ok(tag)) {
-        why = "malformed tag \"" + tag + "\"";
-        return std::nullopt;
-      }
-    }
-  }
-  for (const std::string& tag : w.platform) {
-    if (VariantLabel::parse(tag)) {  // "any.cu12.whl" would read as a variant label
-      why = "platform tag \"" + tag + "\" reads as a variant label";
-      return std::nullopt;
-    }
-  }
+  why = fields_problem(w);
+  if (!why.empty()) return std::nullopt;
   return w;
 }
 
