@@ -50,17 +50,18 @@ bool python_version(std::string_view v) {  // 3.N or 3.Nt
 
 bool git_ref(std::string_view ref) {
   return !ref.empty() && ref.size() <= 200 && ref.front() != '-' && ref.front() != '/' && ref.back() != '/' &&
-         ref.find("..") == std::string_view::npos && ref.find("//") == std::string_view::npos && !ref.ends_with(".lock") &&
-         std::all_of(ref.begin(), ref.end(), [](char c) {
+         ref.find("..") == std::string_view::npos && ref.find("//") == std::string_view::npos &&
+         !ref.ends_with(".lock") && std::all_of(ref.begin(), ref.end(), [](char c) {
            return ascii_letter(c) || ascii_digit(c) || c == '.' || c == '_' || c == '/' || c == '-';
          });
 }
 
 bool workflow_glob(std::string_view glob) {
   // Not starting with "-": the merge step passes each glob as `--variant-file GLOB`.
-  return !glob.empty() && glob.size() <= 1024 && glob.front() != '-' && std::all_of(glob.begin(), glob.end(), [](char c) {
-    return c > ' ' && c < 0x7f && std::string_view("\"'`\\${}").find(c) == std::string_view::npos;
-  });
+  return !glob.empty() && glob.size() <= 1024 && glob.front() != '-' &&
+         std::all_of(glob.begin(), glob.end(), [](char c) {
+           return c > ' ' && c < 0x7f && std::string_view("\"'`\\${}").find(c) == std::string_view::npos;
+         });
 }
 }  // namespace
 
@@ -74,12 +75,16 @@ void validate_workflow_options(const WorkflowOptions& o, Problems& problems) {
   if (o.python_versions.empty()) refuse("no Python versions for the workflow", "3.N, comma-separated", "none");
   std::set<std::string_view> pythons;
   for (const std::string& v : o.python_versions)
-    if (!python_version(v)) refuse("invalid Python version for the workflow", "3.N or 3.Nt, such as 3.12 or 3.13t", v);
-    else if (!pythons.insert(v).second) refuse("a Python version given twice", "each once", v);
+    if (!python_version(v))
+      refuse("invalid Python version for the workflow", "3.N or 3.Nt, such as 3.12 or 3.13t", v);
+    else if (!pythons.insert(v).second)
+      refuse("a Python version given twice", "each once", v);
   std::set<int> majors;
   for (int m : o.cuda_majors)
-    if (m < 1 || m > 99) refuse("invalid CUDA major for the workflow", "1 to 99", std::to_string(m));
-    else if (!majors.insert(m).second) refuse("a CUDA major given twice", "each once", std::to_string(m));
+    if (m < 1 || m > 99)
+      refuse("invalid CUDA major for the workflow", "1 to 99", std::to_string(m));
+    else if (!majors.insert(m).second)
+      refuse("a CUDA major given twice", "each once", std::to_string(m));
   if (!git_ref(o.ref))
     refuse("invalid --ref", "a git ref name of letters, digits and . _ / - (a tag such as v1.2.0, or main)", o.ref);
   for (const std::string& g : o.variant_files)
@@ -95,12 +100,15 @@ void triggers(YAML::Emitter& out, const WorkflowOptions& o) {
   out << YAML::Key << "on" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "push" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "branches" << YAML::Value << YAML::Flow << std::vector<std::string>{"main"};
-  if (o.publish) out << YAML::Key << "tags" << YAML::Value << YAML::Flow << YAML::BeginSeq << YAML::DoubleQuoted << "v*" << YAML::EndSeq;
+  if (o.publish)
+    out << YAML::Key << "tags" << YAML::Value << YAML::Flow << YAML::BeginSeq << YAML::DoubleQuoted << "v*"
+        << YAML::EndSeq;
   out << YAML::EndMap;
   out << YAML::Key << "pull_request" << YAML::Value << YAML::Null;
   out << YAML::Key << "workflow_dispatch" << YAML::Value << YAML::Null;
   out << YAML::EndMap;
-  out << YAML::Key << "permissions" << YAML::Value << YAML::BeginMap << YAML::Key << "contents" << YAML::Value << "read" << YAML::EndMap;
+  out << YAML::Key << "permissions" << YAML::Value << YAML::BeginMap << YAML::Key << "contents" << YAML::Value << "read"
+      << YAML::EndMap;
 }
 
 // The job calling the reusable workflow with the options.
@@ -115,10 +123,13 @@ void wheels_job(YAML::Emitter& out, const WorkflowOptions& o) {
   out << YAML::Key << "import-name" << YAML::Value << YAML::DoubleQuoted << o.import_name;
   out << YAML::Key << "python-versions" << YAML::Value << YAML::SingleQuoted << json_list(pythons);
   out << YAML::Key << "cuda-majors" << YAML::Value << YAML::DoubleQuoted << json_list(majors);
-  if (o.cibuildwheel) out << YAML::Key << "builder" << YAML::Value << "cibuildwheel";
-  else out << YAML::Key << "container" << YAML::Value << o.container;
+  if (o.cibuildwheel)
+    out << YAML::Key << "builder" << YAML::Value << "cibuildwheel";
+  else
+    out << YAML::Key << "container" << YAML::Value << o.container;
   if (!o.variant_files.empty())
-    out << YAML::Key << "variant-files" << YAML::Value << YAML::DoubleQuoted << fmt::format("{}", fmt::join(o.variant_files, " "));
+    out << YAML::Key << "variant-files" << YAML::Value << YAML::DoubleQuoted
+        << fmt::format("{}", fmt::join(o.variant_files, " "));
   if (o.driver_fallback) out << YAML::Key << "driver-fallback" << YAML::Value << true;
   if (o.variants) out << YAML::Key << "variants" << YAML::Value << true;
   if (o.publish && !o.cibuildwheel)  // PyPI takes manylinux wheels only (cibuildwheel repairs them itself)
@@ -213,13 +224,15 @@ std::optional<std::string> write_workflow(const std::string& project_dir, const 
   if (problems.size() != before) return std::nullopt;
   const auto path = std::filesystem::path(project_dir) / ".github" / "workflows" / "wheels.yml";
   if (std::filesystem::exists(path) && !force) {
-    problems.push_back({ProblemKind::usage, path.string(), {}, "the workflow already exists", "--force to replace it", "a file"});
+    problems.push_back(
+        {ProblemKind::usage, path.string(), {}, "the workflow already exists", "--force to replace it", "a file"});
     return std::nullopt;
   }
   std::error_code error;
   std::filesystem::create_directories(path.parent_path(), error);
   if (error) {
-    problems.push_back({ProblemKind::other, path.parent_path().string(), {}, "cannot create the directory", {}, error.message()});
+    problems.push_back(
+        {ProblemKind::other, path.parent_path().string(), {}, "cannot create the directory", {}, error.message()});
     return std::nullopt;
   }
   std::ofstream file(path, std::ios::trunc);

@@ -12,14 +12,14 @@
 namespace wm {
 
 struct WorkflowOptions {
-  std::string import_name;                  // checked by the test job: <import_name>._wheelmerge.selected()
+  std::string import_name;                   // checked by the test job: <import_name>._wheelmerge.selected()
   std::vector<std::string> python_versions;  // "3.10", ...
   std::vector<int> cuda_majors;
   bool container = false;  // build in NVIDIA's CUDA images rather than installing the toolkit
   // Build manylinux wheels with cibuildwheel, the toolkit installed in its image (builder:
   // cibuildwheel); excludes `container`.
   bool cibuildwheel = false;
-  bool publish = false;    // publish the merged wheels on version tags (trusted publishing)
+  bool publish = false;  // publish the merged wheels on version tags (trusted publishing)
   // Also the PEP 825 variant wheels and their index (artifacts variants-py<python>); with
   // `publish`, attached to the tag's GitHub release.
   bool variants = false;

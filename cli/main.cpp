@@ -1,28 +1,29 @@
 // The wheelmerge command line: arguments, output formatting and exit codes; the work is done
 // by the merger library.
+#include <fstream>
+#include "ci/workflow.hpp"
+#include "cli/render.hpp"
 #include "driver/build.hpp"
 #include "driver/config.hpp"
 #include "driver/toolkit.hpp"
 #include "merger/base/interrupt.hpp"
-#include "merger/format/label.hpp"
-#include "cli/render.hpp"
-#include "merger/format/manifest.hpp"
-#include "merger/loader.hpp"
-#include <fstream>
-#include "merger/merge.hpp"
-#include "merger/variants.hpp"
 #include "merger/base/problem.hpp"
 #include "merger/base/text.hpp"
-#include "merger/verify.hpp"
+#include "merger/format/label.hpp"
+#include "merger/format/manifest.hpp"
 #include "merger/format/wheel_name.hpp"
-#include "ci/workflow.hpp"
+#include "merger/loader.hpp"
+#include "merger/merge.hpp"
+#include "merger/variants.hpp"
+#include "merger/verify.hpp"
 #include "merger/version.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/color.h>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -33,16 +34,18 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <unistd.h>
 
 namespace {
 
 nlohmann::json problem_list(const wm::Problems& problems) {
   nlohmann::json list = nlohmann::json::array();
   for (const wm::Problem& p : problems)
-    list.push_back({{"kind", wm::kind_name(p.kind)}, {"file", wm::printable(p.file)},
-                    {"member", wm::printable(p.member)}, {"what", wm::printable(p.what)},
-                    {"expected", wm::printable(p.expected)}, {"found", wm::printable(p.found, p.found_is_log)},
+    list.push_back({{"kind", wm::kind_name(p.kind)},
+                    {"file", wm::printable(p.file)},
+                    {"member", wm::printable(p.member)},
+                    {"what", wm::printable(p.what)},
+                    {"expected", wm::printable(p.expected)},
+                    {"found", wm::printable(p.found, p.found_is_log)},
                     {"message", wm::describe(p)}});
   return list;
 }
@@ -55,8 +58,8 @@ struct Output {
 
   void error(const wm::Problem& p) const {
     if (quiet && json) return;
-    std::string prefix = color ? fmt::format(fmt::fg(fmt::terminal_color::red) | fmt::emphasis::bold, "error")
-                               : std::string("error");
+    std::string prefix =
+        color ? fmt::format(fmt::fg(fmt::terminal_color::red) | fmt::emphasis::bold, "error") : std::string("error");
     fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, wm::describe(p));
   }
   void warning(const std::string& text) const {
@@ -74,7 +77,8 @@ struct Output {
   int fail(const wm::Problems& problems) const {
     for (const wm::Problem& p : problems) error(p);
     if (json) {
-      nlohmann::json out = {{"error", {{"kind", wm::kind_name(problems.front().kind)}, {"problems", problem_list(problems)}}}};
+      nlohmann::json out = {
+          {"error", {{"kind", wm::kind_name(problems.front().kind)}, {"problems", problem_list(problems)}}}};
       fmt::print("{}\n", out.dump(2));
     }
     return wm::exit_code(problems);
@@ -117,13 +121,14 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
   if (!result) return out.fail(problems);
   for (const std::string& w : result->plan.warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const wm::VariantFile& v : result->plan.variant_files) out.detail(fmt::format("{}: {} -> {}", v.label, v.original, v.stored));
+  for (const wm::VariantFile& v : result->plan.variant_files)
+    out.detail(fmt::format("{}: {} -> {}", v.label.str(), v.original, v.stored));
+  const std::vector<std::string> labels = wm::label_strings(result->plan.labels);
   out.info(fmt::format("wrote {} ({} shared files, {} variant files for {}) in {:.2f}s", result->output,
-                       result->plan.shared_files, result->plan.variant_files.size(),
-                       fmt::join(result->plan.labels, ", "), seconds));
+                       result->plan.shared_files, result->plan.variant_files.size(), fmt::join(labels, ", "), seconds));
   if (out.json) {
     nlohmann::json j = {{"output", result->output},
-                        {"variants", result->plan.labels},
+                        {"variants", labels},
                         {"tags", result->plan.tags},
                         {"shared", result->plan.shared_files},
                         {"variant_files", result->plan.variant_files.size()},
@@ -144,20 +149,25 @@ int run_variants(const Output& out, const std::vector<std::string>& args, const 
   for (const std::string& w : result->warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const std::string& w : result->wheels) out.detail(w);
+  const std::vector<std::string> labels = wm::label_strings(result->labels);
   nlohmann::json sm_arch = nlohmann::json::object();
-  for (size_t i = 0; i < result->labels.size(); ++i) {
-    sm_arch[result->labels[i]] = result->sm_arch[i];
-    out.info(fmt::format("{}: {}", result->labels[i],
+  for (size_t i = 0; i < labels.size(); ++i) {
+    sm_arch[labels[i]] = result->sm_arch[i];
+    out.info(fmt::format("{}: {}", labels[i],
                          result->sm_arch[i].empty() ? std::string("no sm_arch (any GPU)")
                                                     : fmt::format("sm_arch {}", fmt::join(result->sm_arch[i], " "))));
   }
   out.info(fmt::format("wrote {} variant wheels ({}) and {}{} in {:.2f}s", result->wheels.size(),
-                       fmt::join(result->labels, ", "), result->index,
+                       fmt::join(labels, ", "), result->index,
                        result->merged ? ", with the merged wheel " + *result->merged : std::string(), seconds));
   if (out.json) {
-    nlohmann::json j = {{"variant_wheels", result->wheels}, {"labels", result->labels}, {"index", result->index},
-                        {"sm_arch", sm_arch}, {"merged", result->merged ? nlohmann::json(*result->merged) : nlohmann::json()},
-                        {"warnings", result->warnings}, {"seconds", seconds}};
+    nlohmann::json j = {{"variant_wheels", result->wheels},
+                        {"labels", labels},
+                        {"index", result->index},
+                        {"sm_arch", sm_arch},
+                        {"merged", result->merged ? nlohmann::json(*result->merged) : nlohmann::json()},
+                        {"warnings", result->warnings},
+                        {"seconds", seconds}};
     fmt::print("{}\n", j.dump(2));
   }
   return 0;
@@ -165,25 +175,39 @@ int run_variants(const Output& out, const std::vector<std::string>& args, const 
 
 // --build-info LABEL:KEY=VALUE values into `options`; a usage problem for the first that is
 // malformed or names a label no input has.
-std::optional<wm::Problem> take_build_info(const std::vector<std::string>& values, const std::vector<std::string>& wheels,
-                                           wm::MergeOptions& options) {
-  std::set<std::string> labels;
-  for (const std::string& w : wheels) labels.insert(wm::input_label(parse_input(w), options));
+std::optional<wm::Problem> take_build_info(const std::vector<std::string>& values,
+                                           const std::vector<std::string>& wheels, wm::MergeOptions& options) {
+  std::set<std::string> labels;  // as the inputs spell them; "" for an input without one
+  for (const std::string& w : wheels) {
+    auto found = wm::input_label(parse_input(w), options);
+    labels.insert(found ? found->text : std::string());
+  }
   for (const std::string& value : values) {
     const size_t colon = value.find(':'), eq = value.find('=', colon == std::string::npos ? 0 : colon);
     if (colon == std::string::npos || eq == std::string::npos)
-      return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid --build-info", "LABEL:KEY=VALUE, e.g. cu12:cuda_version=12.9", value};
+      return wm::Problem{wm::ProblemKind::usage,
+                         {},
+                         {},
+                         "invalid --build-info",
+                         "LABEL:KEY=VALUE, e.g. cu12:cuda_version=12.9",
+                         value};
     const std::string label = value.substr(0, colon), key = value.substr(colon + 1, eq - colon - 1);
     std::string why;
-    if (!wm::VariantLabel::parse(label, why))
+    auto parsed = wm::VariantLabel::parse(label, why);
+    if (!parsed)
       return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid label in --build-info " + value, why, label};
     if (!labels.count(label) && !labels.count(std::string()))  // an input without a label is the merge's to report
-      return wm::Problem{wm::ProblemKind::usage, {}, {}, "--build-info " + value + " names no input",
-                         fmt::format("a label of an input ({})", fmt::join(labels, ", ")), label};
+      return wm::Problem{wm::ProblemKind::usage,
+                         {},
+                         {},
+                         "--build-info " + value + " names no input",
+                         fmt::format("a label of an input ({})", fmt::join(labels, ", ")),
+                         label};
     if (!wm::is_ascii_identifier(key))
-      return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid key in --build-info " + value,
-                         "an identifier such as cuda_version", "\"" + key + "\""};
-    options.build_info[label][key] = value.substr(eq + 1);
+      return wm::Problem{
+          wm::ProblemKind::usage, {}, {}, "invalid key in --build-info " + value, "an identifier such as cuda_version",
+          "\"" + key + "\""};
+    options.build_info[*parsed][key] = value.substr(eq + 1);
   }
   return std::nullopt;
 }
@@ -224,7 +248,8 @@ nlohmann::json variant_summary(const wm::VariantBuild& v) {
 int run_build(const Output& out, wm::BuildOptions& options, const std::vector<std::string>& cuda,
               const std::vector<std::string>& variants, const std::vector<std::string>& settings) {
   if (auto bad = take_cuda_options(cuda, options))
-    return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N, e.g. 12=/usr/local/cuda-12.9", *bad}});
+    return out.fail(
+        {{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N, e.g. 12=/usr/local/cuda-12.9", *bad}});
   if (auto bad = take_variant_options(variants, options)) return out.fail({*bad});
   for (const std::string& kv : settings) {
     size_t eq = kv.find('=');
@@ -234,7 +259,8 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   }
   auto start = std::chrono::steady_clock::now();
   wm::Problems problems;
-  auto result = wm::build_project(options, [&](const std::string& line) { out.info(line); }, problems);
+  auto result = wm::build_project(
+      options, [&](const std::string& line) { out.info(line); }, problems);
   if (!result) return out.fail(problems);
   // With --variants, the variant wheels' warnings hold the merged wheel's as well (each once).
   for (const std::string& w : result->variant_wheels ? result->variant_wheels->warnings : result->merge.plan.warnings)
@@ -242,14 +268,18 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (result->variant_wheels)
     out.info(fmt::format("wrote {} variant wheels ({}) and {}", result->variant_wheels->wheels.size(),
-                         fmt::join(result->variant_wheels->labels, ", "), result->variant_wheels->index));
+                         fmt::join(wm::label_strings(result->variant_wheels->labels), ", "),
+                         result->variant_wheels->index));
   out.info(fmt::format("wrote {} in {:.1f}s (logs in {})", result->merge.output, seconds, result->log_dir));
   if (out.json) {
     nlohmann::json summaries = nlohmann::json::array();
     for (const wm::VariantBuild& v : result->variants) summaries.push_back(variant_summary(v));
-    nlohmann::json j = {{"output", result->merge.output}, {"variants", summaries}, {"log_dir", result->log_dir},
+    nlohmann::json j = {{"output", result->merge.output},
+                        {"variants", summaries},
+                        {"log_dir", result->log_dir},
                         {"shared", result->merge.plan.shared_files},
-                        {"variant_files", result->merge.plan.variant_files.size()}, {"seconds", seconds}};
+                        {"variant_files", result->merge.plan.variant_files.size()},
+                        {"seconds", seconds}};
     if (result->variant_wheels) {
       j["variant_wheels"] = result->variant_wheels->wheels;
       j["variants_index"] = result->variant_wheels->index;
@@ -265,8 +295,8 @@ std::optional<nlohmann::json> variant_toolkit(const Output& out, const wm::Varia
                                               const wm::BuildOptions& options, const wm::ProjectConfig& project,
                                               const std::string& python_cflags) {
   const std::string& project_dir = options.project_dir;
-  const wm::ToolkitHints hints = wm::toolkit_hints(options.toolkit_paths, project.wheelmerge, project_dir,
-                                                   wm::current_environment(), &label);
+  const wm::ToolkitHints hints =
+      wm::toolkit_hints(options.toolkit_paths, project.wheelmerge, project_dir, wm::current_environment(), &label);
   std::optional<wm::Toolkit> t;
   if (label.selector() != wm::Selector::cpu) {
     wm::Problems missing;
@@ -281,7 +311,10 @@ std::optional<nlohmann::json> variant_toolkit(const Output& out, const wm::Varia
     out.info(fmt::format("{}: no toolkit, -march={}", label.str(), wm::march_value(label.cpu_level())));
     return j;
   }
-  j.update({{"major", t->major}, {"root", t->root}, {"version", t->version}, {"version_source", t->version_source},
+  j.update({{"major", t->major},
+            {"root", t->root},
+            {"version", t->version},
+            {"version_source", t->version_source},
             {"found_by", t->found_by}});
   out.info(fmt::format("{}: CUDA {} at {} (found by {})", label.str(), t->version, t->root, t->found_by));
   return j;
@@ -291,13 +324,15 @@ std::optional<nlohmann::json> variant_toolkit(const Output& out, const wm::Varia
 std::optional<std::string> read_python_cflags(const std::string& python, wm::Problems& problems) {
   std::string dir = std::filesystem::temp_directory_path().string() + "/wheelmerge-toolkit-XXXXXX", error;
   if (!mkdtemp(dir.data())) {
-    problems.push_back({wm::ProblemKind::other, dir, {}, "cannot create a temporary directory", {}, std::strerror(errno)});
+    problems.push_back(
+        {wm::ProblemKind::other, dir, {}, "cannot create a temporary directory", {}, std::strerror(errno)});
     return std::nullopt;
   }
   auto flags = wm::python_cflags(python, wm::current_environment(), dir, error);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  if (!flags) problems.push_back({wm::ProblemKind::usage, python, {}, "cannot read the interpreter's CFLAGS", {}, error, true});
+  if (!flags)
+    problems.push_back({wm::ProblemKind::usage, python, {}, "cannot read the interpreter's CFLAGS", {}, error, true});
   return flags;
 }
 
@@ -310,8 +345,8 @@ int run_toolkit(const Output& out, wm::BuildOptions& options, const std::vector<
   if (auto bad = take_cuda_options(cuda, options))
     return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N", *bad}});
   if (auto bad = take_variant_options(variants, options)) return out.fail({*bad});
-  const std::vector<wm::VariantLabel> labels = wm::chosen_labels(wm::requested_labels(options, project->wheelmerge),
-                                                                 project->wheelmerge);
+  const std::vector<wm::VariantLabel> labels =
+      wm::chosen_labels(wm::requested_labels(options, project->wheelmerge), project->wheelmerge);
   std::optional<std::string> cflags = std::string();
   if (std::any_of(labels.begin(), labels.end(), [](const auto& l) { return l.selector() == wm::Selector::cpu; }))
     cflags = read_python_cflags(options.python, problems);
@@ -332,7 +367,9 @@ int run_verify(const Output& out, const std::vector<std::string>& paths) {
     if (report) {
       for (const std::string& w : report->warnings) out.warning(w);
       out.info(fmt::format("{}: valid{}", path,
-                           report->variants_index ? " variants index" : report->merged() ? " merged wheel" : " wheel"));
+                           report->variants_index ? " variants index"
+                           : report->merged()     ? " merged wheel"
+                                                  : " wheel"));
       reports.push_back(wm::cli::to_json(*report));
     } else {
       for (const wm::Problem& p : problems) out.error(p);
@@ -364,12 +401,20 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   options.cuda_majors = wm::chosen_cuda_majors(majors, project->wheelmerge);
   if (options.import_name.empty()) {
     if (!project->name.empty() && !wm::is_project_name(project->name))
-      return out.fail({{wm::ProblemKind::usage, project_dir + "/pyproject.toml", {}, "invalid [project] name",
-                        "a PEP 508 name: ASCII letters and digits, with -, _ or . inside", project->name}});
+      return out.fail({{wm::ProblemKind::usage,
+                        project_dir + "/pyproject.toml",
+                        {},
+                        "invalid [project] name",
+                        "a PEP 508 name: ASCII letters and digits, with -, _ or . inside",
+                        project->name}});
     options.import_name = wm::normalize_name(project->name);
     if (options.import_name.empty())
-      return out.fail({{wm::ProblemKind::usage, project_dir + "/pyproject.toml", {}, "no import name",
-                        "--import-name or a static [project] name", "neither"}});
+      return out.fail({{wm::ProblemKind::usage,
+                        project_dir + "/pyproject.toml",
+                        {},
+                        "no import name",
+                        "--import-name or a static [project] name",
+                        "neither"}});
   }
   options.variant_files = project->wheelmerge.variant_files;
   options.driver_fallback = project->wheelmerge.driver_fallback;
@@ -396,8 +441,10 @@ int run_inspect(const Output& out, const std::string& path, bool gpu_code) {
   auto report = wm::inspect_wheel(path, problems, gpu_code);
   if (!report) return out.fail(problems);
   for (const std::string& w : report->warnings) out.warning(w);
-  if (out.json) fmt::print("{}\n", wm::cli::to_json(*report).dump(2));
-  else wm::cli::print_text(*report);
+  if (out.json)
+    fmt::print("{}\n", wm::cli::to_json(*report).dump(2));
+  else
+    wm::cli::print_text(*report);
   return 0;
 }
 
@@ -426,18 +473,22 @@ Subcommand add_merge(CLI::App& app, Output& out) {
     std::vector<std::string> build_info;
   };
   auto a = std::make_shared<Args>();
-  auto* merge = app.add_subcommand("merge", "merge wheels built for different CUDA majors, torch versions or CPU levels");
-  merge->add_option("wheels", a->wheels, "input wheels, each optionally PATH=LABEL (cuNN, torchMmm_cuNN, x86_64_vN)")->required();
+  auto* merge =
+      app.add_subcommand("merge", "merge wheels built for different CUDA majors, torch versions or CPU levels");
+  merge->add_option("wheels", a->wheels, "input wheels, each optionally PATH=LABEL (cuNN, torchMmm_cuNN, x86_64_vN)")
+      ->required();
   merge->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
-  repeatable(merge->add_option("--variant-file", a->options.variant_globs, "glob of other paths that may differ per build"));
+  repeatable(
+      merge->add_option("--variant-file", a->options.variant_globs, "glob of other paths that may differ per build"));
   merge->add_flag("--driver-fallback", a->options.driver_fallback,
                   "builds that require cuda-bindings: let the loader use the CUDA runtime wheels, then the "
                   "driver's CUDA version, when cuda-bindings is not installed (builds that do not use it always do)");
   repeatable(merge->add_option("--build-info", a->build_info,
-                    "LABEL:KEY=VALUE recorded in the loader's build_info() for that input (repeatable)"));
-  merge->add_option("--name", a->options.name,
-                    "the merged distribution's name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy); "
-                    "labels may then come from the names' -cudaNNx/-cuNN suffixes");
+                               "LABEL:KEY=VALUE recorded in the loader's build_info() for that input (repeatable)"));
+  merge->add_option(
+      "--name", a->options.name,
+      "the merged distribution's name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy); "
+      "labels may then come from the names' -cudaNNx/-cuNN suffixes");
   add_common(merge, out);
   return {merge, [&out, a] {
             if (auto bad = take_build_info(a->build_info, a->wheels, a->options)) return out.fail({*bad});
@@ -454,21 +505,24 @@ Subcommand add_variants(CLI::App& app, Output& out) {
   };
   auto a = std::make_shared<Args>();
   auto* variants = app.add_subcommand(
-      "variants", "write PEP 825 variant wheels of the builds, their {name}-{version}-variants.json and, with --with-merged, "
-                  "the merged wheel as the fallback for other installers");
+      "variants",
+      "write PEP 825 variant wheels of the builds, their {name}-{version}-variants.json and, with --with-merged, "
+      "the merged wheel as the fallback for other installers");
   variants->add_option("wheels", a->wheels, "input wheels, each optionally PATH=LABEL (cuNN)")->required();
   variants->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
   variants->add_flag("--with-merged", a->options.with_merged, "also write the merged wheel (as `merge` does)");
-  variants->add_flag("!--no-sm-arch", a->options.sm_arch,
-                     "give no nvidia :: sm_arch property (by default: the GPU architectures every file of a build has code for)");
+  variants->add_flag(
+      "!--no-sm-arch", a->options.sm_arch,
+      "give no nvidia :: sm_arch property (by default: the GPU architectures every file of a build has code for)");
   repeatable(variants->add_option("--variant-file", a->options.merge.variant_globs,
                                   "for the merged wheel: glob of other paths that may differ per build"));
   variants->add_flag("--driver-fallback", a->options.merge.driver_fallback,
                      "for the merged wheel: let the loader use the driver's CUDA version");
   repeatable(variants->add_option("--build-info", a->build_info,
                                   "for the merged wheel: LABEL:KEY=VALUE recorded in the loader's build_info()"));
-  variants->add_option("--name", a->options.merge.name,
-                       "the release's distribution name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy)");
+  variants->add_option(
+      "--name", a->options.merge.name,
+      "the release's distribution name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy)");
   add_common(variants, out);
   return {variants, [&out, a] {
             if (auto bad = take_build_info(a->build_info, a->wheels, a->options.merge)) return out.fail({*bad});
@@ -494,23 +548,29 @@ Subcommand add_build(CLI::App& app, Output& out) {
   };
   auto a = std::make_shared<Args>();
   wm::BuildOptions& o = a->options;
-  auto* build = app.add_subcommand("build", "build a project once per CUDA major, torch release or CPU level, then merge");
+  auto* build =
+      app.add_subcommand("build", "build a project once per CUDA major, torch release or CPU level, then merge");
   build->add_option("project", o.project_dir, "the project directory (default: .)");
-  repeatable(build->add_option("--variant", a->variants,
-                    "a variant to build: cuNN, torchMmm_cuNN or x86_64_vN (repeatable; default: the configuration's)"));
-  repeatable(build->add_option("--cuda", a->cuda,
-                    "a CUDA major to build, N or N=TOOLKIT_ROOT (repeatable); with torch variants, a toolkit root only"));
+  repeatable(build->add_option(
+      "--variant", a->variants,
+      "a variant to build: cuNN, torchMmm_cuNN or x86_64_vN (repeatable; default: the configuration's)"));
+  repeatable(build->add_option(
+      "--cuda", a->cuda,
+      "a CUDA major to build, N or N=TOOLKIT_ROOT (repeatable); with torch variants, a toolkit root only"));
   build->add_option("-o,--output-dir", o.out_dir, "output directory (default: dist)");
   build->add_flag("!--no-isolation", o.isolation, "build in the current environment");
   repeatable(build->add_option("-C,--config-setting", a->settings, "KEY=VALUE for the project's build backend"));
   build->add_option("-j,--jobs", o.jobs, "variants built at once (default: 1)");
   build->add_option("--python", o.python, "the Python that builds (default: python3)");
-  repeatable(build->add_option("--find-links", o.find_links, "a directory or URL pip may install build requirements from"));
+  repeatable(
+      build->add_option("--find-links", o.find_links, "a directory or URL pip may install build requirements from"));
   build->add_option("--log-dir", o.log_dir, "where each variant's log is kept");
-  repeatable(build->add_option("--variant-file", o.merge.variant_globs, "glob of other paths that may differ per build"));
+  repeatable(
+      build->add_option("--variant-file", o.merge.variant_globs, "glob of other paths that may differ per build"));
   build->add_flag("--driver-fallback", o.merge.driver_fallback, "see merge --driver-fallback");
-  build->add_flag("--variants", o.variants,
-                  "also write PEP 825 variant wheels of the builds and their {name}-{version}-variants.json (see variants)");
+  build->add_flag(
+      "--variants", o.variants,
+      "also write PEP 825 variant wheels of the builds and their {name}-{version}-variants.json (see variants)");
   build->add_flag("!--no-sm-arch", o.sm_arch, "with --variants: give no nvidia :: sm_arch property (see variants)");
   add_common(build, out);
   return {build, [&out, a] { return run_build(out, a->options, a->cuda, a->variants, a->settings); }};
@@ -534,18 +594,22 @@ Subcommand add_ci(CLI::App& app, Output& out) {
   auto a = std::make_shared<Args>();
   auto* ci = app.add_subcommand("ci", "GitHub Actions for the project");
   ci->require_subcommand(1);
-  auto* ci_init = ci->add_subcommand("init", "write .github/workflows/wheels.yml: build each variant on runners, merge, test");
+  auto* ci_init =
+      ci->add_subcommand("init", "write .github/workflows/wheels.yml: build each variant on runners, merge, test");
   ci_init->add_option("project", a->project, "the project directory (default: .)");
   ci_init->add_option("--python", a->pythons, "Python versions, comma-separated (default: 3.10,3.11,3.12,3.13)");
   ci_init->add_option("--cuda", a->cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
   auto* container = ci_init->add_flag("--container", a->workflow.container, "build in NVIDIA's CUDA container images");
-  ci_init->add_flag("--cibuildwheel", a->workflow.cibuildwheel,
-                    "build manylinux wheels with cibuildwheel, the toolkit installed in its image")
+  ci_init
+      ->add_flag("--cibuildwheel", a->workflow.cibuildwheel,
+                 "build manylinux wheels with cibuildwheel, the toolkit installed in its image")
       ->excludes(container);
   ci_init->add_flag("--publish", a->workflow.publish, "publish the merged wheels to PyPI on version tags");
-  ci_init->add_flag("--variants", a->workflow.variants,
-                    "also build PEP 825 variant wheels and their index; with --publish, attach them to the tag's release");
-  ci_init->add_option("--import-name", a->workflow.import_name, "the package to import in the test job (default: from [project] name)");
+  ci_init->add_flag(
+      "--variants", a->workflow.variants,
+      "also build PEP 825 variant wheels and their index; with --publish, attach them to the tag's release");
+  ci_init->add_option("--import-name", a->workflow.import_name,
+                      "the package to import in the test job (default: from [project] name)");
   ci_init->add_option("--ref", a->workflow.ref, "the ref of wheelmerge's reusable workflow (default: main)");
   ci_init->add_flag("--force", a->force, "replace an existing workflow file");
   add_common(ci_init, out);
@@ -566,7 +630,8 @@ Subcommand add_toolkit(CLI::App& app, Output& out) {
     std::vector<std::string> cuda, variants;
   };
   auto a = std::make_shared<Args>();
-  auto* toolkit = app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and each variant's build environment");
+  auto* toolkit =
+      app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and each variant's build environment");
   toolkit->add_option("project", a->options.project_dir, "the project directory (default: .)");
   repeatable(toolkit->add_option("--cuda", a->cuda, "a CUDA major, N or N=TOOLKIT_ROOT (repeatable)"));
   repeatable(toolkit->add_option("--variant", a->variants, "a variant: cuNN, torchMmm_cuNN or x86_64_vN (repeatable)"));
@@ -588,24 +653,31 @@ Subcommand add_loader(CLI::App& app, Output& out) {
   loader->add_option("manifest", a->manifest, "the manifest as JSON")->required();
   loader->add_option("-o,--output", a->out_dir, "the directory to write _wheelmerge.py and _wheelmerge_rules.py into");
   add_common(loader, out);
-  return {loader, [&out, a] {
-            std::ifstream in(a->manifest, std::ios::binary);
-            std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-            std::string why;
-            auto manifest = in ? wm::LoaderManifest::parse(json, why) : std::nullopt;
-            if (!manifest)
-              return out.fail({{wm::ProblemKind::usage, a->manifest, {}, "not a loader manifest", "a format 2 manifest",
-                                in ? why : std::string("an unreadable file")}});
-            if (manifest->wheelmerge.empty()) manifest->wheelmerge = std::string(wm::kVersion);
-            for (const auto& [name, text] : {std::pair{std::string(wm::kLoaderModule), wm::render_loader(*manifest)},
-                                             std::pair{std::string(wm::kRulesModule), wm::render_rules(manifest->selector, manifest->package)}}) {
-              std::ofstream file(a->out_dir + "/" + name, std::ios::binary | std::ios::trunc);
-              file << text;
-              if (!file.flush())
-                return out.fail({{wm::ProblemKind::other, a->out_dir + "/" + name, {}, "cannot write", "a writable file", "an error"}});
-            }
-            return 0;
-          }};
+  return {
+      loader, [&out, a] {
+        std::ifstream in(a->manifest, std::ios::binary);
+        std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::string why;
+        auto manifest = in ? wm::LoaderManifest::parse(json, why) : std::nullopt;
+        if (!manifest)
+          return out.fail({{wm::ProblemKind::usage,
+                            a->manifest,
+                            {},
+                            "not a loader manifest",
+                            "a format 2 manifest",
+                            in ? why : std::string("an unreadable file")}});
+        if (manifest->wheelmerge.empty()) manifest->wheelmerge = std::string(wm::kVersion);
+        for (const auto& [name, text] :
+             {std::pair{std::string(wm::kLoaderModule), wm::render_loader(*manifest)},
+              std::pair{std::string(wm::kRulesModule), wm::render_rules(manifest->selector, manifest->package)}}) {
+          std::ofstream file(a->out_dir + "/" + name, std::ios::binary | std::ios::trunc);
+          file << text;
+          if (!file.flush())
+            return out.fail(
+                {{wm::ProblemKind::other, a->out_dir + "/" + name, {}, "cannot write", "a writable file", "an error"}});
+        }
+        return 0;
+      }};
 }
 
 }  // namespace
@@ -613,30 +685,37 @@ Subcommand add_loader(CLI::App& app, Output& out) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  static const std::set<std::string> kCommands = {"merge", "variants", "inspect", "build", "toolkit", "verify", "ci", "config", "loader"};
-  if (!args.empty() && !kCommands.count(args[0]) && !args[0].starts_with('-'))
-    args.insert(args.begin(), "merge");
+  static const std::set<std::string> kCommands = {"merge",  "variants", "inspect", "build", "toolkit",
+                                                  "verify", "ci",       "config",  "loader"};
+  if (!args.empty() && !kCommands.count(args[0]) && !args[0].starts_with('-')) args.insert(args.begin(), "merge");
 
-  CLI::App app{"wheelmerge: merge per-build wheels (CUDA majors, torch versions, CPU levels) into one that imports the right build"};
+  CLI::App app{
+      "wheelmerge: merge per-build wheels (CUDA majors, torch versions, CPU levels) into one that imports the right "
+      "build"};
   app.set_version_flag("--version", std::string(wm::kVersion));
   app.require_subcommand(1);
   Output out;
   out.color = isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
   // In the order `--help` lists them.
-  const std::vector<Subcommand> commands = {add_merge(app, out),  add_inspect(app, out),  add_variants(app, out),
-                                            add_build(app, out),  add_verify(app, out),   add_ci(app, out),
-                                            add_config(app, out), add_toolkit(app, out),  add_loader(app, out)};
+  const std::vector<Subcommand> commands = {add_merge(app, out),  add_inspect(app, out), add_variants(app, out),
+                                            add_build(app, out),  add_verify(app, out),  add_ci(app, out),
+                                            add_config(app, out), add_toolkit(app, out), add_loader(app, out)};
 
   // Every value is text: paths, names and labels are written into wheels, JSON and messages,
   // so bytes that are not UTF-8 are refused here, naming where they were given.
   for (size_t i = 0; i < args.size(); ++i) {
     if (wm::is_valid_utf8(args[i])) continue;
     std::string where = fmt::format("argument {}", i + 1);
-    if (args[i].starts_with("--") && args[i].find('=') != std::string::npos && wm::is_valid_utf8(args[i].substr(0, args[i].find('='))))
+    if (args[i].starts_with("--") && args[i].find('=') != std::string::npos &&
+        wm::is_valid_utf8(args[i].substr(0, args[i].find('='))))
       where += ", the value of " + args[i].substr(0, args[i].find('='));
     else if (i > 0 && args[i - 1].starts_with('-') && args[i - 1].find('=') == std::string::npos)
       where += ", after " + wm::printable(args[i - 1]);
-    return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid UTF-8 in the command line", "UTF-8 text",
+    return out.fail({{wm::ProblemKind::usage,
+                      {},
+                      {},
+                      "invalid UTF-8 in the command line",
+                      "UTF-8 text",
                       fmt::format("{}: {}", where, args[i])}});
   }
   std::vector<const char*> cargv = {argv[0]};

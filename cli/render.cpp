@@ -8,8 +8,13 @@
 namespace wm::cli {
 
 nlohmann::json to_json(const VerifyReport& r) {
-  return {{"file", r.file}, {"valid", true}, {"files", r.files}, {"merged", r.merged()},
-          {"warnings", r.warnings}, {"loaders", r.loaders}, {"variants_index", r.variants_index}};
+  return {{"file", r.file},
+          {"valid", true},
+          {"files", r.files},
+          {"merged", r.merged()},
+          {"warnings", r.warnings},
+          {"loaders", r.loaders},
+          {"variants_index", r.variants_index}};
 }
 
 nlohmann::json to_json(const InspectReport& r) {
@@ -18,30 +23,49 @@ nlohmann::json to_json(const InspectReport& r) {
     nlohmann::json modules = nlohmann::json::object(), preload = nlohmann::json::object(),
                    build_info = nlohmann::json::object();
     for (const auto& [label, build] : l.manifest.builds) {
-      modules[label] = build.modules;
-      preload[label] = build.preload;
-      build_info[label] = build.build_info;
+      modules[label.str()] = build.modules;
+      preload[label.str()] = build.preload;
+      build_info[label.str()] = build.build_info;
     }
-    loaders.push_back({{"package", l.manifest.package}, {"loader", l.path}, {"selector", l.manifest.selector},
-                       {"variants", l.manifest.variants}, {"driver_fallback", l.manifest.driver_fallback},
-                       {"sources", l.manifest.sources()}, {"wheelmerge", l.manifest.wheelmerge}, {"modules", modules},
-                       {"preload", preload}, {"build_info", build_info}});
+    loaders.push_back({{"package", l.manifest.package},
+                       {"loader", l.path},
+                       {"selector", selector_name(l.manifest.selector)},
+                       {"variants", label_strings(l.manifest.variants)},
+                       {"driver_fallback", l.manifest.driver_fallback},
+                       {"sources", l.manifest.sources()},
+                       {"wheelmerge", l.manifest.wheelmerge},
+                       {"modules", modules},
+                       {"preload", preload},
+                       {"build_info", build_info}});
   }
   nlohmann::json files = nlohmann::json::array();
   for (const InspectReport::File& f : r.files) {
-    files.push_back({{"path", f.path}, {"size", f.size}, {"compressed_size", f.compressed_size},
+    files.push_back({{"path", f.path},
+                     {"size", f.size},
+                     {"compressed_size", f.compressed_size},
                      {"variant", f.variant ? nlohmann::json(*f.variant) : nlohmann::json(nullptr)}});
     if (!f.gpu_code.empty()) files.back()["gpu_code"] = f.gpu_code;
     if (!f.gpu_code_unreadable.empty()) files.back()["gpu_code_unreadable"] = f.gpu_code_unreadable;
   }
-  return {{"file", r.file}, {"valid", true}, {"name", r.name}, {"version", r.version}, {"tags", r.tags},
-          {"root_is_purelib", r.root_is_purelib}, {"generator", r.generator}, {"warnings", r.warnings},
-          {"merged", r.merged()}, {"variants", r.variants},
-          {"variant", r.variant_label.empty() ? nlohmann::json(nullptr)
-                                              : nlohmann::json{{"label", r.variant_label}, {"properties", r.variant_properties}}},
-          {"loaders", loaders}, {"files", files},
-          {"shared_bytes", r.shared_bytes}, {"variant_bytes", r.variant_bytes},
-          {"sm_arch", r.sm_arch}, {"sm_arch_notes", r.sm_arch_notes}};
+  return {{"file", r.file},
+          {"valid", true},
+          {"name", r.name},
+          {"version", r.version},
+          {"tags", r.tags},
+          {"root_is_purelib", r.root_is_purelib},
+          {"generator", r.generator},
+          {"warnings", r.warnings},
+          {"merged", r.merged()},
+          {"variants", r.variants},
+          {"variant", r.variant_label.empty()
+                          ? nlohmann::json(nullptr)
+                          : nlohmann::json{{"label", r.variant_label}, {"properties", r.variant_properties}}},
+          {"loaders", loaders},
+          {"files", files},
+          {"shared_bytes", r.shared_bytes},
+          {"variant_bytes", r.variant_bytes},
+          {"sm_arch", r.sm_arch},
+          {"sm_arch_notes", r.sm_arch_notes}};
 }
 
 void print_text(const InspectReport& r) {
@@ -49,14 +73,16 @@ void print_text(const InspectReport& r) {
   fmt::print("{} {}: valid wheel\n", printable(r.name), printable(r.version));
   fmt::print("tags: {}\n", fmt::join(r.tags, ", "));
   if (!r.variant_label.empty())
-    fmt::print("variant wheel {}: {}\n", printable(r.variant_label), printable(fmt::format("{}", fmt::join(r.variant_properties, ", "))));
+    fmt::print("variant wheel {}: {}\n", printable(r.variant_label),
+               printable(fmt::format("{}", fmt::join(r.variant_properties, ", "))));
   for (const InspectReport::File& f : r.files) {
     if (!f.gpu_code.empty()) fmt::print("GPU code: {}: {}\n", printable(f.path), fmt::join(f.gpu_code, " "));
     if (!f.gpu_code_unreadable.empty())
       fmt::print("GPU code: {}: unreadable ({})\n", printable(f.path), printable(f.gpu_code_unreadable));
   }
   for (const auto& [label, values] : r.sm_arch)
-    fmt::print("sm_arch{}: {}\n", label.empty() ? "" : " of " + label, values.empty() ? "none (any GPU)" : fmt::format("{}", fmt::join(values, " ")));
+    fmt::print("sm_arch{}: {}\n", label.empty() ? "" : " of " + label,
+               values.empty() ? "none (any GPU)" : fmt::format("{}", fmt::join(values, " ")));
   for (const std::string& note : r.sm_arch_notes) fmt::print("note: {}\n", printable(note));
   if (!r.merged()) {
     fmt::print("not a merged wheel: no wheelmerge loader\n");
@@ -65,11 +91,12 @@ void print_text(const InspectReport& r) {
   fmt::print("variants: {}\n", fmt::join(r.variants, ", "));
   for (const InspectReport::Loader& l : r.loaders)
     fmt::print("loader: {} (package {}, selector {}, driver fallback {})\n", printable(l.path),
-               printable(l.manifest.package), l.manifest.selector, l.manifest.driver_fallback ? "on" : "off");
+               printable(l.manifest.package), selector_name(l.manifest.selector),
+               l.manifest.driver_fallback ? "on" : "off");
   for (const InspectReport::Loader& l : r.loaders)
-    for (const std::string& label : l.manifest.variants)  // in selection order, lowest first
+    for (const VariantLabel& label : l.manifest.variants)  // in selection order, lowest first
       if (const BuildFiles& build = l.manifest.builds.at(label); !build.build_info.empty())
-        fmt::print("{} built with: {}\n", printable(label), printable(nlohmann::json(build.build_info).dump()));
+        fmt::print("{} built with: {}\n", printable(label.str()), printable(nlohmann::json(build.build_info).dump()));
   fmt::print("shared: {} bytes\n", r.shared_bytes);
   for (const auto& [label, bytes] : r.variant_bytes) fmt::print("{}: {} bytes\n", label, bytes);
   for (const InspectReport::File& f : r.files)

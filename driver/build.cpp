@@ -13,8 +13,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -60,9 +60,9 @@ with open(sys.argv[1], "w") as out:
 namespace {
 
 bool is_build_output(const fs::path& p) {
-  static const std::set<std::string> kNames = {".git", ".hg", ".svn", "build", "dist", "__pycache__", ".venv",
-                                               "_skbuild", ".eggs", ".tox", ".nox", ".mypy_cache",
-                                               ".pytest_cache", ".ruff_cache", ".wheelmerge"};
+  static const std::set<std::string> kNames = {
+      ".git",  ".hg",  ".svn", "build",       "dist",          "__pycache__", ".venv",      "_skbuild",
+      ".eggs", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".wheelmerge"};
   std::string name = p.filename().string();
   return kNames.count(name) || (name.size() > 9 && name.ends_with(".egg-info"));
 }
@@ -76,15 +76,19 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 bool copy_source_tree(const std::string& from, const std::string& to, std::string& error) {
   std::error_code ec;
   fs::create_directories(to, ec);
-  for (auto it = fs::recursive_directory_iterator(from, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(from, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
     if (is_build_output(it->path()) && it->is_directory()) {
       it.disable_recursion_pending();
       continue;
     }
     fs::path target = fs::path(to) / fs::relative(it->path(), from);
-    if (it->is_symlink()) fs::copy_symlink(it->path(), target, ec);
-    else if (it->is_directory()) fs::create_directories(target, ec);
-    else if (it->is_regular_file()) fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ec);
+    if (it->is_symlink())
+      fs::copy_symlink(it->path(), target, ec);
+    else if (it->is_directory())
+      fs::create_directories(target, ec);
+    else if (it->is_regular_file())
+      fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ec);
     if (ec) break;
   }
   if (ec) error = ec.message();
@@ -97,11 +101,14 @@ namespace {
 void toolkit_environment(const Toolkit& toolkit, const Environment& base, Environment& env) {
   const fs::path root = toolkit.root;
   // CMake (FindCUDAToolkit, FindCUDA), meson, setuptools and torch read these.
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDAToolkit_ROOT", "CUDA_TOOLKIT_ROOT_DIR", "CUDA_BIN_PATH"})
+  for (const char* var :
+       {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDAToolkit_ROOT", "CUDA_TOOLKIT_ROOT_DIR", "CUDA_BIN_PATH"})
     env[var] = toolkit.root;
   std::error_code ec;
-  if (fs::exists(root / "bin" / "nvcc", ec)) env["CUDACXX"] = (root / "bin" / "nvcc").string();
-  else env.erase("CUDACXX");  // an inherited one would compile this variant with another toolkit
+  if (fs::exists(root / "bin" / "nvcc", ec))
+    env["CUDACXX"] = (root / "bin" / "nvcc").string();
+  else
+    env.erase("CUDACXX");  // an inherited one would compile this variant with another toolkit
   std::string path = (root / "bin").string();
   if (auto it = base.find("PATH"); it != base.end()) {
     for (const std::string& dir : path_list(it->second)) {
@@ -144,7 +151,8 @@ std::optional<std::string> python_cflags(const std::string& python, const Enviro
                                          std::string& error) {
   const std::string out = work_dir + "/python-cflags.txt", log = work_dir + "/python-cflags.log";
   const std::vector<std::string> argv = {
-      python, "-c", "import sys, sysconfig; open(sys.argv[1], 'w').write(sysconfig.get_config_var('CFLAGS') or '')", out};
+      python, "-c", "import sys, sysconfig; open(sys.argv[1], 'w').write(sysconfig.get_config_var('CFLAGS') or '')",
+      out};
   int rc = run_logged(argv, env, work_dir, log, error);
   auto text = read_file(out);
   if (rc == 0 && text) return text;
@@ -190,7 +198,8 @@ std::optional<std::string> torch_mismatch(const VariantLabel& label, const nlohm
   auto number = [](const std::string& s) {
     return !s.empty() && s.size() <= 3 && s.find_first_not_of("0123456789") == std::string::npos ? std::stoi(s) : -1;
   };
-  if (cuda.empty()) return fmt::format("the environment has torch {} built without CUDA, which no torch label names", torch);
+  if (cuda.empty())
+    return fmt::format("the environment has torch {} built without CUDA, which no torch label names", torch);
   int major = number(tv[0]), minor = tv.size() > 1 ? number(tv[1]) : -1, cuda_major = number(cv[0]);
   if (major < 0 || minor < 0 || cuda_major < 0)
     return fmt::format("the environment has torch {} built with CUDA {}, which no torch label names", torch, cuda);
@@ -231,7 +240,12 @@ class VariantBuilder {
  public:
   VariantBuilder(VariantJob& job, const ProjectConfig& project, const BuildOptions& options,
                  const VariantBackend& backend, const ProgressSink& progress)
-      : job_(job), b_(job.build), project_(project), options_(options), backend_(backend), progress_(progress),
+      : job_(job),
+        b_(job.build),
+        project_(project),
+        options_(options),
+        backend_(backend),
+        progress_(progress),
         python_(options.python) {}
 
   void build() {
@@ -246,7 +260,8 @@ class VariantBuilder {
       auto extra = hook(runner, "get_requires_for_build_wheel", {{"config_settings", settings}});
       if (!extra) return;
       if (!extra->empty()) {
-        step(fmt::format("installing what the backend asks for: {}", fmt::join(extra->get<std::vector<std::string>>(), ", ")));
+        step(fmt::format("installing what the backend asks for: {}",
+                         fmt::join(extra->get<std::vector<std::string>>(), ", ")));
         if (!pip_install(extra->get<std::vector<std::string>>())) return;
       }
     }
@@ -275,8 +290,13 @@ class VariantBuilder {
   }
   void fail(std::string what, const std::vector<std::string>& argv = {}) {
     std::string found = argv.empty() ? std::string() : "$ " + shell_quote(argv);
-    job_.problems.push_back({ProblemKind::other, b_.label.str(), {}, std::move(what), {},
-                             found + "\n  last lines of " + b_.log + ":\n" + tail_lines(b_.log, 25), true});
+    job_.problems.push_back({ProblemKind::other,
+                             b_.label.str(),
+                             {},
+                             std::move(what),
+                             {},
+                             found + "\n  last lines of " + b_.log + ":\n" + tail_lines(b_.log, 25),
+                             true});
   }
 
   // The source copy and the environment the variant's commands run in.
@@ -345,9 +365,13 @@ class VariantBuilder {
     if (b_.label.selector() == Selector::torch) {
       if (auto wrong = torch_mismatch(b_.label, probe)) {
         auto [major, minor] = b_.label.torch_version();
-        job_.problems.push_back({ProblemKind::usage, b_.label.str(), {}, "the build environment does not fit the label",
+        job_.problems.push_back({ProblemKind::usage,
+                                 b_.label.str(),
+                                 {},
+                                 "the build environment does not fit the label",
                                  fmt::format("torch {}.{} built with CUDA {} (pin it with build-requires in "
-                                             "[tool.wheelmerge.{}])", major, minor, b_.label.cuda_major(), b_.label.str()),
+                                             "[tool.wheelmerge.{}])",
+                                             major, minor, b_.label.cuda_major(), b_.label.str()),
                                  *wrong});
         return false;
       }
@@ -360,14 +384,17 @@ class VariantBuilder {
     if (interrupted()) return false;
     std::string error;
     int rc = run_logged(argv, env_, src_, b_.log, error);
-    if (rc == -1) fail(error, argv);
-    else if (rc != 0) fail(fmt::format("command failed with exit status {}", rc), argv);
+    if (rc == -1)
+      fail(error, argv);
+    else if (rc != 0)
+      fail(fmt::format("command failed with exit status {}", rc), argv);
     return rc == 0;
   }
 
   bool pip_install(const std::vector<std::string>& reqs) {
     if (reqs.empty()) return true;
-    std::vector<std::string> argv = {python_, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location"};
+    std::vector<std::string> argv = {
+        python_, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location"};
     for (const std::string& f : options_.find_links) argv.insert(argv.end(), {"--find-links", f});
     argv.insert(argv.end(), reqs.begin(), reqs.end());
     return run(argv);
@@ -377,7 +404,8 @@ class VariantBuilder {
   std::optional<nlohmann::json> hook(const std::string& runner, const std::string& name, const nlohmann::json& kwargs) {
     const std::string args = job_.work + "/" + name + ".args.json", result = job_.work + "/" + name + ".result.json";
     if (!write_text(args, kwargs.dump())) return std::nullopt;
-    std::vector<std::string> argv = {python_, runner, name, backend_.backend, nlohmann::json(backend_.backend_path).dump(), args, result};
+    std::vector<std::string> argv = {
+        python_, runner, name, backend_.backend, nlohmann::json(backend_.backend_path).dump(), args, result};
     std::string error;
     if (run_logged(argv, env_, src_, b_.log, error) == -1) {
       fail(error, argv);
@@ -385,7 +413,8 @@ class VariantBuilder {
     }
     auto j = nlohmann::json::parse(read_file(result).value_or(""), nullptr, false);
     if (j.is_discarded() || j.contains("error")) {
-      fail(j.is_discarded() ? fmt::format("the {} hook did not report back", name) : j["error"].get<std::string>(), argv);
+      fail(j.is_discarded() ? fmt::format("the {} hook did not report back", name) : j["error"].get<std::string>(),
+           argv);
       return std::nullopt;
     }
     return j["return"];
@@ -424,17 +453,25 @@ std::vector<VariantLabel> build_labels(const BuildOptions& options, const BuildC
   labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
   for (const VariantLabel& label : labels)
     if (label.selector() != labels.front().selector()) {
-      problems.push_back({ProblemKind::usage, {}, {}, "variant labels of different selectors",
-                          fmt::format("{} labels only, as {} is", selector_name(labels.front().selector()), labels.front().str()),
-                          fmt::format("{} (selector {})", label.str(), selector_name(label.selector()))});
+      problems.push_back(
+          {ProblemKind::usage,
+           {},
+           {},
+           "variant labels of different selectors",
+           fmt::format("{} labels only, as {} is", selector_name(labels.front().selector()), labels.front().str()),
+           fmt::format("{} (selector {})", label.str(), selector_name(label.selector()))});
       return {};
     }
   if (labels.size() < 2) {
     bool cuda = labels.empty() || labels.front().selector() == Selector::cuda;
     std::vector<std::string> names;
     for (const VariantLabel& label : labels) names.push_back(cuda ? std::to_string(label.cuda_major()) : label.str());
-    problems.push_back({ProblemKind::usage, {}, {}, cuda ? "a build needs two or more CUDA majors" : "a build needs two or more variants",
-                        "at least 2", fmt::format("{}", fmt::join(names, ", "))});
+    problems.push_back({ProblemKind::usage,
+                        {},
+                        {},
+                        cuda ? "a build needs two or more CUDA majors" : "a build needs two or more variants",
+                        "at least 2",
+                        fmt::format("{}", fmt::join(names, ", "))});
   }
   return labels;
 }
@@ -445,10 +482,13 @@ void check_isolation(const std::vector<VariantLabel>& labels, const BuildOptions
   if (options.isolation) return;
   for (const VariantLabel& label : labels)
     if (const VariantConfig& v = config.variant(label); !v.build_requires.empty())
-      problems.push_back({ProblemKind::usage, config.source, {},
-                          fmt::format("[tool.wheelmerge.{}] build-requires needs an isolated build", label.str()),
-                          "a build without --no-isolation, or no build-requires for " + label.str(),
-                          fmt::format("--no-isolation and build-requires = {}", nlohmann::json(v.build_requires).dump())});
+      problems.push_back(
+          {ProblemKind::usage,
+           config.source,
+           {},
+           fmt::format("[tool.wheelmerge.{}] build-requires needs an isolated build", label.str()),
+           "a build without --no-isolation, or no build-requires for " + label.str(),
+           fmt::format("--no-isolation and build-requires = {}", nlohmann::json(v.build_requires).dump())});
 }
 
 VariantBackend variant_backend(const ProjectConfig& project, const std::string& project_dir, Problems& problems) {
@@ -458,9 +498,12 @@ VariantBackend variant_backend(const ProjectConfig& project, const std::string& 
     b.backend = config.backend;
     b.backend_path = config.backend_path;
     if (b.backend.empty())
-      problems.push_back({ProblemKind::usage, config.source.empty() ? project_dir + "/pyproject.toml" : config.source,
-                          {}, "build-backend is wheelmerge.backend but no inner backend is configured",
-                          "[tool.wheelmerge] backend = \"setuptools.build_meta\" (or another)", "none"});
+      problems.push_back({ProblemKind::usage,
+                          config.source.empty() ? project_dir + "/pyproject.toml" : config.source,
+                          {},
+                          "build-backend is wheelmerge.backend but no inner backend is configured",
+                          "[tool.wheelmerge] backend = \"setuptools.build_meta\" (or another)",
+                          "none"});
     std::erase_if(b.requirements, [](const std::string& r) { return r.starts_with("wheelmerge"); });
   }
   return b;
@@ -484,7 +527,8 @@ std::vector<VariantJob> variant_jobs(const std::vector<VariantLabel>& labels, co
 }
 
 // Each job's directory under `tmp` and its (emptied) log under the log directory.
-void place_jobs(std::vector<VariantJob>& jobs, const std::string& tmp, const std::string& log_dir, const ProgressSink& progress) {
+void place_jobs(std::vector<VariantJob>& jobs, const std::string& tmp, const std::string& log_dir,
+                const ProgressSink& progress) {
   fs::create_directories(log_dir);
   for (VariantJob& job : jobs) {
     const std::string& label = job.build.label.str();
@@ -525,12 +569,13 @@ bool merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabe
   merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
   for (VariantJob& job : jobs) {
     inputs.push_back({job.build.wheel, job.build.label.str()});
-    std::map<std::string, std::string>& info = merge.build_info[job.build.label.str()];
+    std::map<std::string, std::string>& info = merge.build_info[job.build.label];
     for (const auto& [key, value] : job.build.build_info) info.emplace(key, value);
   }
   std::vector<std::string> names;
   for (const VariantLabel& label : labels) names.push_back(label.str());
-  progress(fmt::format("merging {}{}", fmt::join(names, " and "), options.variants ? ", and writing their variant wheels" : ""));
+  progress(fmt::format("merging {}{}", fmt::join(names, " and "),
+                       options.variants ? ", and writing their variant wheels" : ""));
   std::string warning;
   DosTime time = output_time_from_environment(warning);
   if (!warning.empty()) progress("warning: " + warning);
@@ -541,7 +586,8 @@ bool merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabe
     return true;
   }
   // The merged wheel and the variant wheels from one reading of the builds.
-  auto variants = write_variants(inputs, VariantsOptions{merge, true, options.sm_arch}, options.out_dir, time, problems);
+  auto variants =
+      write_variants(inputs, VariantsOptions{merge, true, options.sm_arch}, options.out_dir, time, problems);
   if (!variants) return false;  // write_variants leaves nothing behind
   result.merge.output = *variants->merged;
   result.merge.plan = std::move(*variants->merged_plan);
@@ -569,8 +615,12 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   for (const VariantLabel& label : options.variants ? labels : std::vector<VariantLabel>{}) {
     std::string why;
     if (!variant_properties(label, why))
-      problems.push_back({ProblemKind::usage, options.project_dir, {}, "--variants: no variant properties for a build's label",
-                          "CUDA labels (cuNN)", why});
+      problems.push_back({ProblemKind::usage,
+                          options.project_dir,
+                          {},
+                          "--variants: no variant properties for a build's label",
+                          "CUDA labels (cuNN)",
+                          why});
   }
   const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
   std::vector<VariantJob> jobs = variant_jobs(labels, options, project->wheelmerge, problems);
@@ -592,8 +642,10 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   auto cleanup = [&] {
     std::error_code ec;
     for (VariantJob& job : jobs) fs::remove_all(job.work, ec);
-    if (interrupted()) fs::remove_all(tmp, ec);  // an interrupted run leaves nothing behind
-    else fs::remove(tmp, ec);                    // gone unless it holds the logs
+    if (interrupted())
+      fs::remove_all(tmp, ec);  // an interrupted run leaves nothing behind
+    else
+      fs::remove(tmp, ec);  // gone unless it holds the logs
   };
   if (problems.size() != before) {
     cleanup();

@@ -4,11 +4,11 @@
 #pragma once
 
 #include "driver/config.hpp"
-#include "merger/merge.hpp"
-#include "merger/variants.hpp"
 #include "driver/process.hpp"
 #include "driver/toolkit.hpp"
 #include "merger/format/label.hpp"
+#include "merger/merge.hpp"
+#include "merger/variants.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -30,23 +30,25 @@ struct BuildOptions {
   std::vector<int> majors;                   // --cuda N
   std::map<int, std::string> toolkit_paths;  // --cuda N=PATH
   bool isolation = true;
-  std::map<std::string, std::vector<std::string>> config_settings;  // -C KEY=VALUE (repeatable), for the project's backend
+  std::map<std::string, std::vector<std::string>>
+      config_settings;  // -C KEY=VALUE (repeatable), for the project's backend
   int jobs = 1;
   std::string python = "python3";  // the interpreter that runs the backend (or makes the build venv)
   std::vector<std::string> find_links;
-  std::string log_dir;  // empty: a new directory under the system's temporary directory
-  MergeOptions merge;   // command-line additions to the configuration's
+  std::string log_dir;    // empty: a new directory under the system's temporary directory
+  MergeOptions merge;     // command-line additions to the configuration's
   bool variants = false;  // --variants: also the variant wheels and their index (merger/variants.hpp)
   bool sm_arch = true;    // with variants: nvidia :: sm_arch from the builds' GPU code (--no-sm-arch: none)
 };
 
 struct VariantBuild {
-  VariantBuild(VariantLabel label, std::optional<Toolkit> toolkit) : label(std::move(label)), toolkit(std::move(toolkit)) {}
+  VariantBuild(VariantLabel label, std::optional<Toolkit> toolkit)
+      : label(std::move(label)), toolkit(std::move(toolkit)) {}
   VariantLabel label;
   std::optional<Toolkit> toolkit;  // of the label's CUDA major; none for cpu labels
-  Environment env;    // what the variant's build saw changed from the inherited environment ("": removed)
+  Environment env;                 // what the variant's build saw changed from the inherited environment ("": removed)
   std::map<std::string, std::string> build_info;  // what the build was compiled against, for the loader
-  std::string wheel;  // the built wheel
+  std::string wheel;                              // the built wheel
   std::string log;
   double seconds = 0;
 };

@@ -1,15 +1,15 @@
 #include "driver/config.hpp"
 
 #include "driver/process.hpp"
+#include "merger/base/text.hpp"
 #include "merger/format/label.hpp"
 #include "merger/format/requirement.hpp"
-#include "merger/base/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -81,8 +81,10 @@ struct Walker {
       } else if (key == "variant-files") {
         config.variant_files = strings(value, key);
       } else if (key == "driver-fallback") {
-        if (auto b = value.as_bool()) config.driver_fallback = *b;
-        else fail(value, "\"driver-fallback\" must be true or false", "a boolean", value.kind());
+        if (auto b = value.as_bool())
+          config.driver_fallback = *b;
+        else
+          fail(value, "\"driver-fallback\" must be true or false", "a boolean", value.kind());
       } else if (key == "env") {
         config.env = env(value, key);
       } else if (auto label = table_label(key)) {
@@ -90,12 +92,15 @@ struct Walker {
       } else {
         fail(value, fmt::format("unknown key \"{}\"", key),
              "variants, cuda, backend, backend-path, variant-files, driver-fallback, env or a variant label "
-             "(cuNN, torchMmm_cuNN, x86_64_vN)", key);
+             "(cuNN, torchMmm_cuNN, x86_64_vN)",
+             key);
       }
     }
     if (variants_node && cuda_node)
-      fail(*cuda_node, "\"cuda\" and \"variants\" both name the builds", "one of them (cuda = [12, 13] is "
-           "variants = [\"cu12\", \"cu13\"])", "both");
+      fail(*cuda_node, "\"cuda\" and \"variants\" both name the builds",
+           "one of them (cuda = [12, 13] is "
+           "variants = [\"cu12\", \"cu13\"])",
+           "both");
     one_selector(root, config);
   }
 
@@ -172,8 +177,10 @@ struct Walker {
       auto text = string(item, name);
       if (!text) continue;
       std::string error;
-      if (parse_requirement(*text, error)) variant.build_requires.push_back(*text);
-      else fail(item, fmt::format("\"{}\" lists PEP 508 requirements", name), error, "\"" + *text + "\"");
+      if (parse_requirement(*text, error))
+        variant.build_requires.push_back(*text);
+      else
+        fail(item, fmt::format("\"{}\" lists PEP 508 requirements", name), error, "\"" + *text + "\"");
     }
   }
 
@@ -201,13 +208,20 @@ struct TomlNode {
   }
   std::string kind() const {
     switch (node->type()) {
-      case toml::node_type::table: return "a table";
-      case toml::node_type::array: return "an array";
-      case toml::node_type::string: return "a string";
-      case toml::node_type::integer: return "an integer";
-      case toml::node_type::floating_point: return "a number";
-      case toml::node_type::boolean: return "a boolean";
-      default: return "a date or time";
+      case toml::node_type::table:
+        return "a table";
+      case toml::node_type::array:
+        return "an array";
+      case toml::node_type::string:
+        return "a string";
+      case toml::node_type::integer:
+        return "an integer";
+      case toml::node_type::floating_point:
+        return "a number";
+      case toml::node_type::boolean:
+        return "a boolean";
+      default:
+        return "a date or time";
     }
   }
   bool is_table() const { return node->is_table(); }
@@ -234,9 +248,7 @@ struct TomlNode {
 struct YamlNode {
   YAML::Node node;
   std::string source;
-  std::string where() const {
-    return fmt::format("{}:{}:{}", source, node.Mark().line + 1, node.Mark().column + 1);
-  }
+  std::string where() const { return fmt::format("{}:{}:{}", source, node.Mark().line + 1, node.Mark().column + 1); }
   std::string kind() const {
     if (node.IsMap()) return "a mapping";
     if (node.IsSequence()) return "a sequence";
@@ -294,8 +306,12 @@ std::optional<BuildConfig> parse_toml_config(const std::string& text, const std:
   try {
     doc = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    problems.push_back({ProblemKind::usage, fmt::format("{}:{}:{}", source, e.source().begin.line, e.source().begin.column),
-                        {}, "not valid TOML", {}, std::string(e.description())});
+    problems.push_back({ProblemKind::usage,
+                        fmt::format("{}:{}:{}", source, e.source().begin.line, e.source().begin.column),
+                        {},
+                        "not valid TOML",
+                        {},
+                        std::string(e.description())});
     return std::nullopt;
   }
   if (build_system) {
@@ -324,12 +340,18 @@ namespace {
 // make a small text a large tree, so the walk is bounded.
 bool unique_yaml_keys(const YAML::Node& node, const std::string& source, Problems& problems, size_t& budget) {
   if (budget == 0) {
-    problems.push_back({ProblemKind::usage, source, {}, "YAML too large",
-                        "at most 100000 nodes (aliases counted each time they are used)", "more"});
+    problems.push_back({ProblemKind::usage,
+                        source,
+                        {},
+                        "YAML too large",
+                        "at most 100000 nodes (aliases counted each time they are used)",
+                        "more"});
     return false;
   }
   --budget;
-  auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}:{}", source, n.Mark().line + 1, n.Mark().column + 1); };
+  auto where = [&](const YAML::Node& n) {
+    return fmt::format("{}:{}:{}", source, n.Mark().line + 1, n.Mark().column + 1);
+  };
   if (node.IsSequence()) {
     for (const auto& item : node)
       if (!unique_yaml_keys(item, source, problems, budget)) return false;
@@ -337,11 +359,15 @@ bool unique_yaml_keys(const YAML::Node& node, const std::string& source, Problem
     std::map<std::string, YAML::Mark> seen;
     for (const auto& kv : node) {
       if (!kv.first.IsScalar()) {
-        problems.push_back({ProblemKind::usage, where(kv.first), {}, "a YAML key that is not a string", "a string", "a collection"});
+        problems.push_back(
+            {ProblemKind::usage, where(kv.first), {}, "a YAML key that is not a string", "a string", "a collection"});
         return false;
       }
       if (auto [it, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark()); !fresh) {
-        problems.push_back({ProblemKind::usage, where(kv.first), {}, fmt::format("key \"{}\" given twice", kv.first.Scalar()),
+        problems.push_back({ProblemKind::usage,
+                            where(kv.first),
+                            {},
+                            fmt::format("key \"{}\" given twice", kv.first.Scalar()),
                             "each key once in a mapping",
                             fmt::format("it also at line {}, column {}", it->second.line + 1, it->second.column + 1)});
         return false;
@@ -358,8 +384,12 @@ std::optional<BuildConfig> parse_yaml_config(const std::string& text, const std:
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    problems.push_back({ProblemKind::usage, fmt::format("{}:{}:{}", source, e.mark.line + 1, e.mark.column + 1), {},
-                        "not valid YAML", {}, e.msg});
+    problems.push_back({ProblemKind::usage,
+                        fmt::format("{}:{}:{}", source, e.mark.line + 1, e.mark.column + 1),
+                        {},
+                        "not valid YAML",
+                        {},
+                        e.msg});
     return std::nullopt;
   }
   if (root.IsNull()) {
@@ -386,8 +416,12 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
   if (!config) return std::nullopt;
   if (auto yaml_text = read_file(yaml.string())) {
     if (!config->source.empty()) {
-      problems.push_back({ProblemKind::usage, yaml.string(), {}, "configuration in two places",
-                          "[tool.wheelmerge] or wheelmerge.yaml", "both"});
+      problems.push_back({ProblemKind::usage,
+                          yaml.string(),
+                          {},
+                          "configuration in two places",
+                          "[tool.wheelmerge] or wheelmerge.yaml",
+                          "both"});
       return std::nullopt;
     }
     config = parse_yaml_config(*yaml_text, yaml.string(), problems);
@@ -420,12 +454,20 @@ nlohmann::json config_json(const ProjectConfig& project) {
     variants[label.str()] = {{"toolkit", v.toolkit}, {"env", v.env}, {"build-requires", v.build_requires}};
   nlohmann::json labels = nlohmann::json::array();
   for (const VariantLabel& label : c.labels) labels.push_back(label.str());
-  return {{"source", c.source}, {"selector", selector_name(c.selector())}, {"labels", labels}, {"cuda", c.cuda},
-          {"backend", c.backend}, {"backend-path", c.backend_path}, {"variant-files", c.variant_files},
-          {"driver-fallback", c.driver_fallback}, {"env", c.env}, {"variants", variants},
-          {"build-system", {{"requires", project.build_system.requirements},
-                            {"build-backend", project.build_system.backend},
-                            {"backend-path", project.build_system.backend_path}}}};
+  return {{"source", c.source},
+          {"selector", selector_name(c.selector())},
+          {"labels", labels},
+          {"cuda", c.cuda},
+          {"backend", c.backend},
+          {"backend-path", c.backend_path},
+          {"variant-files", c.variant_files},
+          {"driver-fallback", c.driver_fallback},
+          {"env", c.env},
+          {"variants", variants},
+          {"build-system",
+           {{"requires", project.build_system.requirements},
+            {"build-backend", project.build_system.backend},
+            {"backend-path", project.build_system.backend_path}}}};
 }
 
 std::vector<int> chosen_cuda_majors(const std::vector<int>& given, const BuildConfig& config) {

@@ -20,8 +20,8 @@
 // --variant/--cuda replace the configured builds; with neither anywhere, cu12 and cu13 are built.
 #pragma once
 
-#include "merger/format/label.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/format/label.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -40,9 +40,9 @@ struct VariantConfig {
 };
 
 struct BuildConfig {
-  std::string source;  // where it was read from, for messages; empty when there is none
-  std::vector<int> cuda;              // `cuda` as written
-  std::vector<VariantLabel> labels;   // the builds: `variants`, or `cuda` as cuNN; empty when neither
+  std::string source;                // where it was read from, for messages; empty when there is none
+  std::vector<int> cuda;             // `cuda` as written
+  std::vector<VariantLabel> labels;  // the builds: `variants`, or `cuda` as cuNN; empty when neither
   std::string backend;
   std::vector<std::string> backend_path;
   std::vector<std::string> variant_files;

@@ -5,16 +5,16 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <deque>
 #include <fcntl.h>
-#include <fstream>
-#include <csignal>
-#include <sstream>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -120,7 +120,8 @@ std::string shell_quote(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& a : argv) {
     if (!out.empty()) out += ' ';
-    if (!a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,@%") == std::string::npos) {
+    if (!a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,@%") ==
+                          std::string::npos) {
       out += a;
       continue;
     }

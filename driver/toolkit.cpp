@@ -1,8 +1,8 @@
 #include "driver/toolkit.hpp"
 
 #include "driver/process.hpp"
-#include "merger/format/label.hpp"
 #include "merger/base/text.hpp"
+#include "merger/format/label.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -142,7 +142,8 @@ Candidates discovery_candidates(int major, const ToolkitHints& hints, std::vecto
   // Newest first, comparing versions as numbers: cuda-13.10 is newer than cuda-13.9.
   std::sort(versioned.begin(), versioned.end(),
             [&](const fs::path& a, const fs::path& b) { return directory_version(a) > directory_version(b); });
-  for (const fs::path& p : versioned) candidates.emplace_back(hints.search_root + "/cuda-" + std::to_string(major) + ".*", p.string());
+  for (const fs::path& p : versioned)
+    candidates.emplace_back(hints.search_root + "/cuda-" + std::to_string(major) + ".*", p.string());
   if (versioned.empty()) looked.push_back(fmt::format("{}/cuda-{}.* (none)", hints.search_root, major));
   for (const std::string& dir : path_list(env_or(hints, "PATH"))) {
     fs::path nvcc = fs::path(dir) / "nvcc";
@@ -177,13 +178,21 @@ std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Proble
     std::string why;
     auto t = read_toolkit(root, why);
     if (!t) {
-      problems.push_back({ProblemKind::usage, root, {}, fmt::format("no CUDA toolkit at the path {} names", rule),
-                          "a toolkit root", why});
+      problems.push_back({ProblemKind::usage,
+                          root,
+                          {},
+                          fmt::format("no CUDA toolkit at the path {} names", rule),
+                          "a toolkit root",
+                          why});
       return std::nullopt;
     }
     if (t->major != major) {
-      problems.push_back({ProblemKind::usage, root, {}, fmt::format("the toolkit {} names is of another major", rule),
-                          fmt::format("CUDA {}", major), fmt::format("CUDA {} (from {})", t->version, t->version_source)});
+      problems.push_back({ProblemKind::usage,
+                          root,
+                          {},
+                          fmt::format("the toolkit {} names is of another major", rule),
+                          fmt::format("CUDA {}", major),
+                          fmt::format("CUDA {} (from {})", t->version, t->version_source)});
       return std::nullopt;
     }
     t->found_by = rule;
@@ -201,10 +210,14 @@ std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Proble
     }
     looked.push_back(fmt::format("{}: {} ({})", rule, root, t ? "CUDA " + t->version : why));
   }
-  problems.push_back({ProblemKind::usage, {}, {}, fmt::format("no CUDA {} toolkit found", major),
-                      fmt::format("--cuda {0}=PATH, WHEELMERGE_CUDA_{0}, [tool.wheelmerge.{1}] toolkit, or a discoverable toolkit",
-                                  major, VariantLabel::cuda(major).str()),
-                      fmt::format("looked at: {}; WHEELMERGE_CUDA_{} unset", fmt::join(looked, "; "), major)});
+  problems.push_back(
+      {ProblemKind::usage,
+       {},
+       {},
+       fmt::format("no CUDA {} toolkit found", major),
+       fmt::format("--cuda {0}=PATH, WHEELMERGE_CUDA_{0}, [tool.wheelmerge.{1}] toolkit, or a discoverable toolkit",
+                   major, VariantLabel::cuda(major).str()),
+       fmt::format("looked at: {}; WHEELMERGE_CUDA_{} unset", fmt::join(looked, "; "), major)});
   return std::nullopt;
 }
 

@@ -1,8 +1,8 @@
 #include "merger/gpu_code.hpp"
 
 #include "merger/base/bytes.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "merger/base/parallel.hpp"
+#include "merger/zip/member_stream.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -105,7 +105,8 @@ void FatbinWalker::take() {
   if (payload > container_end_ - at - header_size)
     return fail(fmt::format("an entry of {} bytes where its fat binary has {} left", payload,
                             container_end_ - at - header_size));
-  if (kind != kKindPtx && kind != kKindElf) return fail(fmt::format("an entry of kind {} (1 PTX and 2 ELF are known)", kind));
+  if (kind != kKindPtx && kind != kKindElf)
+    return fail(fmt::format("an entry of kind {} (1 PTX and 2 ELF are known)", kind));
   if (arch < 10 || arch > 999) return fail(fmt::format("an entry for architecture {}", arch));
   if ((flags & kArchSpecific) && (flags & kFamily)) return fail("an entry both arch-specific and family-specific");
   GpuCode code;
@@ -150,18 +151,22 @@ std::optional<Problem> stream_ranges(const ZipArchive& zip, const ZipEntry& entr
   const uint64_t end = ranges.empty() ? 0 : ranges.back().offset + ranges.back().size;
   uint64_t pos = 0;
   size_t first = 0;  // ranges before it end at or before pos
-  return stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
-    const uint64_t chunk_end = pos + chunk.size();
-    for (size_t i = first; i < ranges.size() && ranges[i].offset < chunk_end; ++i)
-      if (auto part = overlap(chunk, pos, ranges[i]); !part.empty()) fn(i, part);
-    while (first < ranges.size() && ranges[first].offset + ranges[first].size <= chunk_end) ++first;
-    pos = chunk_end;
-    return pos < end;
-  }, display, [&] {
-    pos = 0;
-    first = 0;
-    restart();
-  });
+  return stream_member(
+      zip, entry,
+      [&](std::span<const uint8_t> chunk) {
+        const uint64_t chunk_end = pos + chunk.size();
+        for (size_t i = first; i < ranges.size() && ranges[i].offset < chunk_end; ++i)
+          if (auto part = overlap(chunk, pos, ranges[i]); !part.empty()) fn(i, part);
+        while (first < ranges.size() && ranges[first].offset + ranges[first].size <= chunk_end) ++first;
+        pos = chunk_end;
+        return pos < end;
+      },
+      display,
+      [&] {
+        pos = 0;
+        first = 0;
+        restart();
+      });
 }
 
 // The first pass over a member: an ELF file's section table, with what lies just before it, or a
@@ -169,21 +174,28 @@ std::optional<Problem> stream_ranges(const ZipArchive& zip, const ZipEntry& entr
 std::optional<Problem> first_pass(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
                                   std::optional<ElfSectionScanner>& elf, std::optional<FatbinWalker>& fatbin) {
   bool first = true;
-  return stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
-    if (first) {
-      first = false;
-      if (ElfScanner::has_magic(chunk)) elf.emplace(entry.uncompressed_size, kNamesWindow);
-      else if (FatbinWalker::has_magic(chunk)) fatbin.emplace(entry.uncompressed_size);
-      else return false;  // no GPU code
-    }
-    if (elf) elf->feed(chunk);
-    if (fatbin) fatbin->feed(chunk);
-    return true;
-  }, display, [&] {
-    first = true;
-    elf.reset();
-    fatbin.reset();
-  });
+  return stream_member(
+      zip, entry,
+      [&](std::span<const uint8_t> chunk) {
+        if (first) {
+          first = false;
+          if (ElfScanner::has_magic(chunk))
+            elf.emplace(entry.uncompressed_size, kNamesWindow);
+          else if (FatbinWalker::has_magic(chunk))
+            fatbin.emplace(entry.uncompressed_size);
+          else
+            return false;  // no GPU code
+        }
+        if (elf) elf->feed(chunk);
+        if (fatbin) fatbin->feed(chunk);
+        return true;
+      },
+      display,
+      [&] {
+        first = true;
+        elf.reset();
+        fatbin.reset();
+      });
 }
 
 // The bytes of an ELF file's section names: from what the first pass kept, else from one more pass
@@ -234,11 +246,12 @@ std::optional<GpuCodeScan> walk_fatbins(const ZipArchive& zip, const ZipEntry& e
                                         const std::vector<ByteRange>& ranges, std::optional<Problem>& problem) {
   std::vector<FatbinWalker> walkers;
   for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
-  problem = stream_ranges(zip, entry, display, ranges, [&](size_t i, std::span<const uint8_t> part) { walkers[i].feed(part); },
-                          [&] {
-                            walkers.clear();
-                            for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
-                          });
+  problem = stream_ranges(
+      zip, entry, display, ranges, [&](size_t i, std::span<const uint8_t> part) { walkers[i].feed(part); },
+      [&] {
+        walkers.clear();
+        for (const ByteRange& r : ranges) walkers.emplace_back(r.size);
+      });
   if (problem) return std::nullopt;
   GpuCodeScan result;
   for (FatbinWalker& w : walkers) {
@@ -315,8 +328,10 @@ SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>
       if (c.kind == GpuCode::Kind::ptx && minor != 0) continue;
       auto [it, fresh] = file.try_emplace(major, Cover{minor, c.kind == GpuCode::Kind::sass});
       if (!fresh) {
-        if (minor < it->second.minor) it->second = {minor, c.kind == GpuCode::Kind::sass};
-        else if (minor == it->second.minor && c.kind == GpuCode::Kind::sass) it->second.sass = true;
+        if (minor < it->second.minor)
+          it->second = {minor, c.kind == GpuCode::Kind::sass};
+        else if (minor == it->second.minor && c.kind == GpuCode::Kind::sass)
+          it->second.sass = true;
       }
     }
     if (file.empty())
@@ -336,8 +351,10 @@ SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>
         it = build.erase(it);
         continue;
       }
-      if (other->second.minor > it->second.minor) it->second = other->second;
-      else if (other->second.minor == it->second.minor) it->second.sass = it->second.sass && other->second.sass;
+      if (other->second.minor > it->second.minor)
+        it->second = other->second;
+      else if (other->second.minor == it->second.minor)
+        it->second.sass = it->second.sass && other->second.sass;
       ++it;
     }
   }
@@ -347,7 +364,8 @@ SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>
   }
   for (auto it = build.rbegin(); it != build.rend(); ++it) {
     const auto& [major, cover] = *it;
-    out.values.push_back(fmt::format("{}{}_{}", major, cover.minor, cover.minor == 0 && !cover.sass ? "virtual" : "real"));
+    out.values.push_back(
+        fmt::format("{}{}_{}", major, cover.minor, cover.minor == 0 && !cover.sass ? "virtual" : "real"));
   }
   // PTX runs on every later GPU, compiled by the driver, but the provider matches it only on
   // GPUs of its own major: the catalog's later majors with no value of their own get another
@@ -381,8 +399,10 @@ BuildGpuCode build_gpu_code(const Wheel& wheel, Problems& problems) {
       continue;
     }
     const std::string path(candidates[i]->path);
-    if (!scans[i]->unreadable.empty()) out.unreadable.emplace_back(path, std::move(scans[i]->unreadable));
-    else if (!scans[i]->code.empty()) out.files.emplace_back(path, std::move(scans[i]->code));
+    if (!scans[i]->unreadable.empty())
+      out.unreadable.emplace_back(path, std::move(scans[i]->unreadable));
+    else if (!scans[i]->code.empty())
+      out.files.emplace_back(path, std::move(scans[i]->code));
   }
   return out;
 }

@@ -10,8 +10,8 @@
 // sm_100f) followed by its payload. A section holds one or more of them, 8-byte aligned.
 #pragma once
 
-#include "merger/format/elf.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/format/elf.hpp"
 #include "merger/wheel.hpp"
 #include "merger/zip/zip_archive.hpp"
 
@@ -57,11 +57,11 @@ class FatbinWalker {
   void take();
   void fail(std::string why);
   uint64_t size_;
-  uint64_t seen_ = 0;         // bytes of the range fed so far
-  uint64_t skip_ = 0;         // payload bytes still to pass over
+  uint64_t seen_ = 0;           // bytes of the range fed so far
+  uint64_t skip_ = 0;           // payload bytes still to pass over
   uint64_t container_end_ = 0;  // offset in the range where the current container ends
   Want want_ = Want::container;
-  size_t need_ = 16;          // header bytes to collect before the next decision
+  size_t need_ = 16;  // header bytes to collect before the next decision
   std::vector<uint8_t> header_;
   GpuCodeScan result_;
 };

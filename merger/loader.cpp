@@ -67,7 +67,9 @@ std::string py_string(std::string_view s) {
       cp = c;
       len = 1;
     }
-    out += cp <= 0xff ? fmt::format("\\x{:02x}", cp) : cp <= 0xffff ? fmt::format("\\u{:04x}", cp) : fmt::format("\\U{:08x}", cp);
+    out += cp <= 0xff     ? fmt::format("\\x{:02x}", cp)
+           : cp <= 0xffff ? fmt::format("\\u{:04x}", cp)
+                          : fmt::format("\\U{:08x}", cp);
     i += len;
   }
   return out + "\"";
@@ -77,10 +79,10 @@ std::string py_string(std::string_view s) {
 // the line when it fits in 88 columns, else one item per line, each laid out the same way,
 // with a trailing comma. `prefix` and `suffix` are what shares its first and last line.
 struct PyValue {
-  std::string text;              // a string's literal, when no items
+  std::string text;               // a string's literal, when no items
   std::vector<std::string> keys;  // a dict's key literals, one per value; empty for a tuple
-  std::vector<PyValue> values;   // the items
-  char open = 0;                 // '(' or '{', 0 for a string
+  std::vector<PyValue> values;    // the items
+  char open = 0;                  // '(' or '{', 0 for a string
 
   void add(std::string key, PyValue value) {
     if (!key.empty()) keys.push_back(std::move(key));
@@ -157,11 +159,11 @@ std::string manifest_block(const LoaderManifest& m) {
     PyValue v;
     v.open = '{';
     static const BuildFiles kNone;
-    std::vector<std::string> labels(m.variants.begin(), m.variants.end());
-    std::sort(labels.begin(), labels.end());
-    for (const std::string& label : labels) {
+    std::vector<VariantLabel> labels = m.variants;
+    std::sort(labels.begin(), labels.end(), LabelTextOrder());
+    for (const VariantLabel& label : labels) {
       auto it = m.builds.find(label);
-      v.add(py_string(label), get(it == m.builds.end() ? kNone : it->second, label));
+      v.add(py_string(label.str()), get(it == m.builds.end() ? kNone : it->second, label));
     }
     return v;
   };
@@ -169,21 +171,22 @@ std::string manifest_block(const LoaderManifest& m) {
   out += py_assign("_WHEELMERGE", "", {py_string(m.wheelmerge), {}, {}, 0});
   out += py_assign("_DISTRIBUTION", "", {py_string(m.distribution), {}, {}, 0});
   out += py_assign("_PACKAGE", "", {py_string(m.package), {}, {}, 0});
-  out += py_assign("_SELECTOR", "", {py_string(m.selector), {}, {}, 0});
-  out += py_assign("_VARIANTS", "tuple[str, ...]", py_strings(m.variants));
+  out += py_assign("_SELECTOR", "", {py_string(selector_name(m.selector)), {}, {}, 0});
+  out += py_assign("_VARIANTS", "tuple[str, ...]", py_strings(label_strings(m.variants)));
   out += py_assign("_SOURCES", "tuple[str, ...]", py_strings(m.sources()));
-  out += py_assign("_EXTRAS", "dict[str, tuple[str, ...]]", per_build([&](const BuildFiles&, const std::string& label) {
-                     auto it = m.extras.find(label);
-                     return py_strings(it == m.extras.end() ? std::vector<std::string>() : it->second);
-                   }));
+  out +=
+      py_assign("_EXTRAS", "dict[str, tuple[str, ...]]", per_build([&](const BuildFiles&, const VariantLabel& label) {
+                  auto it = m.extras.find(label);
+                  return py_strings(it == m.extras.end() ? std::vector<std::string>() : it->second);
+                }));
   out += py_assign("_MODULES", "dict[str, dict[str, str]]",
-                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.modules); }));
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.modules); }));
   out += py_assign("_FILES", "dict[str, dict[str, str]]",
-                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.files); }));
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.files); }));
   out += py_assign("_PRELOAD", "dict[str, tuple[str, ...]]",
-                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.preload); }));
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.preload); }));
   out += py_assign("_BUILD_INFO", "dict[str, dict[str, str]]",
-                   per_build([](const BuildFiles& b, const std::string&) { return py_strings(b.build_info); }));
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.build_info); }));
   out += py_assign("_VARIANT_VARS", "", py_strings({package_variable(m.distribution), "WHEELMERGE_VARIANT"}));
   out += kBlockEnd;
   return out;
@@ -273,16 +276,19 @@ class LiteralReader {
 
 std::string render_loader(const LoaderManifest& manifest) {
   std::string out = replace_line(kLoaderCore, "#: manifest\n", manifest_block(manifest));
-  return replace_line(out, "#: selector\n", manifest.selector == "cuda" ? kLoaderUsualCuda : kLoaderUsualOther);
+  return replace_line(out, "#: selector\n", manifest.selector == Selector::cuda ? kLoaderUsualCuda : kLoaderUsualOther);
 }
 
-std::string render_rules(std::string_view selector, std::string_view package) {
-  std::string_view part = selector == "cuda" ? kRulesCuda : selector == "torch" ? kRulesTorch : kRulesCpu;
+std::string render_rules(Selector selector, std::string_view package) {
+  std::string_view part = selector == Selector::cuda    ? kRulesCuda
+                          : selector == Selector::torch ? kRulesTorch
+                                                        : kRulesCpu;
   std::string out = replace_line(kRulesCore, "#: selector\n", part);
   out = replace_line(out, "#: include report\n", kRulesReport);
   const std::string_view placeholder = "of package PACKAGE (";
   size_t at = out.find(placeholder);
-  if (at == std::string::npos || at > out.find('\n')) throw std::logic_error("templates/loader/rules.py names no PACKAGE");
+  if (at == std::string::npos || at > out.find('\n'))
+    throw std::logic_error("templates/loader/rules.py names no PACKAGE");
   // The name as a string literal's contents (quotes, backslashes and any other character
   // escaped), so that no directory name can end the docstring.
   std::string literal = py_string(package);
@@ -499,8 +505,8 @@ bool readable_encoding(std::string_view text, bool bom, std::string& why) {
     if (!name.empty()) {
       bool tokenizer_utf8 = false;
       encoding = encoding_named(name, tokenizer_utf8);
-      std::string cookie = "line " + std::to_string(line) + " declares the source encoding '" +
-                           std::string(name.substr(0, 40)) + "'";
+      std::string cookie =
+          "line " + std::to_string(line) + " declares the source encoding '" + std::string(name.substr(0, 40)) + "'";
       if (bom && !tokenizer_utf8) {
         why = cookie + ", which Python rejects after a UTF-8 byte order mark";
         return false;
@@ -775,8 +781,10 @@ Statement read_docstring(PrologueLexer& lx, Token& t, std::string& why) {
   for (int closes = 0; closes < opens && t.kind == Tok::rparen; ++closes)
     if (!lx.next(t, why)) return Statement::refused;
   if (lx.depth() == 0 && (t.kind == Tok::newline || t.kind == Tok::semicolon)) return Statement::docstring;
-  why = line_no(first) + ": the module's first statement starts with a string literal but goes on into an "
-        "expression ('" + shown(t) + "' on line " + std::to_string(t.line) +
+  why = line_no(first) +
+        ": the module's first statement starts with a string literal but goes on into an "
+        "expression ('" +
+        shown(t) + "' on line " + std::to_string(t.line) +
         "); it is not known whether Python takes it as the docstring";
   return Statement::refused;
 }
@@ -862,7 +870,8 @@ std::optional<std::string> inject_loader_import(std::string_view source, std::st
       if (kind == Statement::refused) return std::nullopt;
       if (kind == Statement::other) {
         if (prologue_line) {
-          why = line_no(line_first) + ": the docstring or a from __future__ import shares its line with "
+          why = line_no(line_first) +
+                ": the docstring or a from __future__ import shares its line with "
                 "another statement after ';', so no line can go between them";
           return std::nullopt;
         }

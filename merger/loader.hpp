@@ -24,7 +24,7 @@ std::string render_loader(const LoaderManifest& manifest);
 // The module the loader reads for everything but the usual case: templates/loader/rules.py
 // with its selector's rules and the report. Only its first line names the package (dotted), so
 // that no two packages of a wheel hold the same file (check-wheel-contents' W002).
-std::string render_rules(std::string_view selector, std::string_view package);
+std::string render_rules(Selector selector, std::string_view package);
 
 // The manifest a rendered loader holds, as the JSON LoaderManifest::parse reads; nullopt when
 // `source` holds no manifest block. Only what render_loader writes is read: each constant in

@@ -1,12 +1,12 @@
 #include "merger/merge.hpp"
 
-#include "merger/format/label.hpp"
-#include "merger/loader.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "merger/base/memory.hpp"
 #include "merger/base/parallel.hpp"
+#include "merger/format/label.hpp"
+#include "merger/loader.hpp"
 #include "merger/verify.hpp"
 #include "merger/write.hpp"
+#include "merger/zip/member_stream.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,91 +21,121 @@ namespace wm {
 
 namespace {
 
-// With --name, an input that carries no label otherwise takes it from its distribution's name
-// suffix ("cupy_cuda12x-14.2.0-...whl" is cu12); without --name, names never give labels.
-std::vector<WheelInput> with_name_labels(const std::vector<WheelInput>& inputs, const MergeOptions& options,
-                                         Problems& problems) {
-  std::vector<WheelInput> labelled = inputs;
-  if (options.name.empty()) return labelled;
-  if (!is_project_name(options.name)) {
-    problems.push_back({ProblemKind::usage, {}, {}, "invalid --name",
-                        "a project name: letters and digits, with -, _ or . between them", options.name});
-    return labelled;
-  }
-  for (WheelInput& in : labelled) in.label = input_label(in, options);
-  return labelled;
-}
-
 // What an input without a label has instead: a name whose CUDA suffix would give one with --name.
 std::string suffix_hint(const WheelInput& in) {
   std::string file = std::filesystem::path(in.path).filename().string();
   std::string name = file.substr(0, file.find('-'));
   auto suffix = name_suffix_label(name);
-  return suffix ? fmt::format("none (the name {} gives {} with --name NAME)", name, suffix->label) : "none";
+  return suffix ? fmt::format("none (the name {} gives {} with --name NAME)", name, suffix->label.str()) : "none";
 }
 
-}  // namespace
-
-namespace {
-// Every label an input names, where they disagree ("pkg-1.0+cu12-...cu13.whl"): which one
-// holds the build cannot be guessed. (With --name, the plan checks the label's CUDA major
-// against the name's suffix, cupy_cuda12x.)
-std::optional<Problem> disagreeing_labels(const WheelInput& input) {
-  std::vector<LabelSource> sources = label_sources(input);
+// Every label an input names (its label_sources), where they disagree ("pkg-1.0+cu12-...cu13.whl"):
+// which one holds the build cannot be guessed. (With --name, the plan checks the label's CUDA
+// major against the name's suffix, cupy_cuda12x.)
+std::optional<Problem> disagreeing_labels(const WheelInput& input, const std::vector<LabelSource>& sources) {
   std::vector<std::string> named;
   for (const LabelSource& s : sources)
-    if (s.label != sources.front().label) named.push_back(fmt::format("{} ({})", s.label, s.form));
+    if (s.text != sources.front().text) named.push_back(fmt::format("{} ({})", s.text, s.form));
   if (named.empty()) return std::nullopt;
-  named.insert(named.begin(), fmt::format("{} ({})", sources.front().label, sources.front().form));
-  return Problem{ProblemKind::usage, input.path, {}, "the input names different variant labels",
-                 "one label, wherever the input names it", fmt::format("{}", fmt::join(named, " and "))};
+  named.insert(named.begin(), fmt::format("{} ({})", sources.front().text, sources.front().form));
+  return Problem{ProblemKind::usage,
+                 input.path,
+                 {},
+                 "the input names different variant labels",
+                 "one label, wherever the input names it",
+                 fmt::format("{}", fmt::join(named, " and "))};
 }
-}  // namespace
 
-std::string input_label(const WheelInput& input, const MergeOptions& options) {
-  std::string label = detect_label(input);
-  if (!label.empty() || options.name.empty()) return label;
+// The label of an input whose label_sources() are `sources`: the first, else with --name the
+// suffix of the distribution's name; without --name, names never give labels.
+std::optional<LabelSource> chosen_label(const WheelInput& input, std::vector<LabelSource> sources,
+                                        const MergeOptions& options) {
+  if (!sources.empty()) return std::move(sources.front());
+  if (options.name.empty()) return std::nullopt;
   std::string file = std::filesystem::path(input.path).filename().string();
   auto suffix = name_suffix_label(file.substr(0, file.find('-')));
-  return suffix ? suffix->label : std::string();
+  if (!suffix) return std::nullopt;
+  return LabelSource{"name suffix", suffix->label.str(), suffix->label, {}};
+}
+
+// The label of every input, each read once; nullopt with problems where an input names none,
+// names an invalid one or one another input has, or where the labels are of different selectors.
+std::optional<std::vector<VariantLabel>> input_labels(const std::vector<WheelInput>& inputs,
+                                                      const MergeOptions& options, Problems& problems) {
+  const size_t before = problems.size();
+  std::vector<std::vector<LabelSource>> sources;
+  for (const WheelInput& in : inputs) {
+    sources.push_back(label_sources(in));
+    if (auto disagreement = disagreeing_labels(in, sources.back())) problems.push_back(std::move(*disagreement));
+  }
+  if (problems.size() != before) return std::nullopt;
+  if (!options.name.empty() && !is_project_name(options.name)) {
+    problems.push_back({ProblemKind::usage,
+                        {},
+                        {},
+                        "invalid --name",
+                        "a project name: letters and digits, with -, _ or . between them",
+                        options.name});
+    return std::nullopt;
+  }
+  std::vector<VariantLabel> labels;
+  std::map<VariantLabel, std::string> seen;  // label -> input
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const WheelInput& in = inputs[i];
+    std::optional<LabelSource> found = chosen_label(in, std::move(sources[i]), options);
+    if (!found) {
+      problems.push_back(
+          {ProblemKind::usage, in.path, {}, "no variant label", std::string(kLabelForms), suffix_hint(in)});
+    } else if (!found->label) {
+      problems.push_back({ProblemKind::usage, in.path, {}, "invalid variant label", found->why, found->text});
+    } else if (auto [it, fresh] = seen.emplace(*found->label, in.path); !fresh) {
+      problems.push_back({ProblemKind::usage,
+                          in.path,
+                          {},
+                          "two inputs with the same variant label",
+                          "one input per label",
+                          fmt::format("{} also for {}", found->text, it->second)});
+    } else if (labels.empty()) {
+      labels.push_back(*found->label);
+    } else if (found->label->selector() != labels.front().selector()) {
+      // One loader chooses by one thing: CUDA builds and CPU-level builds cannot be mixed.
+      const VariantLabel& first = labels.front();
+      problems.push_back(
+          {ProblemKind::usage,
+           in.path,
+           {},
+           "variant labels of different selectors",
+           fmt::format("a {} label, as {} has ({})", selector_name(first.selector()), seen.at(first), first.str()),
+           fmt::format("{} (selector {})", found->text, selector_name(found->label->selector()))});
+    } else {
+      labels.push_back(*found->label);
+    }
+  }
+  if (problems.size() != before) return std::nullopt;
+  return labels;
+}
+
+}  // namespace
+
+std::optional<LabelSource> input_label(const WheelInput& input, const MergeOptions& options) {
+  return chosen_label(input, label_sources(input), options);
 }
 
 std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inputs, const MergeOptions& options,
                                               Problems& problems) {
   const size_t before = problems.size();
   if (inputs.empty()) {
-    problems.push_back({ProblemKind::usage, {}, {}, "no input wheels", "at least 1 (a merge of one build gets a loader "
-                        "that says which build it has)", "0"});
+    problems.push_back({ProblemKind::usage,
+                        {},
+                        {},
+                        "no input wheels",
+                        "at least 1 (a merge of one build gets a loader "
+                        "that says which build it has)",
+                        "0"});
     return std::nullopt;
   }
-  for (const WheelInput& in : inputs)
-    if (auto disagreement = disagreeing_labels(in)) problems.push_back(std::move(*disagreement));
-  if (problems.size() != before) return std::nullopt;
-  std::vector<WheelInput> labelled = with_name_labels(inputs, options, problems);
-  if (problems.size() != before) return std::nullopt;
-  std::map<std::string, std::string> labels;  // label -> input
-  std::optional<std::pair<VariantLabel, std::string>> first;  // the first valid label and its input
-  for (const WheelInput& in : labelled) {
-    std::string label = detect_label(in), why;
-    auto parsed = label.empty() ? std::nullopt : VariantLabel::parse(label, why);
-    if (label.empty()) {
-      problems.push_back({ProblemKind::usage, in.path, {}, "no variant label", std::string(kLabelForms), suffix_hint(in)});
-    } else if (!parsed) {
-      problems.push_back({ProblemKind::usage, in.path, {}, "invalid variant label", why, label});
-    } else if (auto [it, fresh] = labels.emplace(label, in.path); !fresh) {
-      problems.push_back({ProblemKind::usage, in.path, {}, "two inputs with the same variant label",
-                          "one input per label", fmt::format("{} also for {}", label, it->second)});
-    } else if (!first) {
-      first.emplace(*parsed, in.path);
-    } else if (parsed->selector() != first->first.selector()) {
-      // One loader chooses by one thing: CUDA builds and CPU-level builds cannot be mixed.
-      problems.push_back({ProblemKind::usage, in.path, {}, "variant labels of different selectors",
-                          fmt::format("a {} label, as {} has ({})", selector_name(first->first.selector()), first->second,
-                                      first->first.str()),
-                          fmt::format("{} (selector {})", label, selector_name(parsed->selector()))});
-    }
-  }
-  if (problems.size() != before) return std::nullopt;
+  auto labels = input_labels(inputs, options, problems);
+  if (!labels) return std::nullopt;
 
   // Every input is read, so every problem is reported: opened one after another (RECORD's text
   // and rows, the bulk of opening, are gone before the next input opens), then the members of
@@ -116,10 +146,14 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
   std::vector<size_t> opened_input;  // the input each opened wheel is
   std::vector<Problems> found(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (auto o = open_wheel(labelled[i], found[i])) {
+    if (auto o = open_wheel(inputs[i].path, (*labels)[i], found[i])) {
       if (!o->wheel.name.variant.empty()) {  // one build already chosen by an installer's rules
-        found[i].push_back({ProblemKind::invalid_input, o->wheel.display, {}, "a variant wheel (PEP 825) as input",
-                            "each build as it was built", "the variant label " + o->wheel.name.variant});
+        found[i].push_back({ProblemKind::invalid_input,
+                            o->wheel.display,
+                            {},
+                            "a variant wheel (PEP 825) as input",
+                            "each build as it was built",
+                            "the variant label " + o->wheel.name.variant});
         continue;
       }
       opened.push_back(std::move(*o));

@@ -21,9 +21,9 @@ struct MergeResult {
 };
 
 // The variant label of an input: PATH=LABEL, a .LABEL suffix, a +LABEL local version, and with
-// --name (options.name) the distribution name's suffix ("cupy_cuda12x-...whl" is cu12); empty
-// when none gives one.
-std::string input_label(const WheelInput& input, const MergeOptions& options);
+// --name (options.name) the distribution name's suffix ("cupy_cuda12x-...whl" is cu12); nullopt
+// when none gives one. Its `label` is nullopt where a PATH=LABEL names no label.
+std::optional<LabelSource> input_label(const WheelInput& input, const MergeOptions& options);
 
 // The inputs read and checked for a merge (two or more, each with a valid label of one
 // selector, no label twice), every member verified; nullopt with every problem found.

@@ -1,7 +1,7 @@
 #include "merger/metadata.hpp"
 
-#include "merger/format/label.hpp"
 #include "merger/base/text.hpp"
+#include "merger/format/label.hpp"
 #include "merger/format/wheel_name.hpp"
 
 #include <fmt/format.h>
@@ -41,14 +41,16 @@ std::string requirement_key(const Requirement& r) {
   std::vector<std::string> specifiers = split(r.specifier, ',');
   std::erase(specifiers, "");
   std::sort(specifiers.begin(), specifiers.end());
-  return fmt::format("{}[{}]{}@{};{}", normalize_name(r.name), fmt::join(extras, ","), fmt::join(specifiers, ","), r.url,
-                     r.marker ? marker_to_string(*r.marker) : "");
+  return fmt::format("{}[{}]{}@{};{}", normalize_name(r.name), fmt::join(extras, ","), fmt::join(specifiers, ","),
+                     r.url, r.marker ? marker_to_string(*r.marker) : "");
 }
 
 bool mentions_extra(const MarkerExpr& marker) {
   if (marker.kind != MarkerExpr::Kind::Compare)
-    return std::any_of(marker.children.begin(), marker.children.end(), [](const MarkerPtr& c) { return mentions_extra(*c); });
-  return (marker.lhs.is_variable && marker.lhs.text == "extra") || (marker.rhs.is_variable && marker.rhs.text == "extra");
+    return std::any_of(marker.children.begin(), marker.children.end(),
+                       [](const MarkerPtr& c) { return mentions_extra(*c); });
+  return (marker.lhs.is_variable && marker.lhs.text == "extra") ||
+         (marker.rhs.is_variable && marker.rhs.text == "extra");
 }
 
 bool depends_on_extra(const Requirement& r) { return r.marker && mentions_extra(*r.marker); }
@@ -58,15 +60,19 @@ bool depends_on_extra(const Requirement& r) { return r.marker && mentions_extra(
 bool requires_extra(const MarkerExpr& marker) {
   switch (marker.kind) {
     case MarkerExpr::Kind::And:
-      return std::any_of(marker.children.begin(), marker.children.end(), [](const MarkerPtr& c) { return requires_extra(*c); });
+      return std::any_of(marker.children.begin(), marker.children.end(),
+                         [](const MarkerPtr& c) { return requires_extra(*c); });
     case MarkerExpr::Kind::Or:
-      return std::all_of(marker.children.begin(), marker.children.end(), [](const MarkerPtr& c) { return requires_extra(*c); });
-    case MarkerExpr::Kind::Compare: break;
+      return std::all_of(marker.children.begin(), marker.children.end(),
+                         [](const MarkerPtr& c) { return requires_extra(*c); });
+    case MarkerExpr::Kind::Compare:
+      break;
   }
   // `extra == ""` holds with no extra requested.
-  return marker.op == "==" &&
-         ((marker.lhs.is_variable && marker.lhs.text == "extra" && !marker.rhs.is_variable && !marker.rhs.text.empty()) ||
-          (marker.rhs.is_variable && marker.rhs.text == "extra" && !marker.lhs.is_variable && !marker.lhs.text.empty()));
+  return marker.op == "==" && ((marker.lhs.is_variable && marker.lhs.text == "extra" && !marker.rhs.is_variable &&
+                                !marker.rhs.text.empty()) ||
+                               (marker.rhs.is_variable && marker.rhs.text == "extra" && !marker.lhs.is_variable &&
+                                !marker.lhs.text.empty()));
 }
 
 // `marker` with each `extra == "X"` replaced by `replace(X)` (X normalized; a null result keeps
@@ -97,10 +103,13 @@ MarkerPtr map_extras(const MarkerPtr& marker, const std::function<MarkerPtr(cons
 // The extras `extra == "X"` names in `marker`, normalized, in order.
 std::vector<std::string> extras_named(const MarkerPtr& marker, bool& unsupported) {
   std::vector<std::string> out;
-  map_extras(marker, [&](const std::string& x) {
-    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
-    return MarkerPtr();
-  }, unsupported);
+  map_extras(
+      marker,
+      [&](const std::string& x) {
+        if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+        return MarkerPtr();
+      },
+      unsupported);
   return out;
 }
 
@@ -150,7 +159,8 @@ std::optional<std::vector<Clause>> parse_clauses(std::string_view specifier, std
     }
     std::string version = text.substr(c.op.size());
     if (c.op == "===" || c.op.empty()) {
-      why = fmt::format("\"{}\": {} is not evaluated here", text, c.op.empty() ? "a clause without an operator" : "===");
+      why =
+          fmt::format("\"{}\": {} is not evaluated here", text, c.op.empty() ? "a clause without an operator" : "===");
       return std::nullopt;
     }
     if ((c.op == "==" || c.op == "!=") && version.ends_with(".*")) {
@@ -158,9 +168,12 @@ std::optional<std::vector<Clause>> parse_clauses(std::string_view specifier, std
       version.resize(version.size() - 2);
     }
     for (const std::string& part : split(version, '.')) {
-      if (part.empty() || part.size() > 9 || !std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-        why = fmt::format("\"{}\": only release versions (digits and dots) are evaluated here, no epoch, pre-, post-, "
-                          "dev-release or local part", text);
+      if (part.empty() || part.size() > 9 ||
+          !std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        why = fmt::format(
+            "\"{}\": only release versions (digits and dots) are evaluated here, no epoch, pre-, post-, "
+            "dev-release or local part",
+            text);
         return std::nullopt;
       }
       c.version.push_back(std::stoll(part));
@@ -218,13 +231,15 @@ std::string series_specifier(std::vector<std::pair<int, int>> series, std::strin
   std::sort(series.begin(), series.end());
   series.erase(std::unique(series.begin(), series.end()), series.end());
   if (series.empty() || series.front().first != series.back().first) {
-    why = "torch builds of different majors, which one specifier cannot cover without admitting the minors between them";
+    why =
+        "torch builds of different majors, which one specifier cannot cover without admitting the minors between them";
     return {};
   }
   const int major = series.front().first, low = series.front().second, high = series.back().second;
   std::string out = fmt::format(">={}.{},<{}.{}", major, low, major, high + 1);
   for (int minor = low + 1; minor < high; ++minor)
-    if (!std::binary_search(series.begin(), series.end(), std::pair(major, minor))) out += fmt::format(",!={}.{}.*", major, minor);
+    if (!std::binary_search(series.begin(), series.end(), std::pair(major, minor)))
+      out += fmt::format(",!={}.{}.*", major, minor);
   return out;
 }
 
@@ -238,8 +253,11 @@ std::string description_text(const Wheel& w) {
   std::string out = lines.front();
   for (size_t i = 1; i < lines.size(); ++i) {
     std::string_view line = lines[i];
-    if (line.starts_with("       |")) line.remove_prefix(8);
-    else for (int n = 0; n < 8 && !line.empty() && (line.front() == ' ' || line.front() == '\t'); ++n) line.remove_prefix(1);
+    if (line.starts_with("       |"))
+      line.remove_prefix(8);
+    else
+      for (int n = 0; n < 8 && !line.empty() && (line.front() == ' ' || line.front() == '\t'); ++n)
+        line.remove_prefix(1);
     out += "\n" + std::string(line);
   }
   return out;
@@ -300,8 +318,8 @@ std::string merged_description(const std::vector<const Wheel*>& wheels) {
   for (size_t b = 0; b < wheels.size(); ++b) {
     if (texts[b].size() == head + tail) continue;
     separate();
-    out += fmt::format("For the {} build (from {} {}):\n\n", wheels[b]->label, wheels[b]->metadata.one("Name").value_or(""),
-                       wheels[b]->metadata.one("Version").value_or(""));
+    out += fmt::format("For the {} build (from {} {}):\n\n", wheels[b]->build_label().str(),
+                       wheels[b]->metadata.one("Name").value_or(""), wheels[b]->metadata.one("Version").value_or(""));
     for (size_t i = head; i < texts[b].size() - tail; ++i) out += texts[b][i];
   }
   if (tail > 0) separate();
@@ -316,9 +334,9 @@ bool is_torch_requirement(const Requirement& r) { return normalize_name(r.name) 
 std::optional<Requirement> combined_torch_requirement(const std::vector<const Wheel*>& wheels, Problems& problems) {
   std::vector<std::pair<int, int>> series;
   for (const Wheel* w : wheels) {
-    auto label = VariantLabel::parse(w->label);
-    if (!label || label->selector() != Selector::torch) return std::nullopt;
-    series.push_back(label->torch_version());
+    const VariantLabel& label = w->build_label();
+    if (label.selector() != Selector::torch) return std::nullopt;
+    series.push_back(label.torch_version());
   }
   const size_t before = problems.size();
   std::optional<Requirement> found;  // the first build's torch requirement, for its extras and marker
@@ -331,14 +349,17 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
       std::string why;
       auto admits = admits_release_series(r.specifier, series[i].first, series[i].second, why);
       if (!r.url.empty()) {
-        problems.push_back({ProblemKind::conflict, w.display, member, "a torch requirement by URL cannot cover several builds",
-                            "a torch requirement by version", r.to_string()});
+        problems.push_back({ProblemKind::conflict, w.display, member,
+                            "a torch requirement by URL cannot cover several builds", "a torch requirement by version",
+                            r.to_string()});
       } else if (!admits) {
         problems.push_back({ProblemKind::conflict, w.display, member, "cannot evaluate the build's torch requirement",
                             "version specifiers on release segments (==, !=, <, <=, >, >=, ~=, ==X.*)", why});
       } else if (!*admits) {
-        problems.push_back({ProblemKind::conflict, w.display, member, "the build's torch requirement excludes the torch its label names",
-                            fmt::format("a requirement admitting torch {}.{} (label {})", series[i].first, series[i].second, w.label),
+        problems.push_back({ProblemKind::conflict, w.display, member,
+                            "the build's torch requirement excludes the torch its label names",
+                            fmt::format("a requirement admitting torch {}.{} (label {})", series[i].first,
+                                        series[i].second, w.build_label().str()),
                             r.to_string()});
       }
       Requirement rest = r;
@@ -347,16 +368,19 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
         found = rest;
         found_key = requirement_key(rest);
       } else if (requirement_key(rest) != found_key) {
-        problems.push_back({ProblemKind::conflict, w.display, member, "torch requirements differ between builds in more than their versions",
-                            found->to_string() + " with a version specifier", rest.to_string() + " with a version specifier"});
+        problems.push_back({ProblemKind::conflict, w.display, member,
+                            "torch requirements differ between builds in more than their versions",
+                            found->to_string() + " with a version specifier",
+                            rest.to_string() + " with a version specifier"});
       }
     }
   }
   std::string why;
   std::string specifier = series_specifier(series, why);
   if (specifier.empty())
-    problems.push_back({ProblemKind::conflict, wheels.front()->display, "METADATA", "cannot cover the builds' torch versions in one requirement",
-                        "torch builds of one major", why});
+    problems.push_back({ProblemKind::conflict, wheels.front()->display, "METADATA",
+                        "cannot cover the builds' torch versions in one requirement", "torch builds of one major",
+                        why});
   if (problems.size() != before) return std::nullopt;
   Requirement combined = found.value_or(Requirement{"torch", {}, {}, {}, nullptr});
   combined.specifier = specifier;
@@ -364,7 +388,9 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
 }
 
 // A build's extra for its requirements of extra `x`: "ctk" of cu12 is "ctk-cu12".
-std::string per_build_extra(const std::string& x, const std::string& label) { return normalize_extra(x + "-" + label); }
+std::string per_build_extra(const std::string& x, const VariantLabel& label) {
+  return normalize_extra(x + "-" + label.str());
+}
 
 // The conflict of a fixed field that differs between `first` and `other`: the first field
 // that differs, and the values each build has for it.
@@ -380,8 +406,12 @@ Problem fixed_field_conflict(const Wheel& first, const std::vector<Header>& refe
     return fmt::format("{} in {}", values.empty() ? "no " + key : fmt::format("{}", fmt::join(values, ", ")),
                        in.display);
   };
-  return {ProblemKind::conflict, first.display + ", " + other.display, "METADATA",
-          fmt::format("METADATA field {} differs between builds", key), show(reference, first), show(fields, other)};
+  return {ProblemKind::conflict,
+          first.display + ", " + other.display,
+          "METADATA",
+          fmt::format("METADATA field {} differs between builds", key),
+          show(reference, first),
+          show(fields, other)};
 }
 
 // The conflict, if any, of a build's own requirement `r` that depends on an extra, which
@@ -389,7 +419,8 @@ Problem fixed_field_conflict(const Wheel& first, const std::vector<Header>& refe
 void check_split_requirement(const Wheel& w, const Requirement& r, bool unsupported, Problems& problems) {
   if (unsupported)
     problems.push_back({ProblemKind::conflict, w.display, w.dist_info + "/METADATA",
-                        "a requirement that depends on an extra differs between builds, and compares the extra other than as extra == \"NAME\"",
+                        "a requirement that depends on an extra differs between builds, and compares the extra other "
+                        "than as extra == \"NAME\"",
                         "the same requirement in every build, or extra == \"NAME\" comparisons", r.to_string()});
   else if (!requires_extra(*r.marker))
     // Its build installs it with no extra too, which no per-build extra can express.
@@ -405,19 +436,23 @@ Requirement widened(const Requirement& r, const std::vector<const Wheel*>& wheel
                     const std::vector<std::string>& split, bool& changed) {
   bool unsupported = false;
   Requirement out = r;
-  out.marker = map_extras(r.marker, [&](const std::string& x) -> MarkerPtr {
-    if (std::find(split.begin(), split.end(), x) == split.end()) return nullptr;
-    changed = true;
-    MarkerPtr any = marker_compare("extra", "==", x);
-    for (const Wheel* w : wheels) any = marker_or(any, marker_compare("extra", "==", per_build_extra(x, w->label)));
-    return any;
-  }, unsupported);
+  out.marker = map_extras(
+      r.marker,
+      [&](const std::string& x) -> MarkerPtr {
+        if (std::find(split.begin(), split.end(), x) == split.end()) return nullptr;
+        changed = true;
+        MarkerPtr any = marker_compare("extra", "==", x);
+        for (const Wheel* w : wheels)
+          any = marker_or(any, marker_compare("extra", "==", per_build_extra(x, w->build_label())));
+        return any;
+      },
+      unsupported);
   return out;
 }
 
 // A build's own requirement as the merged METADATA has it: one on an extra X moved to the
 // build's X-LABEL, any other made conditional on the label's extra (`on_label` set).
-std::string conditional_requirement(const Requirement& r, const std::string& label, bool& on_label) {
+std::string conditional_requirement(const Requirement& r, const VariantLabel& label, bool& on_label) {
   if (depends_on_extra(r)) {
     bool unsupported = false;
     Requirement own = r;
@@ -427,7 +462,7 @@ std::string conditional_requirement(const Requirement& r, const std::string& lab
     return own.to_string();
   }
   on_label = true;
-  return require_for_extra(r, label).to_string();
+  return require_for_extra(r, label.str()).to_string();
 }
 
 }  // namespace
@@ -467,8 +502,10 @@ Shares share_requirements(const std::vector<const Wheel*>& wheels, bool torch) {
   Shares shares(wheels.size());
   for (size_t i = 0; i < wheels.size(); ++i) {
     for (size_t k = 0; k < keys[i].size(); ++k) {
-      if (torch && is_torch_requirement(wheels[i]->requires_dist[k])) shares[i].push_back(Share::torch);
-      else shares[i].push_back(builds_with.at(keys[i][k]) == wheels.size() ? Share::common : Share::own);
+      if (torch && is_torch_requirement(wheels[i]->requires_dist[k]))
+        shares[i].push_back(Share::torch);
+      else
+        shares[i].push_back(builds_with.at(keys[i][k]) == wheels.size() ? Share::common : Share::own);
     }
   }
   return shares;
@@ -511,11 +548,13 @@ std::vector<std::string> name_build_extras(const std::vector<const Wheel*>& whee
   std::vector<std::string> out;
   for (const std::string& x : split) {
     for (const Wheel* w : wheels) {
-      std::string name_for_build = per_build_extra(x, w->label);
+      std::string name_for_build = per_build_extra(x, w->build_label());
       if (!taken.insert(name_for_build).second) {
-        problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
-                            fmt::format("the requirements of extra {} differ between builds, but the per-build extra's name is taken", x),
-                            fmt::format("no extra named {}", name_for_build), "Provides-Extra: " + name_for_build});
+        problems.push_back(
+            {ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
+             fmt::format("the requirements of extra {} differ between builds, but the per-build extra's name is taken",
+                         x),
+             fmt::format("no extra named {}", name_for_build), "Provides-Extra: " + name_for_build});
         continue;
       }
       out.push_back(name_for_build);
@@ -546,28 +585,30 @@ std::vector<std::string> common_requirements(const std::vector<const Wheel*>& wh
   return out;
 }
 
-std::vector<std::string> add_own_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
-                                              RequirementBlock& block, Problems& problems) {
+std::vector<VariantLabel> add_own_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
+                                               RequirementBlock& block, Problems& problems) {
   std::unordered_set<std::string> declared;
   for (const std::string& e : block.extras) declared.insert(normalize_extra(e));
-  std::vector<std::string> label_extras;
+  std::vector<VariantLabel> label_extras;
   for (size_t i = 0; i < wheels.size(); ++i) {
     const Wheel* w = wheels[i];
     bool any = false;
     for (size_t k = 0; k < w->requires_dist.size(); ++k) {
       if (shares[i][k] != Share::own) continue;
-      std::string conditional = conditional_requirement(w->requires_dist[k], w->label, any);
+      std::string conditional = conditional_requirement(w->requires_dist[k], w->build_label(), any);
       if (conditional.size() > kMaxRequirementBytes) {
         problems.push_back({ProblemKind::conflict, w->display, w->dist_info + "/METADATA",
                             "a requirement made conditional on its build's extra would pass the length limit",
-                            fmt::format("at most {} bytes", kMaxRequirementBytes), fmt::format("{} bytes", conditional.size())});
+                            fmt::format("at most {} bytes", kMaxRequirementBytes),
+                            fmt::format("{} bytes", conditional.size())});
         continue;
       }
       block.requirements.push_back(std::move(conditional));
     }
     if (any) {
-      label_extras.push_back(w->label);
-      if (declared.insert(normalize_extra(w->label)).second) block.extras.push_back(w->label);
+      label_extras.push_back(w->build_label());
+      if (declared.insert(normalize_extra(w->build_label().str())).second)
+        block.extras.push_back(w->build_label().str());
     }
   }
   return label_extras;
@@ -592,23 +633,29 @@ std::optional<std::string> render_metadata(const std::vector<const Wheel*>& whee
       if (!block_done) emit_block();
       continue;
     }
-    if (iequals(h.key, "Version")) out.fields.push_back({h.key, version});
-    else if (renamed && iequals(h.key, "Name")) out.fields.push_back({h.key, name});
-    else if (renamed && iequals(h.key, "Description")) continue;  // merged below, in the first build's form
-    else out.fields.push_back(h);
+    if (iequals(h.key, "Version"))
+      out.fields.push_back({h.key, version});
+    else if (renamed && iequals(h.key, "Name"))
+      out.fields.push_back({h.key, name});
+    else if (renamed && iequals(h.key, "Description"))
+      continue;  // merged below, in the first build's form
+    else
+      out.fields.push_back(h);
   }
   if (!block_done) emit_block();
   out.body = first.metadata.body;
   if (renamed) {
     std::string description = merged_description(wheels);
-    if (!first.metadata.body.empty() || !first.metadata.one("Description")) out.body = std::move(description);
-    else if (!description.empty()) out.fields.push_back({"Description", folded_description(description)});
+    if (!first.metadata.body.empty() || !first.metadata.one("Description"))
+      out.body = std::move(description);
+    else if (!description.empty())
+      out.fields.push_back({"Description", folded_description(description)});
   }
   std::string text = out.to_string();
   if (text.size() > kMaxMetadataFile) {
     problems.push_back({ProblemKind::conflict, first.display, first.dist_info + "/METADATA",
-                        "the merged METADATA would pass the size limit", fmt::format("at most {} bytes", kMaxMetadataFile),
-                        fmt::format("{} bytes", text.size())});
+                        "the merged METADATA would pass the size limit",
+                        fmt::format("at most {} bytes", kMaxMetadataFile), fmt::format("{} bytes", text.size())});
     return std::nullopt;
   }
   return text;
@@ -625,8 +672,8 @@ void note_loader_needs(const std::vector<const Wheel*>& wheels, MergedMetadata& 
       if (name != "cuda_toolkit" && !name.starts_with("nvidia_cuda_runtime")) continue;
       bool unsupported = false;
       for (const std::string& x : extras_named(r.marker, unsupported)) {
-        std::string extra = per_build_extra(x, w->label);
-        auto& list = result.runtime_extras[w->label];
+        std::string extra = per_build_extra(x, w->build_label());
+        auto& list = result.runtime_extras[w->build_label()];
         if (std::find(result.build_extras.begin(), result.build_extras.end(), extra) != result.build_extras.end() &&
             std::find(list.begin(), list.end(), extra) == list.end())
           list.push_back(extra);

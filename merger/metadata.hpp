@@ -29,6 +29,7 @@
 #pragma once
 
 #include "merger/base/problem.hpp"
+#include "merger/format/label.hpp"
 #include "merger/wheel.hpp"
 
 #include <map>
@@ -42,14 +43,15 @@ namespace wm {
 
 struct MergedMetadata {
   std::string text;
-  std::vector<std::string> label_extras;  // the labels that became extras, in label order
-  std::vector<std::string> build_extras;  // the per-build extras "X-LABEL" added, in order
-  bool cuda_bindings = false;             // some build requires cuda-bindings or cuda-python
+  std::vector<VariantLabel> label_extras;  // the labels that became extras, in label order
+  std::vector<std::string> build_extras;   // the per-build extras "X-LABEL" added, in order
+  bool cuda_bindings = false;              // some build requires cuda-bindings or cuda-python
   // Per label, the per-build extras that bring its CUDA runtime (cuda-toolkit, nvidia-cuda-runtime*).
-  std::map<std::string, std::vector<std::string>> runtime_extras;
+  std::map<VariantLabel, std::vector<std::string>> runtime_extras;
 };
 
-// `wheels` in label order; `version` is the merged version (no variant label); `name`, when not
+// `wheels` in label order, each with its label (Wheel::build_label: plan_merge refuses inputs
+// without one); `version` is the merged version (no variant label); `name`, when not
 // empty, the merged distribution's Name (`--name`: the builds' Name fields may then differ, and
 // so may their descriptions, which describe each distribution: the paragraphs they share at the
 // start and end are kept once, and each build's own paragraphs between them, introduced by
@@ -117,8 +119,8 @@ std::vector<std::string> common_requirements(const std::vector<const Wheel*>& wh
 
 // Each build's own requirements added to `block`, made conditional on the build's extras;
 // returns the labels that became extras (declared in `block` unless an extra of that name is).
-std::vector<std::string> add_own_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
-                                              RequirementBlock& block, Problems& problems);
+std::vector<VariantLabel> add_own_requirements(const std::vector<const Wheel*>& wheels, const Shares& shares,
+                                               RequirementBlock& block, Problems& problems);
 
 // The merged METADATA: the first build's fields, `block` where its extras and requirements
 // first appeared, the merged version (and name and description, when `name` is not empty).

@@ -1,14 +1,14 @@
 #include "merger/plan.hpp"
 
-#include "merger/base/digest.hpp"
-#include "merger/format/label.hpp"
-#include "merger/loader.hpp"
-#include "merger/format/manifest.hpp"
-#include "merger/base/memory.hpp"
 #include "merger/base/bytes.hpp"
-#include "merger/metadata.hpp"
-#include "merger/format/record.hpp"
+#include "merger/base/digest.hpp"
+#include "merger/base/memory.hpp"
 #include "merger/base/text.hpp"
+#include "merger/format/label.hpp"
+#include "merger/format/manifest.hpp"
+#include "merger/format/record.hpp"
+#include "merger/loader.hpp"
+#include "merger/metadata.hpp"
 #include "merger/verify.hpp"
 #include "merger/version.hpp"
 
@@ -17,8 +17,8 @@
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <deque>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <set>
 #include <span>
@@ -94,8 +94,10 @@ std::vector<size_t> strongly_connected(const std::vector<std::vector<size_t>>& d
       }
       if (edge < deps[v].size()) {
         size_t w = deps[v][edge++];
-        if (index[w] == unset) frames.emplace_back(w, 0);
-        else if (on_stack[w]) low[v] = std::min(low[v], index[w]);
+        if (index[w] == unset)
+          frames.emplace_back(w, 0);
+        else if (on_stack[w])
+          low[v] = std::min(low[v], index[w]);
         continue;
       }
       if (low[v] == index[v]) {
@@ -249,7 +251,6 @@ class PathTable {
   size_t builds_ = 0;
 };
 
-
 // One merge being planned: the inputs, what the passes have decided so far, and the problems
 // found. Each pass is a member function below; plan_merge runs them in order.
 struct Planner {
@@ -263,18 +264,19 @@ struct Planner {
   std::string all_inputs;     // every input's name, for problems about the merge as a whole
   MergePlan plan;
   WheelName out_name;
-  std::string data_dir;                  // the merged wheel's .data directory
-  std::deque<std::string> key_storage;   // the path tables' keys that are no input's path
-  PathTable payload, dist_info;          // dist_info keyed by the path inside the directory
-  std::vector<PlannedMember> members;    // payload, in no particular order until the end
+  std::string data_dir;                 // the merged wheel's .data directory
+  std::deque<std::string> key_storage;  // the path tables' keys that are no input's path
+  PathTable payload, dist_info;         // dist_info keyed by the path inside the directory
+  std::vector<PlannedMember> members;   // payload, in no particular order until the end
   std::vector<PlannedMember> dist_members;
   std::optional<MergedMetadata> metadata;
   std::map<std::string, std::vector<const VariantFile*>> by_package;  // package dir -> its variant files
-  std::vector<const VariantFile*> outside;  // private libraries outside every package
+  std::vector<const VariantFile*> outside;                            // private libraries outside every package
   std::set<std::string, std::less<>> patched_inits;  // __init__.py files replaced by their patched text
 
   size_t builds() const { return order.size(); }
   const Wheel& build(size_t i) const { return inputs[order[i]]; }
+  const VariantLabel& label(size_t i) const { return plan.labels[i]; }
   const Wheel& first() const { return build(0); }
 
   // A generated member: its path and content kept in the plan's text.
@@ -305,15 +307,16 @@ struct Planner {
   void conflict(const std::string& path, const Row& row, std::string what) {
     std::vector<std::string> found;
     for (size_t i = 0; i < builds(); ++i)
-      found.push_back(fmt::format("{} ({}): {}", build(i).label, build(i).display,
-                                  row[i] ? fmt::format("sha256={}, {} bytes", base64url_nopad(*row[i]->sha256), row[i]->size) : "absent"));
+      found.push_back(fmt::format(
+          "{} ({}): {}", label(i).str(), build(i).display,
+          row[i] ? fmt::format("sha256={}, {} bytes", base64url_nopad(*row[i]->sha256), row[i]->size) : "absent"));
     problems.push_back({ProblemKind::conflict, all_inputs, path, std::move(what), "the same bytes in every build",
                         fmt::format("{}", fmt::join(found, "; "))});
   }
   const WheelFile* file_of(const VariantFile& v) const {
     const Row& row = payload.at(v.original);
     for (size_t i = 0; i < builds(); ++i)
-      if (build(i).label == v.label) return row[i];
+      if (label(i) == v.label) return row[i];
     return nullptr;
   }
   // Where import names start in `path`: where its site-packages path (site_packages_path)
@@ -346,11 +349,11 @@ struct Planner {
       }
     };
     std::unordered_map<std::pair<size_t, std::string_view>, size_t, Hash> children;  // (node, segment) -> node
-    std::vector<bool> is_package{false};  // node 0 is the wheel's root
+    std::vector<bool> is_package{false};                                             // node 0 is the wheel's root
   } packages;
   void build_package_tree();
 
-  void order_by_label();
+  bool order_by_label();
   std::string project_name(const Wheel& w) const;
   bool check_one_build();
   bool build_path_tables();
@@ -369,16 +372,21 @@ struct Planner {
   void finish_dist_info();
 };
 
-// Label order makes the plan independent of the order inputs were given in.
-void Planner::order_by_label() {
+// Label order makes the plan independent of the order inputs were given in. False, with a
+// problem for each, where inputs carry no label (read_inputs gives every input one).
+bool Planner::order_by_label() {
+  const size_t before = problems.size();
+  for (const Wheel& w : inputs)
+    if (!w.label)
+      problems.push_back({ProblemKind::usage, w.path, {}, "no variant label", std::string(kLabelForms), "none"});
+  if (problems.size() != before) return false;
   for (size_t i = 0; i < inputs.size(); ++i) order.push_back(i);
-  std::vector<std::optional<VariantLabel>> labels;
-  for (const Wheel& w : inputs) labels.push_back(VariantLabel::parse(w.label));
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return labels[a] < labels[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return *inputs[a].label < *inputs[b].label; });
   std::vector<std::string> displays;
   for (size_t i = 0; i < builds(); ++i) displays.push_back(build(i).display);
   all_inputs = fmt::format("{}", fmt::join(displays, ", "));
-  for (size_t i = 0; i < builds(); ++i) plan.labels.push_back(build(i).label);
+  for (size_t i = 0; i < builds(); ++i) plan.labels.push_back(*build(i).label);
+  return true;
 }
 
 // The project an input is a build of: its normalized name, with --name less the CUDA suffix
@@ -394,21 +402,35 @@ bool Planner::check_one_build() {
   const size_t before = problems.size();
   const Wheel& first = this->first();
   auto differ = [&](const Wheel& w, std::string what, std::string mine, std::string theirs) {
-    problems.push_back({ProblemKind::invalid_input, w.display, {}, std::move(what),
-                        std::move(theirs) + " (as " + first.display + ")", std::move(mine)});
+    problems.push_back({ProblemKind::invalid_input,
+                        w.display,
+                        {},
+                        std::move(what),
+                        std::move(theirs) + " (as " + first.display + ")",
+                        std::move(mine)});
   };
-  auto sorted = [](std::vector<std::string> v) { std::sort(v.begin(), v.end()); return fmt::format("{}", fmt::join(v, ".")); };
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return fmt::format("{}", fmt::join(v, "."));
+  };
   std::vector<std::vector<std::string>> platforms;
   for (size_t i = 0; i < builds(); ++i) {
     const Wheel& w = build(i);
     platforms.push_back(w.name.platform);
     auto suffix = options.name.empty() ? std::nullopt : name_suffix_label(w.name.name);
-    if (suffix && suffix->label != w.label)
-      problems.push_back({ProblemKind::invalid_input, w.display, {}, "variant label contradicts the CUDA major of the name",
-                          fmt::format("{} (from the name {})", suffix->label, w.name.name), w.label});
+    if (suffix && suffix->label != label(i))
+      problems.push_back({ProblemKind::invalid_input,
+                          w.display,
+                          {},
+                          "variant label contradicts the CUDA major of the name",
+                          fmt::format("{} (from the name {})", suffix->label.str(), w.name.name),
+                          label(i).str()});
     if (i == 0) continue;
     if (options.name.empty() && normalize_name(w.name.name) != normalize_name(first.name.name))
-      problems.push_back({ProblemKind::invalid_input, w.display, {}, "different distribution name",
+      problems.push_back({ProblemKind::invalid_input,
+                          w.display,
+                          {},
+                          "different distribution name",
                           fmt::format("{} (as {}), or --name NAME to merge distributions of different names into NAME",
                                       first.name.name, first.display),
                           w.name.name});
@@ -425,21 +447,26 @@ bool Planner::check_one_build() {
       std::string mine = w.wheel_fields.one(key).value_or(""), theirs = first.wheel_fields.one(key).value_or("");
       if (mine != theirs) differ(w, fmt::format("different {} in WHEEL", key), mine, theirs);
     }
-    std::string mine = w.metadata.one("Metadata-Version").value_or(""), theirs = first.metadata.one("Metadata-Version").value_or("");
+    std::string mine = w.metadata.one("Metadata-Version").value_or(""),
+                theirs = first.metadata.one("Metadata-Version").value_or("");
     if (mine != theirs) differ(w, "different Metadata-Version", mine, theirs);
   }
   std::string why;
   auto platform_tags = merge_platforms(platforms, why);
   if (!platform_tags)
-    problems.push_back({ProblemKind::invalid_input, all_inputs, {}, "different operating systems or architectures",
-                        "the same in every build", why});
+    problems.push_back({ProblemKind::invalid_input,
+                        all_inputs,
+                        {},
+                        "different operating systems or architectures",
+                        "the same in every build",
+                        why});
   if (problems.size() != before) return false;
 
   out_name = first.name;
   out_name.name = normalize_name(options.name.empty() ? first.name.name : options.name);
   out_name.version = first.base_version();
   out_name.platform = *platform_tags;
-  out_name.suffix_label.clear();
+  out_name.suffix_label.reset();
   plan.filename = out_name.filename();
   plan.tags = out_name.expanded_tags();
   plan.dist_info = out_name.name + "-" + out_name.version + ".dist-info";
@@ -462,9 +489,11 @@ bool Planner::build_path_tables() {
       bool in_data = !w.data_dir.empty() && f.path.starts_with(data_dir_prefix);
       PathTable& table = in_dist_info ? dist_info : payload;
       // The .data directory is named with each build's version; the merged one with the merged version.
-      std::string_view key = in_dist_info ? std::string_view(f.path).substr(w.dist_info.size() + 1)
-                             : in_data    ? std::string_view(key_storage.emplace_back(data_dir + std::string(f.path.substr(w.data_dir.size()))))
-                                          : std::string_view(f.path);
+      std::string_view key =
+          in_dist_info ? std::string_view(f.path).substr(w.dist_info.size() + 1)
+          : in_data
+              ? std::string_view(key_storage.emplace_back(data_dir + std::string(f.path.substr(w.data_dir.size()))))
+              : std::string_view(f.path);
       table.add(key, i, &f);
     }
   }
@@ -506,7 +535,7 @@ void Planner::classify_payload() {
       // One build: its extension modules go through the loader, under their own names.
       if (builds() == 1 && options.single_build_loader && is_module_file(path, *row.front()) &&
           !path.ends_with(".py") && (is_native(*row.front()) || is_native_name(path)))
-        plan.variant_files.push_back({build(0).label, path, path});
+        plan.variant_files.push_back({label(0), path, path});
       continue;
     }
     // Windows finds a DLL an extension module imports by its file name: a labelled copy
@@ -516,13 +545,15 @@ void Planner::classify_payload() {
     if (is_windows_library(path)) {
       const auto present = std::count_if(row.begin(), row.end(), [](const WheelFile* f) { return f != nullptr; });
       if (present == 1) {
-        const size_t i = static_cast<size_t>(std::find_if(row.begin(), row.end(), [](const WheelFile* f) { return f; }) - row.begin());
+        const size_t i = static_cast<size_t>(
+            std::find_if(row.begin(), row.end(), [](const WheelFile* f) { return f; }) - row.begin());
         members.push_back(copied(path, i, *row[i]));
-        plan.variant_files.push_back({build(i).label, path, path});
+        plan.variant_files.push_back({label(i), path, path});
         continue;
       }
-      conflict(path, row, "a DLL that differs between builds: Windows would not find the selected build's copy under a "
-                          "labelled name (per-build DLLs of one name on Windows are not supported yet)");
+      conflict(path, row,
+               "a DLL that differs between builds: Windows would not find the selected build's copy under a "
+               "labelled name (per-build DLLs of one name on Windows are not supported yet)");
       continue;
     }
     bool native = std::any_of(row.begin(), row.end(), [](const WheelFile* f) { return f && is_native(*f); });
@@ -539,7 +570,7 @@ void Planner::classify_payload() {
           path));
     for (size_t i = 0; i < builds(); ++i) {
       if (!row[i]) continue;
-      std::string stored = labelled_path(path, build(i).label);
+      std::string stored = labelled_path(path, label(i));
       if (std::string why = unsafe_name_reason(stored); !why.empty()) {
         conflict(stored, row, fmt::format("the labelled name of {} is not a safe name ({})", path, why));
         continue;
@@ -549,7 +580,7 @@ void Planner::classify_payload() {
         continue;
       }
       members.push_back(copied(stored, i, *row[i]));
-      plan.variant_files.push_back({build(i).label, path, stored});
+      plan.variant_files.push_back({label(i), path, stored});
     }
   }
 }
@@ -573,7 +604,7 @@ void Planner::carry_dist_info() {
       dist_members.push_back(copied(path, 0, *row.front()));
     } else if (rel.rfind("sboms/", 0) == 0) {
       for (size_t i = 0; i < builds(); ++i)
-        if (row[i]) dist_members.push_back(copied(labelled_path(path, build(i).label), i, *row[i]));
+        if (row[i]) dist_members.push_back(copied(labelled_path(path, label(i)), i, *row[i]));
     } else {
       conflict(first().dist_info + "/" + rel, row, "dist-info file differs between builds");
     }
@@ -591,8 +622,8 @@ void Planner::build_package_tree() {
     if (!(path == "__init__.py" || path.ends_with("/__init__.py")) || !same_everywhere(row)) continue;
     size_t node = 0, start = 0, at;
     while ((at = path.find('/', start)) != std::string::npos) {
-      auto [it, fresh] = packages.children.try_emplace(std::pair(node, std::string_view(path).substr(start, at - start)),
-                                                       packages.is_package.size());
+      auto [it, fresh] = packages.children.try_emplace(
+          std::pair(node, std::string_view(path).substr(start, at - start)), packages.is_package.size());
       if (fresh) packages.is_package.push_back(false);
       node = it->second;
       start = at + 1;
@@ -616,12 +647,14 @@ void Planner::group_by_package() {
     } else {
       problems.push_back({ProblemKind::conflict, all_inputs, v.original,
                           "variant file has no package __init__.py above it to load it from",
-                          "a file inside a regular package", "none of its directories has an __init__.py shared by every build"});
+                          "a file inside a regular package",
+                          "none of its directories has an __init__.py shared by every build"});
     }
   }
   if (by_package.empty() && !outside.empty()) {
     for (const VariantFile* v : outside)
-      problems.push_back({ProblemKind::conflict, all_inputs, v->original, "private library differs between builds, but no package loads it",
+      problems.push_back({ProblemKind::conflict, all_inputs, v->original,
+                          "private library differs between builds, but no package loads it",
                           "a package with variant extension modules", "none"});
   }
 }
@@ -632,7 +665,12 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
   // Paths as the installed loader sees them: from its package's directory in site-packages,
   // where the root and .data's purelib and platlib meet.
   const std::string home = *site_packages_path(package + "/");  // "pkg/"
-  const std::string up = [&] { std::string u; for (char c : home) if (c == '/') u += "../"; return u; }();
+  const std::string up = [&] {
+    std::string u;
+    for (char c : home)
+      if (c == '/') u += "../";
+    return u;
+  }();
   auto relative = [&](const std::string& path) {
     std::string installed = *site_packages_path(path);
     return installed.starts_with(home) ? installed.substr(home.size()) : up + installed;
@@ -641,26 +679,27 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
   std::replace(dotted.begin(), dotted.end(), '/', '.');
   LoaderManifest manifest;
   manifest.package = dotted;
-  manifest.distribution = options.name.empty() ? first().metadata.one("Name").value_or(first().name.name) : options.name;
+  manifest.distribution =
+      options.name.empty() ? first().metadata.one("Name").value_or(first().name.name) : options.name;
   manifest.variants = plan.labels;
   // Inputs of one merge share a selector (merge_wheels refuses a mix).
-  if (auto label = VariantLabel::parse(plan.labels.front())) manifest.selector = selector_name(label->selector());
+  manifest.selector = plan.labels.front().selector();
   manifest.wheelmerge = std::string(kVersion);
   manifest.driver_fallback = options.driver_fallback;
   // Builds that require no cuda-bindings (CuPy) select by the CUDA runtime wheels and the driver.
-  if (manifest.selector == "cuda") manifest.cuda_bindings = !metadata || metadata->cuda_bindings;
+  if (manifest.selector == Selector::cuda) manifest.cuda_bindings = !metadata || metadata->cuda_bindings;
   manifest.driver_fallback = options.driver_fallback || !manifest.cuda_bindings;
   // The extras that install what each build needs, so that the loader proposes only
   // `pip install "dist[...]"` commands that exist: the label when it is an extra (the build's
   // own requirements, its cuda-bindings among them), and for builds without cuda-bindings the
   // per-build extras that bring their CUDA runtime (CuPy's `ctk-cu12`).
   if (metadata) {
-    for (const std::string& label : metadata->label_extras) manifest.extras[label].push_back(label);
+    for (const VariantLabel& label : metadata->label_extras) manifest.extras[label].push_back(label.str());
     if (!manifest.cuda_bindings)
       for (const auto& [label, extras] : metadata->runtime_extras)
         for (const std::string& extra : extras) manifest.extras[label].push_back(extra);
   }
-  for (const std::string& label : plan.labels) {
+  for (const VariantLabel& label : plan.labels) {
     BuildFiles& build = manifest.builds[label];
     std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
     for (const VariantFile* v : files) {
@@ -718,7 +757,8 @@ void Planner::add_loaders() {
     const std::string loader_stem = package + "/" + std::string(kLoaderModule.substr(0, kLoaderModule.find('.')));
     // Paths starting with the stem sort together: look there, not through the whole table.
     std::optional<std::string_view> shadow;
-    for (size_t at = payload.lower_bound(loader_stem); at < payload.size() && payload.key(at).starts_with(loader_stem); ++at) {
+    for (size_t at = payload.lower_bound(loader_stem); at < payload.size() && payload.key(at).starts_with(loader_stem);
+         ++at) {
       std::string_view p = payload.key(at);
       std::string_view rest = p.substr(loader_stem.size());
       if (rest.starts_with("_rules")) rest.remove_prefix(std::strlen("_rules"));  // the rules module's stem
@@ -728,12 +768,14 @@ void Planner::add_loaders() {
       }
     }
     if (shadow) {
-      problems.push_back({ProblemKind::conflict, all_inputs, std::string(*shadow), "the package already has a module of the loader's name",
+      problems.push_back({ProblemKind::conflict, all_inputs, std::string(*shadow),
+                          "the package already has a module of the loader's name",
                           "no " + loader_stem.substr(package.size() + 1) + " module or directory", "this one"});
       continue;
     }
     members.push_back(generated(package + "/" + std::string(kLoaderModule), render_loader(manifest)));
-    members.push_back(generated(package + "/" + std::string(kRulesModule), render_rules(manifest.selector, manifest.package)));
+    members.push_back(
+        generated(package + "/" + std::string(kRulesModule), render_rules(manifest.selector, manifest.package)));
   }
   std::erase_if(members, [&](const PlannedMember& m) { return m.input && patched_inits.count(m.path); });
 }
@@ -779,20 +821,20 @@ void Planner::check_collisions() {
   // `wheelmerge verify` takes a name carrying a label for a variant file no manifest lists: a
   // merge with loaders refuses other files so named (they would not be told apart).
   if (!plan.variant_files.empty()) {
-    std::unordered_set<std::string> labels;
+    std::unordered_set<std::string> labels;       // as names spell them
     std::unordered_set<std::string_view> stored;  // views of plan.variant_files
     for (const VariantFile& v : plan.variant_files) {
-      labels.insert(v.label);
+      labels.insert(v.label.str());
       stored.insert(v.stored);
     }
     for (const PlannedMember& m : members) {
       if (stored.count(m.path) || !m.input) continue;
       if (std::string label = label_in_name(m.path, labels); !label.empty())
-        problems.push_back({ProblemKind::invalid_input, inputs[*m.input].display, std::string(m.path),
-                            "a file of every build is named like a variant file",
-                            "no variant label among the dot-separated pieces of its name",
-                            fmt::format("{} (wheelmerge verify would take it for a {} build file no loader lists)",
-                                        label, label)});
+        problems.push_back(
+            {ProblemKind::invalid_input, inputs[*m.input].display, std::string(m.path),
+             "a file of every build is named like a variant file",
+             "no variant label among the dot-separated pieces of its name",
+             fmt::format("{} (wheelmerge verify would take it for a {} build file no loader lists)", label, label)});
     }
   }
 }
@@ -804,11 +846,13 @@ void Planner::finish_dist_info() {
   if (!out_name.build.empty()) wheel += "Build: " + out_name.build + "\n";
   dist_members.push_back(generated(plan.dist_info + "/WHEEL", wheel));
   dist_members.push_back(generated(plan.dist_info + "/METADATA", metadata->text));
-  for (const auto& [rel, content] : options.dist_info_files) dist_members.push_back(generated(plan.dist_info + "/" + rel, content));
+  for (const auto& [rel, content] : options.dist_info_files)
+    dist_members.push_back(generated(plan.dist_info + "/" + rel, content));
   auto by_path = [](const PlannedMember& a, const PlannedMember& b) { return a.path < b.path; };
   std::sort(members.begin(), members.end(), by_path);
   std::sort(dist_members.begin(), dist_members.end(), by_path);
-  members.insert(members.end(), std::make_move_iterator(dist_members.begin()), std::make_move_iterator(dist_members.end()));
+  members.insert(members.end(), std::make_move_iterator(dist_members.begin()),
+                 std::make_move_iterator(dist_members.end()));
   dist_members.clear();
   const std::string record_path = plan.dist_info + "/RECORD";
   // RECORD's text is allocated once: a row is its path, its hash and size and five characters
@@ -827,21 +871,20 @@ void Planner::finish_dist_info() {
 
 }  // namespace
 
-std::string labelled_path(const std::string& path, const std::string& label) {
+std::string labelled_path(const std::string& path, const VariantLabel& label) {
   std::string dir = dirname(path);
   std::string base = basename(path);
   size_t dot = base.find('.', 1);  // a leading dot belongs to the stem
-  std::string renamed = dot == std::string::npos ? base + "." + label
-                                                 : base.substr(0, dot) + "." + label + base.substr(dot);
+  std::string renamed =
+      dot == std::string::npos ? base + "." + label.str() : base.substr(0, dot) + "." + label.str() + base.substr(dot);
   return dir.empty() ? renamed : dir + "/" + renamed;
 }
 
-std::optional<MergePlan> plan_merge(std::span<const Wheel> inputs, const MergeOptions& options,
-                                    Problems& problems, const std::function<void()>& files_read) {
+std::optional<MergePlan> plan_merge(std::span<const Wheel> inputs, const MergeOptions& options, Problems& problems,
+                                    const std::function<void()>& files_read) {
   const size_t before = problems.size();
   Planner p(inputs, options, problems);
-  p.order_by_label();
-  if (!p.check_one_build() || !p.build_path_tables()) return std::nullopt;
+  if (!p.order_by_label() || !p.check_one_build() || !p.build_path_tables()) return std::nullopt;
   p.classify_payload();
   p.carry_dist_info();
   p.group_by_package();
@@ -852,11 +895,13 @@ std::optional<MergePlan> plan_merge(std::span<const Wheel> inputs, const MergeOp
   if (problems.size() != before || !p.metadata) return std::nullopt;
   p.finish_dist_info();
   if (p.plan.loader_packages.empty() && inputs.size() == 1 && options.single_build_loader)
-    p.plan.warnings.push_back(fmt::format("{}: one build, with no extension module in a package, so the wheel has no loader",
-                                          p.all_inputs));
-  else if (p.plan.variant_files.empty() && inputs.size() > 1)  // two builds of one file, or a build that ignored its toolkit
-    p.plan.warnings.push_back(fmt::format("{}: no file outside the dist-info differs between the builds, so the merged wheel has no loader",
-                                          p.all_inputs));
+    p.plan.warnings.push_back(
+        fmt::format("{}: one build, with no extension module in a package, so the wheel has no loader", p.all_inputs));
+  else if (p.plan.variant_files.empty() &&
+           inputs.size() > 1)  // two builds of one file, or a build that ignored its toolkit
+    p.plan.warnings.push_back(
+        fmt::format("{}: no file outside the dist-info differs between the builds, so the merged wheel has no loader",
+                    p.all_inputs));
   return std::move(p.plan);
 }
 

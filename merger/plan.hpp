@@ -3,12 +3,13 @@
 #pragma once
 
 #include "merger/base/problem.hpp"
+#include "merger/format/label.hpp"
 #include "merger/wheel.hpp"
 
 #include <deque>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +19,7 @@ namespace wm {
 struct MergeOptions {
   std::vector<std::string> variant_globs;  // extra paths that may differ per build
   bool driver_fallback = false;            // let the loader ask the driver for its CUDA version
-  std::map<std::string, std::map<std::string, std::string>> build_info;  // per label, for build_info()
+  std::map<VariantLabel, std::map<std::string, std::string>> build_info;  // per label, for build_info()
   // The merged distribution's name (`--name`), given where the inputs are distributions of
   // different names ("cupy-cuda12x", "cupy-cuda13x" -> "cupy"); empty: the inputs' common name.
   std::string name;
@@ -35,7 +36,7 @@ struct MergeOptions {
 // A file that differs per build, stored under a labelled name; or, in a merge of one build, an
 // extension module its loader imports, stored under its own name (stored == original).
 struct VariantFile {
-  std::string label;
+  VariantLabel label;
   std::string original;  // path in the input wheel
   std::string stored;    // path in the merged wheel
   bool labelled() const { return stored != original; }
@@ -65,9 +66,9 @@ static_assert(sizeof(PlannedMember) <= 88);
 struct MergePlan {
   std::string filename;
   std::string dist_info;
-  std::vector<std::string> labels;
+  std::vector<VariantLabel> labels;  // the builds', in label order
   std::vector<std::string> tags;
-  std::vector<PlannedMember> members;  // in output order, RECORD last
+  std::vector<PlannedMember> members;                             // in output order, RECORD last
   std::shared_ptr<PlanText> text = std::make_shared<PlanText>();  // the members' paths and contents
   std::vector<VariantFile> variant_files;
   std::vector<std::string> loader_packages;  // package directories that got a loader
@@ -75,19 +76,20 @@ struct MergePlan {
   std::vector<std::string> warnings;
 };
 
-// `wheels` may come in any order; the plan is the same for every order. Pure: reads nothing but
-// the models (the text of __init__.py files included).
+// `wheels` may come in any order; the plan is the same for every order. Each must carry its
+// label (a problem for one that does not). Pure: reads nothing but the models (the text of
+// __init__.py files included).
 // `files_read`, when given, is called once the planner has read the last of the inputs' file
 // lists (Wheel::files, index, init_sources), before its last passes: a caller that owns the
 // inputs may free those lists there, the bulk of a large wheel's model.
-std::optional<MergePlan> plan_merge(std::span<const Wheel> wheels, const MergeOptions& options,
-                                    Problems& problems, const std::function<void()>& files_read = {});
+std::optional<MergePlan> plan_merge(std::span<const Wheel> wheels, const MergeOptions& options, Problems& problems,
+                                    const std::function<void()>& files_read = {});
 
 // The order to preload private libraries in, as indices into `libs`: each after every library
 // whose SONAME it needs; the given order decides among those ready at once and breaks cycles.
 std::vector<size_t> preload_order(const std::vector<const ElfInfo*>& libs);
 
 // "dir/_core.cpython-311-x86_64-linux-gnu.so" -> "dir/_core.cu12.cpython-311-x86_64-linux-gnu.so"
-std::string labelled_path(const std::string& path, const std::string& label);
+std::string labelled_path(const std::string& path, const VariantLabel& label);
 
 }  // namespace wm

@@ -1,11 +1,11 @@
 #include "merger/report.hpp"
 
+#include "merger/format/variant_metadata.hpp"
 #include "merger/gpu_code.hpp"
 #include "merger/loader.hpp"
-#include "merger/zip/member_stream.hpp"
-#include "merger/format/variant_metadata.hpp"
 #include "merger/verify.hpp"
 #include "merger/wheel.hpp"
+#include "merger/zip/member_stream.hpp"
 
 #include <fmt/format.h>
 
@@ -25,19 +25,28 @@ std::optional<VerifyReport> verify_variants_index(const std::string& path, Probl
     return std::nullopt;
   }
   if (size > kMaxVariantFile) {
-    problems.push_back({ProblemKind::invalid_input, display, {}, "variants index larger than wheelmerge reads",
-                        fmt::format("at most {} bytes", kMaxVariantFile), fmt::format("{} bytes", size)});
+    problems.push_back({ProblemKind::invalid_input,
+                        display,
+                        {},
+                        "variants index larger than wheelmerge reads",
+                        fmt::format("at most {} bytes", kMaxVariantFile),
+                        fmt::format("{} bytes", size)});
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
   std::string text(static_cast<size_t>(size), '\0');
   if (!in.read(text.data(), static_cast<std::streamsize>(text.size())) || in.peek() != EOF) {
-    problems.push_back({ProblemKind::other, path, {}, "cannot read the variants index", {}, "a read error or a changing file"});
+    problems.push_back(
+        {ProblemKind::other, path, {}, "cannot read the variants index", {}, "a read error or a changing file"});
     return std::nullopt;
   }
   if (std::string why = variant_index_problem(text); !why.empty()) {
-    problems.push_back({ProblemKind::invalid_input, display, {}, "not a variants index installers read alike",
-                        "PEP 825 variant metadata as uv and variantlib read it", why});
+    problems.push_back({ProblemKind::invalid_input,
+                        display,
+                        {},
+                        "not a variants index installers read alike",
+                        "PEP 825 variant metadata as uv and variantlib read it",
+                        why});
     return std::nullopt;
   }
   VerifyReport report;
@@ -120,14 +129,15 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
         variant_of[std::string(*member)] = label;
     };
     for (const auto& [label, build] : l.manifest.builds) {
-      for (const auto& [original, stored] : build.files) mark(stored, label);
-      for (const std::string& lib : build.preload) mark(lib, label);
+      for (const auto& [original, stored] : build.files) mark(stored, label.str());
+      for (const std::string& lib : build.preload) mark(lib, label.str());
     }
-    r.variants = l.manifest.variants;
+    r.variants = label_strings(l.manifest.variants);
     r.loaders.push_back({std::move(l.loader_path), std::move(l.manifest)});
   }
   for (const WheelFile& f : wheel->files) {
-    InspectReport::File file{std::string(f.path), f.size, wheel->zip.entries[f.entry].compressed_size, std::nullopt, {}, {}};
+    InspectReport::File file{std::string(f.path), f.size, wheel->zip.entries[f.entry].compressed_size,
+                             std::nullopt,        {},     {}};
     if (auto it = variant_of.find(file.path); it != variant_of.end()) {
       file.variant = it->second;
       r.variant_bytes[it->second] += f.size;

@@ -1,8 +1,8 @@
 // What `inspect` and `verify` find in one wheel, as values; cli/ renders them as text or JSON.
 #pragma once
 
-#include "merger/format/manifest.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/format/manifest.hpp"
 
 #include <cstdint>
 #include <map>

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -14,15 +15,14 @@
 #include <fstream>
 #include <set>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace wm {
 
 namespace {
 
 // "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl" -> "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64-cu12.whl"
-std::string variant_filename(const std::string& filename, const std::string& label) {
-  return filename.substr(0, filename.size() - 4) + "-" + label + ".whl";
+std::string variant_filename(const std::string& filename, const VariantLabel& label) {
+  return filename.substr(0, filename.size() - 4) + "-" + label.str() + ".whl";
 }
 
 // "{name}-{version}" of a plan: its dist-info directory less ".dist-info".
@@ -57,7 +57,8 @@ bool write_text_file(const std::string& dir, const std::string& name, const std:
 // say goes to `notes`, each naming the build.
 std::vector<std::string> build_sm_arch(const Wheel& w, std::vector<std::string>& notes, Problems& problems) {
   SmArch arch = build_sm_arch(build_gpu_code(w, problems));
-  for (const std::string& note : arch.notes) notes.push_back(fmt::format("{}: sm_arch: {}", w.label, note));
+  for (const std::string& note : arch.notes)
+    notes.push_back(fmt::format("{}: sm_arch: {}", w.build_label().str(), note));
   return arch.values;
 }
 
@@ -79,31 +80,34 @@ std::optional<VariantProperties> variant_properties(const VariantLabel& label, s
   return v;
 }
 
-std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inputs, const VariantsOptions& options,
-                                             const std::string& out_dir, DosTime time, Problems& problems) {
-  const size_t before = problems.size();
-  auto read = read_inputs(inputs, options.merge, problems);
-  if (!read) return std::nullopt;
-  std::vector<Wheel>& wheels = *read;
-  std::sort(wheels.begin(), wheels.end(),
-            [](const Wheel& a, const Wheel& b) { return *VariantLabel::parse(a.label) < *VariantLabel::parse(b.label); });
+namespace {
 
-  // Every output planned before any is written: each build alone, as a merge of one build with
-  // its variant.json, under the release's name and version.
+// Each build's variant properties, in the order of `wheels`; a problem for each build whose
+// label has none.
+std::vector<VariantProperties> build_properties(const std::vector<Wheel>& wheels, const VariantsOptions& options,
+                                                std::vector<std::string>& notes, Problems& problems) {
   std::vector<VariantProperties> variants;
-  std::vector<std::string> notes;
   for (const Wheel& w : wheels) {
     std::vector<std::string> sm_arch;
     if (options.sm_arch) sm_arch = build_sm_arch(w, notes, problems);
     std::string why;
-    if (auto v = variant_properties(*VariantLabel::parse(w.label), why, sm_arch)) variants.push_back(std::move(*v));
-    else problems.push_back({ProblemKind::usage, w.path, {}, "no variant properties for this build's label",
-                             "a CUDA label (cuNN)", why});
+    if (auto v = variant_properties(w.build_label(), why, sm_arch))
+      variants.push_back(std::move(*v));
+    else
+      problems.push_back(
+          {ProblemKind::usage, w.path, {}, "no variant properties for this build's label", "a CUDA label (cuNN)", why});
   }
-  if (problems.size() != before) return std::nullopt;
-  std::vector<MergePlan> plans;  // plans[i] is wheels[i] alone
+  return variants;
+}
+
+// The variant wheels' plans, plans[i] of wheels[i]: each build alone, as a merge of one build
+// with its variant.json, under the release's name and version.
+std::vector<MergePlan> plan_variant_wheels(const std::vector<Wheel>& wheels,
+                                           const std::vector<VariantProperties>& variants, const MergeOptions& options,
+                                           Problems& problems) {
+  std::vector<MergePlan> plans;
   for (size_t i = 0; i < wheels.size(); ++i) {
-    MergeOptions one = options.merge;
+    MergeOptions one = options;
     one.single_build_loader = false;  // the installer chose the build
     std::string document = variants_document({variants[i]});
     if (std::string why = variant_document_problem(document, variants[i].label); !why.empty())  // as verify reads it
@@ -111,59 +115,100 @@ std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inpu
     one.dist_info_files["variant.json"] = std::move(document);
     auto plan = plan_merge(std::span<const Wheel>(&wheels[i], 1), one, problems);
     if (!plan) continue;
-    plan->filename = variant_filename(plan->filename, variants[i].label);
+    plan->filename = variant_filename(plan->filename, wheels[i].build_label());
     if (!plans.empty() && plan->dist_info != plans.front().dist_info)
-      problems.push_back({ProblemKind::invalid_input, wheels[i].display, {}, "a different release than the other builds",
-                          "the name and version of " + release_of(plans.front()), release_of(*plan)});
+      problems.push_back({ProblemKind::invalid_input,
+                          wheels[i].display,
+                          {},
+                          "a different release than the other builds",
+                          "the name and version of " + release_of(plans.front()),
+                          release_of(*plan)});
     plans.push_back(std::move(*plan));
   }
+  return plans;
+}
+
+// Removes what `result` says was written.
+void remove_written(const VariantsResult& result) {
+  for (const std::string& path : result.wheels) std::remove(path.c_str());
+  if (result.merged) std::remove(result.merged->c_str());
+}
+
+// Writes the variant wheels, plans[i] of wheels[i] with the properties variants[i], and the
+// merged wheel where planned, into `result`; false, with none of them left, where one fails.
+bool write_planned(const std::vector<MergePlan>& plans, std::optional<MergePlan>& merged,
+                   const std::vector<Wheel>& wheels, const std::vector<VariantProperties>& variants,
+                   const std::string& out_dir, DosTime time, VariantsResult& result, Problems& problems) {
+  for (size_t i = 0; i < plans.size(); ++i) {
+    auto written = write_wheel(plans[i], std::span<const Wheel>(&wheels[i], 1), out_dir, time, problems);
+    if (!written) {
+      remove_written(result);
+      return false;
+    }
+    result.wheels.push_back(*written);
+    result.labels.push_back(wheels[i].build_label());
+    const auto& nvidia = variants[i].properties.at("nvidia");
+    result.sm_arch.push_back(nvidia.count("sm_arch") ? nvidia.at("sm_arch") : std::vector<std::string>());
+    result.warnings.insert(result.warnings.end(), plans[i].warnings.begin(), plans[i].warnings.end());
+  }
+  if (!merged) return true;
+  auto written = write_wheel(*merged, wheels, out_dir, time, problems);
+  if (!written) {
+    remove_written(result);
+    return false;
+  }
+  result.merged = *written;
+  result.warnings.insert(result.warnings.end(), merged->warnings.begin(), merged->warnings.end());
+  std::vector<PlannedMember>().swap(merged->members);
+  result.merged_plan = std::move(merged);
+  return true;
+}
+
+// `warnings` with each said once, in the order first said: an input's own warnings come back
+// in each plan that reads it (its variant wheel's and the merged wheel's).
+std::vector<std::string> said_once(std::vector<std::string> warnings) {
+  std::set<std::string> said;
+  std::vector<std::string> once;
+  for (std::string& w : warnings)
+    if (said.insert(w).second) once.push_back(std::move(w));
+  return once;
+}
+
+}  // namespace
+
+std::optional<VariantsResult> write_variants(const std::vector<WheelInput>& inputs, const VariantsOptions& options,
+                                             const std::string& out_dir, DosTime time, Problems& problems) {
+  const size_t before = problems.size();
+  auto read = read_inputs(inputs, options.merge, problems);  // every input with a label
+  if (!read) return std::nullopt;
+  std::vector<Wheel>& wheels = *read;
+  std::sort(wheels.begin(), wheels.end(),
+            [](const Wheel& a, const Wheel& b) { return a.build_label() < b.build_label(); });
+
+  // Every output planned before any is written.
+  std::vector<std::string> notes;
+  const std::vector<VariantProperties> variants = build_properties(wheels, options, notes, problems);
+  if (problems.size() != before) return std::nullopt;
+  std::vector<MergePlan> plans = plan_variant_wheels(wheels, variants, options.merge, problems);
   std::optional<MergePlan> merged;
   if (options.with_merged) merged = plan_merge(wheels, options.merge, problems);
   if (problems.size() != before) return std::nullopt;
 
   VariantsResult result;
   result.warnings = std::move(notes);
-  auto undo = [&] {
-    for (const std::string& path : result.wheels) std::remove(path.c_str());
-    if (result.merged) std::remove(result.merged->c_str());
-  };
-  for (size_t i = 0; i < plans.size(); ++i) {
-    auto written = write_wheel(plans[i], std::span<const Wheel>(&wheels[i], 1), out_dir, time, problems);
-    if (!written) {
-      undo();
-      return std::nullopt;
-    }
-    result.wheels.push_back(*written);
-    result.labels.push_back(variants[i].label);
-    const auto& nvidia = variants[i].properties.at("nvidia");
-    result.sm_arch.push_back(nvidia.count("sm_arch") ? nvidia.at("sm_arch") : std::vector<std::string>());
-    result.warnings.insert(result.warnings.end(), plans[i].warnings.begin(), plans[i].warnings.end());
-  }
-  if (merged) {
-    auto written = write_wheel(*merged, wheels, out_dir, time, problems);
-    if (!written) {
-      undo();
-      return std::nullopt;
-    }
-    result.merged = *written;
-    result.warnings.insert(result.warnings.end(), merged->warnings.begin(), merged->warnings.end());
-    std::vector<PlannedMember>().swap(merged->members);
-    result.merged_plan = std::move(merged);
-  }
-  // An input's own warnings come back in each plan that reads it (its variant wheel's and the
-  // merged wheel's): each is said once, in the order first said.
-  std::set<std::string> said;
-  std::vector<std::string> once;
-  for (std::string& w : result.warnings)
-    if (said.insert(w).second) once.push_back(std::move(w));
-  result.warnings = std::move(once);
+  if (!write_planned(plans, merged, wheels, variants, out_dir, time, result, problems)) return std::nullopt;
+  result.warnings = said_once(std::move(result.warnings));
   // {name}-{version}-variants.json: the name and version as in the wheels' file names.
   const std::string index = release_of(plans.front()) + "-variants.json";
   std::string error;
   if (!write_text_file(out_dir, index, variants_document(variants), error)) {
-    undo();
-    problems.push_back({ProblemKind::other, (std::filesystem::path(out_dir) / index).string(), {},
-                        "cannot write the variants index", {}, error});
+    remove_written(result);
+    problems.push_back({ProblemKind::other,
+                        (std::filesystem::path(out_dir) / index).string(),
+                        {},
+                        "cannot write the variants index",
+                        {},
+                        error});
     return std::nullopt;
   }
   result.index = (std::filesystem::path(out_dir) / index).string();

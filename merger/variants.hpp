@@ -6,10 +6,10 @@
 // fallback every other installer takes. docs/variants.md has the format chosen and why.
 #pragma once
 
-#include "merger/format/label.hpp"
-#include "merger/merge.hpp"
-#include "merger/format/variant_metadata.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/format/label.hpp"
+#include "merger/format/variant_metadata.hpp"
+#include "merger/merge.hpp"
 #include "merger/zip/zip_writer.hpp"
 
 #include <map>
@@ -35,10 +35,10 @@ struct VariantsOptions {
 };
 
 struct VariantsResult {
-  std::vector<std::string> wheels;  // the variant wheels written, in label order
-  std::vector<std::string> labels;
+  std::vector<std::string> wheels;                // the variant wheels written, in label order
+  std::vector<VariantLabel> labels;               // of the variant wheels, in the same order
   std::vector<std::vector<std::string>> sm_arch;  // per label: the sm_arch values given, if any
-  std::string index;                // {name}-{version}-variants.json
+  std::string index;                              // {name}-{version}-variants.json
   std::optional<std::string> merged;
   // With `with_merged`: the merged wheel's plan, less its members once the wheel is written
   // (what `build` reports: shared and variant files, warnings).

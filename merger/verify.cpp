@@ -1,15 +1,15 @@
 #include "merger/verify.hpp"
 
-#include "merger/loader.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "merger/base/text.hpp"
+#include "merger/loader.hpp"
 #include "merger/version.hpp"
 #include "merger/wheel.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "merger/zip/zip_archive.hpp"
 
 #include <fmt/format.h>
-#include <unordered_set>
 #include <nlohmann/json.hpp>
+#include <unordered_set>
 
 namespace wm {
 
@@ -18,8 +18,8 @@ namespace {
 bool imports_loader(std::string_view source) {
   const std::string_view line = kLoaderImport.substr(0, kLoaderImport.size() - 1);
   for (size_t at = source.find(line); at != std::string_view::npos; at = source.find(line, at + 1)) {
-    bool line_start = at == 0 || source[at - 1] == '\n' || source[at - 1] == '\r' ||
-                      (at == 3 && source.starts_with("\xef\xbb\xbf"));
+    bool line_start =
+        at == 0 || source[at - 1] == '\n' || source[at - 1] == '\r' || (at == 3 && source.starts_with("\xef\xbb\xbf"));
     size_t end = at + line.size();
     if (line_start && end < source.size() && (source[end] == '\n' || source[end] == '\r')) return true;
   }
@@ -80,7 +80,7 @@ void check_package(const LoaderFiles& l, const std::string& package_dir, const L
   for (const auto& [label, build] : manifest.builds)
     for (const auto& [module, file] : build.modules)
       if (module != manifest.package && !module.starts_with(manifest.package + "."))
-        fail(l.loader_path, fmt::format("manifest modules of {} names a module outside the package", label),
+        fail(l.loader_path, fmt::format("manifest modules of {} names a module outside the package", label.str()),
              "a module of " + manifest.package, module);
   if (!imports_loader(l.init_source))
     fail(package_dir + "/__init__.py", "package does not import its loader",
@@ -90,8 +90,9 @@ void check_package(const LoaderFiles& l, const std::string& package_dir, const L
 // Every path the manifest names is a member of the wheel; the members named are added to `listed`.
 void check_manifest_paths(const LoaderFiles& l, const LoaderManifest& manifest, const ManifestResolver& resolver,
                           std::set<std::string, std::less<>>& listed, const LoaderFailures& fail) {
-  for (const std::string& label : manifest.variants) {
-    const BuildFiles& build = manifest.builds.at(label);
+  for (const VariantLabel& variant : manifest.variants) {
+    const BuildFiles& build = manifest.builds.at(variant);
+    const std::string& label = variant.str();
     auto check = [&](const char* section, const std::string& rel) {
       std::string installed = ManifestResolver::installed(l.loader_path, rel);
       if (installed.empty()) {
@@ -99,7 +100,8 @@ void check_manifest_paths(const LoaderFiles& l, const LoaderManifest& manifest, 
              "a path relative to the package, inside the wheel", rel);
         return;
       }
-      if (auto member = resolver.member(installed)) listed.insert(std::string(*member));
+      if (auto member = resolver.member(installed))
+        listed.insert(std::string(*member));
       else
         fail(l.loader_path, fmt::format("manifest {} of {} names a file the wheel lacks", section, label), installed,
              "no such member");
@@ -138,15 +140,16 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
       fail(rules_path, "loader's rules module is missing", "the module beside the loader", "no such member");
     else if (*l.rules_source != render_rules(manifest->selector, manifest->package))
       fail(rules_path, "rules module is not the one wheelmerge " + std::string(kVersion) + " writes",
-           "the rendered rules module of selector " + manifest->selector, "other text");
+           "the rendered rules module of selector " + std::string(selector_name(manifest->selector)), "other text");
     check_package(l, package_dir, *manifest, fail);
     if (!found.empty() && found.front().manifest.variants != manifest->variants)
-      fail(l.loader_path, "loaders disagree on the variants", nlohmann::json(found.front().manifest.variants).dump(),
-           nlohmann::json(manifest->variants).dump());
+      fail(l.loader_path, "loaders disagree on the variants",
+           nlohmann::json(label_strings(found.front().manifest.variants)).dump(),
+           nlohmann::json(label_strings(manifest->variants)).dump());
     check_manifest_paths(l, *manifest, resolver, listed, fail);
     found.push_back({l.loader_path, std::move(*manifest)});
   }
-  if (!found.empty()) check_unlisted(found.front().manifest.variants, paths, listed, fail);
+  if (!found.empty()) check_unlisted(label_strings(found.front().manifest.variants), paths, listed, fail);
   return found;
 }
 
@@ -167,14 +170,16 @@ std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
     const WheelFile* f = wheel.find(member);
     if (!f) return {};
     if (f->size > budget) {
-      problems.push_back({ProblemKind::invalid_input, wheel.display, member, "loader files larger than wheelmerge reads",
+      problems.push_back({ProblemKind::invalid_input, wheel.display, member,
+                          "loader files larger than wheelmerge reads",
                           fmt::format("at most {} bytes of loaders and their __init__.py in all", kMaxLoaderBytes),
                           fmt::format("{} bytes more", f->size)});
       budget = 0;
       return {};
     }
     budget -= f->size;
-    return read_member(wheel.zip, wheel.zip.entries[f->entry], f->size, wheel.display, problems).value_or(std::string());
+    return read_member(wheel.zip, wheel.zip.entries[f->entry], f->size, wheel.display, problems)
+        .value_or(std::string());
   };
   std::vector<LoaderFiles> loaders;
   const std::string suffix = "/" + std::string(kLoaderModule);

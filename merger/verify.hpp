@@ -2,8 +2,8 @@
 // manifests against the files it holds.
 #pragma once
 
-#include "merger/format/manifest.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/format/manifest.hpp"
 
 #include <optional>
 #include <set>
@@ -15,9 +15,9 @@ namespace wm {
 
 // One package's loader in a merged wheel.
 struct LoaderFiles {
-  std::string loader_path;    // "pkg/_wheelmerge.py"
-  std::string loader_source;  // its text
-  std::string init_source;    // the text of the package's __init__.py, empty when absent
+  std::string loader_path;                  // "pkg/_wheelmerge.py"
+  std::string loader_source;                // its text
+  std::string init_source;                  // the text of the package's __init__.py, empty when absent
   std::optional<std::string> rules_source;  // the text of the _wheelmerge_rules.py beside it
 };
 

@@ -3,12 +3,12 @@
 #include "merger/base/bytes.hpp"
 #include "merger/base/digest.hpp"
 #include "merger/base/interrupt.hpp"
-#include "merger/format/label.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "merger/base/parallel.hpp"
-#include "merger/format/record.hpp"
 #include "merger/base/text.hpp"
+#include "merger/format/label.hpp"
+#include "merger/format/record.hpp"
 #include "merger/format/variant_metadata.hpp"
+#include "merger/zip/member_stream.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,13 +16,14 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
-#include <mutex>
-#include <tuple>
-#include <utility>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
+#include <stdexcept>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 
 namespace wm {
 
@@ -34,10 +35,12 @@ constexpr size_t kRecordSlack = 1024;
 
 // Core metadata fields that may appear once; readers disagree about which of several to use.
 bool single_use_field(std::string_view key) {
-  static constexpr std::string_view kSingle[] = {
-      "Metadata-Version", "Name", "Version", "Summary", "Description", "Description-Content-Type",
-      "Keywords", "Home-page", "Download-URL", "Author", "Author-email", "Maintainer",
-      "Maintainer-email", "License", "License-Expression", "Requires-Python"};
+  static constexpr std::string_view kSingle[] = {"Metadata-Version", "Name",         "Version",
+                                                 "Summary",          "Description",  "Description-Content-Type",
+                                                 "Keywords",         "Home-page",    "Download-URL",
+                                                 "Author",           "Author-email", "Maintainer",
+                                                 "Maintainer-email", "License",      "License-Expression",
+                                                 "Requires-Python"};
   return std::any_of(std::begin(kSingle), std::end(kSingle), [&](std::string_view k) { return iequals(k, key); });
 }
 
@@ -68,7 +71,8 @@ MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, RecordA
     return verify_member(w, entry, algorithm, keep_text);
   } catch (const std::exception& error) {
     MemberResult result;
-    result.problem = Problem{ProblemKind::other, w.display, std::string(entry.name), "cannot read the member", {}, error.what()};
+    result.problem =
+        Problem{ProblemKind::other, w.display, std::string(entry.name), "cannot read the member", {}, error.what()};
     return result;
   }
 }
@@ -81,22 +85,26 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
   std::optional<ElfScanner> elf;
   bool first = true;
   if (keep_text) result.text.emplace();  // bounded: streaming stops at the declared size
-  result.problem = stream_member(w.zip, entry, [&](std::span<const uint8_t> chunk) {
-    if (first && ElfScanner::has_magic(chunk)) elf.emplace();
-    if (first) result.pe = is_pe_image(chunk);
-    first = false;
-    if (result.text) result.text->append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
-    sha.update(chunk);
-    if (other) other->update(chunk);
-    if (elf) elf->feed(chunk);
-    return true;
-  }, w.display, [&] {
-    sha = Digest::sha256();
-    if (other) other = Digest::of(algorithm);
-    elf.reset();
-    first = true;
-    if (result.text) result.text->clear();
-  });
+  result.problem = stream_member(
+      w.zip, entry,
+      [&](std::span<const uint8_t> chunk) {
+        if (first && ElfScanner::has_magic(chunk)) elf.emplace();
+        if (first) result.pe = is_pe_image(chunk);
+        first = false;
+        if (result.text) result.text->append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+        sha.update(chunk);
+        if (other) other->update(chunk);
+        if (elf) elf->feed(chunk);
+        return true;
+      },
+      w.display,
+      [&] {
+        sha = Digest::sha256();
+        if (other) other = Digest::of(algorithm);
+        elf.reset();
+        first = true;
+        if (result.text) result.text->clear();
+      });
   if (result.problem) return result;
   result.sha256 = sha.finish_sha256();
   if (other) result.record_digest = other->finish();
@@ -106,23 +114,30 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
     if (auto range = elf->missing_strings()) {
       uint64_t pos = 0;
       strings.reserve(range->size);
-      stream_member(w.zip, entry, [&](std::span<const uint8_t> chunk) {
-        uint64_t lo = std::max(pos, range->offset), hi = std::min(pos + chunk.size(), range->offset + range->size);
-        if (lo < hi) strings.insert(strings.end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
-        pos += chunk.size();
-        return pos < range->offset + range->size;
-      }, w.display, [&] {
-        pos = 0;
-        strings.clear();
-      });
+      stream_member(
+          w.zip, entry,
+          [&](std::span<const uint8_t> chunk) {
+            uint64_t lo = std::max(pos, range->offset), hi = std::min(pos + chunk.size(), range->offset + range->size);
+            if (lo < hi) strings.insert(strings.end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
+            pos += chunk.size();
+            return pos < range->offset + range->size;
+          },
+          w.display,
+          [&] {
+            pos = 0;
+            strings.clear();
+          });
     }
     std::string beyond_limits;
     result.elf_info = elf->finish(strings, &beyond_limits);
     if (!beyond_limits.empty())
-      result.problem = Problem{ProblemKind::invalid_input, w.display, std::string(entry.name), "ELF file beyond wheelmerge's limits",
-                               fmt::format("at most {} DT_NEEDED entries and names of at most {} bytes", kMaxElfNeeded,
-                                           kMaxElfNameBytes),
-                               beyond_limits};
+      result.problem = Problem{
+          ProblemKind::invalid_input,
+          w.display,
+          std::string(entry.name),
+          "ELF file beyond wheelmerge's limits",
+          fmt::format("at most {} DT_NEEDED entries and names of at most {} bytes", kMaxElfNeeded, kMaxElfNameBytes),
+          beyond_limits};
   }
   return result;
 }
@@ -133,10 +148,10 @@ struct Reader {
   Problems& problems;
   size_t before;  // problems.size() when reading began
 
-  Reader(const WheelInput& input, Problems& problems_) : problems(problems_) {
-    w.path = input.path;
-    w.display = std::filesystem::path(input.path).filename().string();
-    w.label = detect_label(input);
+  Reader(const std::string& path, std::optional<VariantLabel> label, Problems& problems_) : problems(problems_) {
+    w.path = path;
+    w.display = std::filesystem::path(path).filename().string();
+    w.label = std::move(label);
     before = problems.size();
   }
   void fail(std::string_view member, std::string what, std::string expected = {}, std::string found = {}) {
@@ -190,7 +205,8 @@ bool check_layout(Reader& r) {
   };
   if (!stem_matches(w.dist_info, ".dist-info"))
     r.fail(w.dist_info + "/", "dist-info directory not named for the wheel", expected_stem + ".dist-info", w.dist_info);
-  if (datas.size() > 1) r.fail({}, "several .data directories", "at most one", fmt::format("{}", fmt::join(datas, ", ")));
+  if (datas.size() > 1)
+    r.fail({}, "several .data directories", "at most one", fmt::format("{}", fmt::join(datas, ", ")));
   if (datas.size() == 1) {
     w.data_dir = *datas.begin();
     if (!stem_matches(w.data_dir, ".data"))
@@ -240,11 +256,13 @@ void list_files(Reader& r) {
 // its trailing dot) or open a device.
 void check_windows_names(Reader& r) {
   const auto& platforms = r.w.name.platform;
-  if (std::none_of(platforms.begin(), platforms.end(), [](const std::string& p) { return p.starts_with("win"); })) return;
+  if (std::none_of(platforms.begin(), platforms.end(), [](const std::string& p) { return p.starts_with("win"); }))
+    return;
   for (const ZipEntry& e : r.w.zip.entries)
     if (std::string why = windows_name_reason(e.name); !why.empty())
-      r.fail(e.name, "member name Windows cannot create", "a name Windows writes as it is (the wheel is for " +
-             fmt::format("{}", fmt::join(platforms, ", ")) + ")", why);
+      r.fail(e.name, "member name Windows cannot create",
+             "a name Windows writes as it is (the wheel is for " + fmt::format("{}", fmt::join(platforms, ", ")) + ")",
+             why);
 }
 
 void check_installed_paths(Reader& r) {
@@ -262,10 +280,14 @@ void check_installed_paths(Reader& r) {
       if (rest.find('/') == std::string_view::npos) continue;  // refused as an unknown key
       std::string_view key = rest.substr(0, rest.find('/'));
       std::string_view under = rest.substr(key.size() + 1);
-      if (key == "purelib" || key == "platlib") target = "site-packages/" + std::string(under);
-      else if (key == "scripts") target = "prefix/bin/" + std::string(under);
-      else if (key == "data") target = "prefix/" + std::string(under);
-      else target = "headers/" + std::string(under);
+      if (key == "purelib" || key == "platlib")
+        target = "site-packages/" + std::string(under);
+      else if (key == "scripts")
+        target = "prefix/bin/" + std::string(under);
+      else if (key == "data")
+        target = "prefix/" + std::string(under);
+      else
+        target = "headers/" + std::string(under);
     }
     installed.push_back(std::move(target));
     members.push_back(f.path);
@@ -274,7 +296,8 @@ void check_installed_paths(Reader& r) {
     const std::string_view member = members[clash.name];
     const std::string other(members[clash.other]);
     if (clash.kind == NameClash::Kind::file_and_directory)
-      r.fail(member, "installs where another member needs a directory", "one kind of entry per installed path", "also " + other);
+      r.fail(member, "installs where another member needs a directory", "one kind of entry per installed path",
+             "also " + other);
     else
       r.fail(member, "installs onto the same path as another member", "one member per installed path", "also " + other);
   }
@@ -339,9 +362,10 @@ void check_wheel_file(Reader& r, const std::string& text) {
   std::sort(tags.begin(), tags.end());
   tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
   if (tags != w.name.expanded_tags())
-    w.warnings.push_back(fmt::format("{}: {}: Tag lines ({}) differ from the file name's tags ({}); the file name's are used",
-                                     w.display, wheel_member, tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")),
-                                     fmt::format("{}", fmt::join(w.name.expanded_tags(), ", "))));
+    w.warnings.push_back(
+        fmt::format("{}: {}: Tag lines ({}) differ from the file name's tags ({}); the file name's are used", w.display,
+                    wheel_member, tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")),
+                    fmt::format("{}", fmt::join(w.name.expanded_tags(), ", "))));
   auto build = w.wheel_fields.one("Build");
   if (build.value_or("") != w.name.build)
     r.fail(wheel_member, "Build does not match the file name's build tag",
@@ -431,7 +455,8 @@ RecordRows read_record_rows(Reader& r, std::string_view text) {
   // Stable: the message names each duplicated path once, as often as it is repeated.
   std::stable_sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) { return a.path < b.path; });
   for (size_t i = 1; i < rows.size(); ++i)
-    if (rows[i].path == rows[i - 1].path) r.fail(record_path, "duplicate RECORD row", "one row per file", std::string(rows[i].path));
+    if (rows[i].path == rows[i - 1].path)
+      r.fail(record_path, "duplicate RECORD row", "one row per file", std::string(rows[i].path));
   return std::move(*parsed);
 }
 
@@ -445,19 +470,22 @@ void check_record_entries(Reader& r, const RecordRows& rows, OtherDigests& other
   const std::string record_path = r.record_path();
   std::vector<bool> used(rows.size(), false);
   auto row_of = [&](std::string_view path) -> std::optional<size_t> {
-    auto it = std::lower_bound(rows.begin(), rows.end(), path, [](const RecordRow& row, std::string_view p) { return row.path < p; });
+    auto it = std::lower_bound(rows.begin(), rows.end(), path,
+                               [](const RecordRow& row, std::string_view p) { return row.path < p; });
     if (it == rows.end() || it->path != path) return std::nullopt;
     return static_cast<size_t>(it - rows.begin());
   };
   for (size_t i = 0; i < w.files.size(); ++i) {
     WheelFile& f = w.files[i];
-    std::string rel = top_dir(f.path) == w.dist_info ? std::string(f.path.substr(w.dist_info.size() + 1)) : std::string();
+    std::string rel =
+        top_dir(f.path) == w.dist_info ? std::string(f.path.substr(w.dist_info.size() + 1)) : std::string();
     auto at = row_of(f.path);
     if (at) used[*at] = true;
     if (is_record_signature(rel)) {
-      w.warnings.push_back(fmt::format("{}: {}: a signature of RECORD, not checked (deprecated, and not covered by RECORD); "
-                                       "a merged or variant wheel leaves it out (its RECORD is new)",
-                                       w.display, f.path));
+      w.warnings.push_back(
+          fmt::format("{}: {}: a signature of RECORD, not checked (deprecated, and not covered by RECORD); "
+                      "a merged or variant wheel leaves it out (its RECORD is new)",
+                      w.display, f.path));
       continue;
     }
     if (!at) {
@@ -476,12 +504,15 @@ void check_record_entries(Reader& r, const RecordRows& rows, OtherDigests& other
     if (!hash) {
       r.fail(f.path, what, expected, found);
     } else if (row.size.empty() || row.size.find_first_not_of("0123456789") != std::string::npos) {
-      r.fail(f.path, "RECORD row without a valid size", "a decimal size", row.size.empty() ? "an empty field" : std::string(row.size));
+      r.fail(f.path, "RECORD row without a valid size", "a decimal size",
+             row.size.empty() ? "an empty field" : std::string(row.size));
     } else if (row.size != std::to_string(f.size)) {
-      r.fail(f.path, "size does not match RECORD", std::string(row.size) + " bytes (RECORD)", std::to_string(f.size) + " bytes");
+      r.fail(f.path, "size does not match RECORD", std::string(row.size) + " bytes (RECORD)",
+             std::to_string(f.size) + " bytes");
     } else {
       f.record_algorithm = hash->id;
-      if (f.record_algorithm == RecordAlgorithm::sha256) {  // RECORD's claim, until streaming puts the digest found there
+      if (f.record_algorithm ==
+          RecordAlgorithm::sha256) {  // RECORD's claim, until streaming puts the digest found there
         f.sha256.emplace();
         std::copy(hash->raw.begin(), hash->raw.end(), f.sha256->begin());
       } else {
@@ -514,7 +545,9 @@ std::vector<bool> init_texts_to_keep(const Wheel& w) {
 // gives no hash for.
 void drop_unstreamed_files(Wheel& w) {
   const std::string record_path = w.dist_info + "/RECORD";
-  std::erase_if(w.files, [&](const WheelFile& f) { return f.record_algorithm == RecordAlgorithm::none && f.path != record_path; });
+  std::erase_if(w.files, [&](const WheelFile& f) {
+    return f.record_algorithm == RecordAlgorithm::none && f.path != record_path;
+  });
   w.files.shrink_to_fit();
   w.build_index();
 }
@@ -522,7 +555,8 @@ void drop_unstreamed_files(Wheel& w) {
 }  // namespace
 
 std::optional<size_t> Wheel::position(std::string_view p) const {
-  auto it = std::lower_bound(index.begin(), index.end(), p, [&](uint32_t i, std::string_view q) { return files[i].path < q; });
+  auto it = std::lower_bound(index.begin(), index.end(), p,
+                             [&](uint32_t i, std::string_view q) { return files[i].path < q; });
   if (it == index.end() || files[*it].path != p) return std::nullopt;
   return *it;
 }
@@ -536,6 +570,11 @@ void Wheel::release_files() {
   std::vector<WheelFile>().swap(files);
   std::vector<uint32_t>().swap(index);
   std::unordered_map<std::string, std::string>().swap(init_sources);
+}
+
+const VariantLabel& Wheel::build_label() const {
+  if (!label) throw std::logic_error(display + " has no variant label, where a merge's inputs all have one");
+  return *label;
 }
 
 void Wheel::build_index() {
@@ -552,24 +591,30 @@ bool is_record_signature(const std::string& rel) { return rel == "RECORD.jws" ||
 
 std::vector<LabelSource> label_sources(const WheelInput& input) {
   std::vector<LabelSource> found;
-  if (!input.label.empty()) found.push_back({"PATH=LABEL", input.label});
+  if (!input.label.empty()) {
+    LabelSource given{"PATH=LABEL", input.label, std::nullopt, {}};
+    given.label = VariantLabel::parse(input.label, given.why);
+    found.push_back(std::move(given));
+  }
   // Read from the name's text, so a label is found even where the rest of the name is invalid.
   std::string file = std::filesystem::path(input.path).filename().string();
   if (file.size() <= 4 || file.substr(file.size() - 4) != ".whl") return found;
   std::string stem = file.substr(0, file.size() - 4);
-  if (size_t dot = stem.rfind('.'); dot != std::string::npos && VariantLabel::parse(stem.substr(dot + 1)))
-    found.push_back({".LABEL suffix", stem.substr(dot + 1)});
+  if (size_t dot = stem.rfind('.'); dot != std::string::npos)
+    if (auto suffix = VariantLabel::parse(stem.substr(dot + 1)))
+      found.push_back({".LABEL suffix", suffix->str(), suffix, {}});
   size_t first = stem.find('-'), second = stem.find('-', first + 1);
   if (first == std::string::npos) return found;
-  std::string local =
+  auto local =
       local_version_label(stem.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1));
-  if (!local.empty()) found.push_back({"+LABEL local version", local});
+  if (local) found.push_back({"+LABEL local version", local->str(), local, {}});
   return found;
 }
 
-std::string detect_label(const WheelInput& input) {
+std::optional<LabelSource> detect_label(const WheelInput& input) {
   std::vector<LabelSource> sources = label_sources(input);
-  return sources.empty() ? std::string() : sources.front().label;
+  if (sources.empty()) return std::nullopt;
+  return std::move(sources.front());
 }
 
 // Streaming: every member with a RECORD hash, of every wheel, read once, in parallel, largest
@@ -588,10 +633,12 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
     keep_text[k] = init_texts_to_keep(w);
     for (size_t i = 0; i < w.files.size(); ++i)
       if (w.files[i].record_algorithm != RecordAlgorithm::none)
-        order.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(i), w.zip.entries[w.files[i].entry].compressed_size});
+        order.push_back(
+            {static_cast<uint32_t>(k), static_cast<uint32_t>(i), w.zip.entries[w.files[i].entry].compressed_size});
   }
-  std::stable_sort(order.begin(), order.end(), [](const Item& a, const Item& b) { return a.compressed > b.compressed; });
-  std::mutex lock;  // guards `found` and every wheel's init_sources
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Item& a, const Item& b) { return a.compressed > b.compressed; });
+  std::mutex lock;                                             // guards `found` and every wheel's init_sources
   std::vector<std::tuple<uint32_t, uint32_t, Problem>> found;  // wheel, file, problem
   parallel_for(order.size(), [&](size_t n) {
     const Item item = order[n];
@@ -611,9 +658,13 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
         assert(it != o.other_digests.end() && it->first == item.file);  // check_record_entries put one
         expected = it->second;
       }
-      std::span<const uint8_t> actual = algorithm == RecordAlgorithm::sha256 ? std::span<const uint8_t>(result.sha256) : result.record_digest;
+      std::span<const uint8_t> actual =
+          algorithm == RecordAlgorithm::sha256 ? std::span<const uint8_t>(result.sha256) : result.record_digest;
       if (!std::equal(expected.begin(), expected.end(), actual.begin(), actual.end()))
-        problem = Problem{ProblemKind::invalid_input, w.display, std::string(f.path), "hash does not match RECORD",
+        problem = Problem{ProblemKind::invalid_input,
+                          w.display,
+                          std::string(f.path),
+                          "hash does not match RECORD",
                           fmt::format("{}={}", record_algorithm_name(algorithm), base64url_nopad(expected)),
                           fmt::format("{}={}", record_algorithm_name(algorithm), base64url_nopad(actual))};
       else
@@ -624,8 +675,10 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
     }
     if (problem || result.text) {
       std::lock_guard guard(lock);
-      if (problem) found.emplace_back(item.wheel, item.file, std::move(*problem));
-      else w.init_sources.emplace(f.path, std::move(*result.text));
+      if (problem)
+        found.emplace_back(item.wheel, item.file, std::move(*problem));
+      else
+        w.init_sources.emplace(f.path, std::move(*result.text));
     }
   });
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
@@ -643,8 +696,8 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
 
 // Each step adds its findings to `problems`; reading stops after a step that found any, where
 // later steps would only repeat them (WHEEL, METADATA and RECORD's rows are all checked first).
-std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problems) {
-  Reader r(input, problems);
+std::optional<OpenedWheel> open_wheel(const std::string& path, std::optional<VariantLabel> label, Problems& problems) {
+  Reader r(path, std::move(label), problems);
   if (!read_name_and_archive(r) || !check_layout(r)) return std::nullopt;
   list_files(r);
   if (r.failed()) return std::nullopt;
@@ -668,7 +721,8 @@ std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problem
 }
 
 std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems) {
-  auto opened = open_wheel(input, problems);
+  auto named = detect_label(input);
+  auto opened = open_wheel(input.path, named ? named->label : std::nullopt, problems);
   if (!opened) return std::nullopt;
   std::vector<OpenedWheel> one;
   one.push_back(std::move(*opened));

@@ -3,18 +3,19 @@
 #pragma once
 
 #include "merger/base/digest.hpp"
+#include "merger/base/problem.hpp"
 #include "merger/format/elf.hpp"
 #include "merger/format/headers.hpp"
-#include "merger/base/problem.hpp"
+#include "merger/format/label.hpp"
 #include "merger/format/requirement.hpp"
 #include "merger/format/wheel_name.hpp"
 #include "merger/zip/zip_archive.hpp"
 
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace wm {
@@ -34,26 +35,29 @@ struct WheelFile {  // fields ordered to pack: 80 bytes
   std::string_view path;
   uint64_t size = 0;
   std::shared_ptr<const ElfInfo> elf_info;  // for ELF files we could read
-  uint32_t entry = 0;  // index into the archive's entries
+  uint32_t entry = 0;                       // index into the archive's entries
   // The member's sha256: RECORD's claim (where RECORD uses sha256) until its bytes are
   // streamed, the digest of its bytes after; in a Wheel that read_wheel returns, both.
   std::optional<Sha256> sha256;
   bool executable : 1 = false;
-  bool elf : 1 = false;  // starts with the ELF magic
-  bool pe : 1 = false;   // a PE/COFF image (is_pe_image)
+  bool elf : 1 = false;                                      // starts with the ELF magic
+  bool pe : 1 = false;                                       // a PE/COFF image (is_pe_image)
   RecordAlgorithm record_algorithm = RecordAlgorithm::none;  // RECORD's, for this file
 };
 static_assert(sizeof(WheelFile) <= 80);
 
 struct WheelInput {
   std::string path;
-  std::string label;  // given explicitly as PATH=LABEL, else empty
+  std::string label;  // the text given explicitly as PATH=LABEL, else empty
 };
 
 struct Wheel {
   std::string path;
   std::string display;  // the file name, as messages show it
-  std::string label;    // "cu12"
+  // The build's label (cu12), as its input names it; none where it names none, as for most
+  // wheels `inspect` and `verify` read. A merge's inputs all have one: read_inputs and
+  // plan_merge refuse a wheel without.
+  std::optional<VariantLabel> label;
   WheelName name;
   ZipArchive zip;
   std::string dist_info;  // "{name}-{version}.dist-info"
@@ -61,34 +65,40 @@ struct Wheel {
   Headers wheel_fields;
   Headers metadata;
   std::vector<Requirement> requires_dist;  // METADATA's Requires-Dist, parsed, in order
-  std::vector<WheelFile> files;  // every regular member, in archive order
-  std::vector<uint32_t> index;   // positions in files, sorted by path (build_index)
+  std::vector<WheelFile> files;            // every regular member, in archive order
+  std::vector<uint32_t> index;             // positions in files, sorted by path (build_index)
   // The text of "__init__.py" files, by path, in archive order while they fit kMaxInitSources
   // bytes in all: the planner puts the loader import into a package's __init__.py without
   // reading the archive again.
   std::unordered_map<std::string, std::string> init_sources;
   std::vector<std::string> warnings;
 
-
   const WheelFile* find(std::string_view path) const;
   std::optional<size_t> position(std::string_view path) const;  // in files
-  void build_index();  // after files change
+  void build_index();                                           // after files change
   // Frees files, index and init_sources (the bulk of a large wheel's model), keeping the
   // archive and the dist-info fields.
   void release_files();
   std::string base_version() const { return strip_local_label(name.version); }
+  // The label of a build of a merge, for the stages after read_inputs and plan_merge have
+  // refused every wheel without one; std::logic_error for a wheel that has none.
+  const VariantLabel& build_label() const;
 };
 
 // Where an input names its label, each with the label found there, in order of precedence:
-// the explicit PATH=LABEL, the file name's ".cuNN" suffix, its "+cuNN" local version.
+// the explicit PATH=LABEL, the file name's ".cuNN" suffix, its "+cuNN" local version. This is
+// where an input's label is read: a suffix or local version counts only where it is a label;
+// a PATH=LABEL is kept either way, with `why` where it is none.
 struct LabelSource {
-  std::string_view form;  // "PATH=LABEL", ".LABEL suffix", "+LABEL local version"
-  std::string label;
+  std::string_view form;              // "PATH=LABEL", ".LABEL suffix", "+LABEL local version"
+  std::string text;                   // the label as the input names it (a local version's in its label form)
+  std::optional<VariantLabel> label;  // what `text` names; nullopt only for a PATH=LABEL that is no label
+  std::string why;                    // why it is none
 };
 std::vector<LabelSource> label_sources(const WheelInput& input);
 
-// The label an input carries: the first of label_sources(); empty if none.
-std::string detect_label(const WheelInput& input);
+// The label an input carries: the first of label_sources(); nullopt if none.
+std::optional<LabelSource> detect_label(const WheelInput& input);
 
 // Digests RECORD gives in another algorithm than sha256, by position in Wheel::files.
 using OtherDigests = std::vector<std::pair<uint32_t, std::vector<uint8_t>>>;
@@ -100,13 +110,15 @@ struct OpenedWheel {
   OtherDigests other_digests;  // sorted by position
 };
 
-// Reads and validates one wheel. nullopt with problems when it is not valid.
+// Reads and validates one wheel, with the label its input names (detect_label; none where it
+// names none or no valid one). nullopt with problems when it is not valid.
 std::optional<Wheel> read_wheel(const WheelInput& input, Problems& problems);
 
 // read_wheel in two steps, so that a merge opens its inputs one after another (RECORD's text
 // and rows are the largest part of reading that does not last) and then streams the members of
-// all of them together, largest first, on every core.
-std::optional<OpenedWheel> open_wheel(const WheelInput& input, Problems& problems);
+// all of them together, largest first, on every core. The wheel at `path` gets `label`, which
+// the caller has read from its input.
+std::optional<OpenedWheel> open_wheel(const std::string& path, std::optional<VariantLabel> label, Problems& problems);
 // Streams every member of every opened wheel: CRC, size, RECORD hash, ELF scan. Problems of
 // wheel i go to problems[i] (sized like `opened`); a wheel with none is returned.
 std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened, std::vector<Problems>& problems);

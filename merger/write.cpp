@@ -2,22 +2,22 @@
 
 #include "merger/base/bytes.hpp"
 #include "merger/base/interrupt.hpp"
-#include "merger/loader.hpp"
 #include "merger/base/memory.hpp"
-#include "merger/zip/member_stream.hpp"
+#include "merger/loader.hpp"
 #include "merger/verify.hpp"
+#include "merger/zip/member_stream.hpp"
 
 #include <fmt/format.h>
 #include <zip.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <set>
-#include <unordered_map>
-#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <unordered_map>
 
 namespace wm {
 
@@ -47,23 +47,32 @@ void check_members(const ZipArchive& zip, const MergePlan& plan, const CheckFail
     const PlannedMember& m = plan.members[i];
     const ZipEntry& e = zip.entries[i];
     if (e.name != m.path || e.uncompressed_size != m.size) {
-      fail(m.path, "member", fmt::format("{} ({} bytes)", m.path, m.size), fmt::format("{} ({} bytes)", e.name, e.uncompressed_size));
+      fail(m.path, "member", fmt::format("{} ({} bytes)", m.path, m.size),
+           fmt::format("{} ({} bytes)", e.name, e.uncompressed_size));
       continue;
     }
     if (!m.input) {  // generated: its bytes read back and compared with the plan's
       size_t at = 0;
       bool same = true;
-      auto p = stream_member(zip, e, [&](std::span<const uint8_t> chunk) {
-        same = same && at + chunk.size() <= m.content.size() && m.content.compare(at, chunk.size(), reinterpret_cast<const char*>(chunk.data()), chunk.size()) == 0;
-        at += chunk.size();
-        return true;
-      }, fail.display, [&] {
-        at = 0;
-        same = true;
-      });
-      if (p && p->kind == ProblemKind::interrupted) fail.problems.push_back(*p);  // not a failed check
-      else if (p) fail(m.path, p->what, p->expected, p->found);
-      else if (!same || at != m.content.size()) fail(m.path, "content", "the planned bytes", "other bytes");
+      auto p = stream_member(
+          zip, e,
+          [&](std::span<const uint8_t> chunk) {
+            same = same && at + chunk.size() <= m.content.size() &&
+                   m.content.compare(at, chunk.size(), reinterpret_cast<const char*>(chunk.data()), chunk.size()) == 0;
+            at += chunk.size();
+            return true;
+          },
+          fail.display,
+          [&] {
+            at = 0;
+            same = true;
+          });
+      if (p && p->kind == ProblemKind::interrupted)
+        fail.problems.push_back(*p);  // not a failed check
+      else if (p)
+        fail(m.path, p->what, p->expected, p->found);
+      else if (!same || at != m.content.size())
+        fail(m.path, "content", "the planned bytes", "other bytes");
     }
   }
 }
@@ -232,9 +241,8 @@ bool move_into_place(const Output& out, const std::string& self, const std::stri
 
 }  // namespace
 
-std::optional<std::string> write_wheel(const MergePlan& plan, std::span<const Wheel> inputs,
-                                       const std::string& out_dir, DosTime time, Problems& problems,
-                                       const WriteHooks& hooks) {
+std::optional<std::string> write_wheel(const MergePlan& plan, std::span<const Wheel> inputs, const std::string& out_dir,
+                                       DosTime time, Problems& problems, const WriteHooks& hooks) {
   namespace fs = std::filesystem;
   const std::string target = (fs::path(out_dir) / plan.filename).string();
   Output out;

@@ -4,8 +4,8 @@
 // temporary file is used and removed on failure; only a kill can leave that one behind.)
 #pragma once
 
-#include "merger/plan.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/plan.hpp"
 #include "merger/zip/zip_writer.hpp"
 
 #include <functional>
@@ -26,9 +26,8 @@ struct WriteHooks {
 };
 
 // Returns the path written; nullopt with problems (nothing left behind) on failure.
-std::optional<std::string> write_wheel(const MergePlan& plan, std::span<const Wheel> inputs,
-                                       const std::string& out_dir, DosTime time, Problems& problems,
-                                       const WriteHooks& hooks = {});
+std::optional<std::string> write_wheel(const MergePlan& plan, std::span<const Wheel> inputs, const std::string& out_dir,
+                                       DosTime time, Problems& problems, const WriteHooks& hooks = {});
 
 // The archive at `path` read back: structure, the names and order the plan promised, the
 // generated members' bytes and the loaders against the files (as `wheelmerge verify` checks

@@ -46,9 +46,7 @@ inline void put64(std::vector<uint8_t>& out, uint64_t v) {
   put32(out, v & 0xFFFFFFFF);
   put32(out, v >> 32);
 }
-inline void put_bytes(std::vector<uint8_t>& out, std::string_view s) {
-  out.insert(out.end(), s.begin(), s.end());
-}
+inline void put_bytes(std::vector<uint8_t>& out, std::string_view s) { out.insert(out.end(), s.begin(), s.end()); }
 
 inline std::span<const uint8_t> as_bytes(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};

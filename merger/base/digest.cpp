@@ -9,9 +9,7 @@ namespace wm {
 
 void Digest::CtxFree::operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
 
-Digest::Digest(const EVP_MD* md) : ctx_(EVP_MD_CTX_new()), md_(md) {
-  EVP_DigestInit_ex(ctx_.get(), md_, nullptr);
-}
+Digest::Digest(const EVP_MD* md) : ctx_(EVP_MD_CTX_new()), md_(md) { EVP_DigestInit_ex(ctx_.get(), md_, nullptr); }
 
 namespace {
 constexpr std::string_view kRecordAlgorithmNames[] = {"", "sha256", "sha384", "sha512"};
@@ -29,10 +27,13 @@ std::string_view record_algorithm_name(RecordAlgorithm algorithm) {
 
 Digest Digest::of(RecordAlgorithm algorithm) {
   switch (algorithm) {
-    case RecordAlgorithm::sha384: return Digest(EVP_sha384());
-    case RecordAlgorithm::sha512: return Digest(EVP_sha512());
+    case RecordAlgorithm::sha384:
+      return Digest(EVP_sha384());
+    case RecordAlgorithm::sha512:
+      return Digest(EVP_sha512());
     case RecordAlgorithm::sha256:
-    case RecordAlgorithm::none: break;
+    case RecordAlgorithm::none:
+      break;
   }
   assert(algorithm == RecordAlgorithm::sha256);
   return Digest(EVP_sha256());
@@ -44,9 +45,7 @@ std::optional<Digest> Digest::for_record_algorithm(std::string_view name) {
   return of(*algorithm);
 }
 
-void Digest::update(std::span<const uint8_t> data) {
-  EVP_DigestUpdate(ctx_.get(), data.data(), data.size());
-}
+void Digest::update(std::span<const uint8_t> data) { EVP_DigestUpdate(ctx_.get(), data.data(), data.size()); }
 
 std::vector<uint8_t> Digest::finish() {
   std::vector<uint8_t> out(EVP_MAX_MD_SIZE);

@@ -36,7 +36,7 @@ class Digest {
   void update(std::span<const uint8_t> data);
   std::vector<uint8_t> finish();
   Sha256 finish_sha256();  // finish() of a sha256 Digest, without a heap block
-  size_t size() const;  // digest length in bytes
+  size_t size() const;     // digest length in bytes
 
  private:
   explicit Digest(const EVP_MD* md);

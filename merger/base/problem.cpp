@@ -79,7 +79,8 @@ std::string describe(const Problem& p) {
     std::string detail;
     if (!p.expected.empty()) detail += "expected " + printable(p.expected);
     if (!p.found.empty())
-      detail += (detail.empty() ? "found " : ", found ") + (p.found_is_log ? indented(printable(p.found, true)) : printable(p.found));
+      detail += (detail.empty() ? "found " : ", found ") +
+                (p.found_is_log ? indented(printable(p.found, true)) : printable(p.found));
     out += out.empty() ? detail : ": " + detail;
   }
   return out;
@@ -87,11 +88,16 @@ std::string describe(const Problem& p) {
 
 const char* kind_name(ProblemKind kind) {
   switch (kind) {
-    case ProblemKind::usage: return "usage";
-    case ProblemKind::invalid_input: return "invalid-input";
-    case ProblemKind::conflict: return "conflict";
-    case ProblemKind::interrupted: return "interrupted";
-    case ProblemKind::other: break;
+    case ProblemKind::usage:
+      return "usage";
+    case ProblemKind::invalid_input:
+      return "invalid-input";
+    case ProblemKind::conflict:
+      return "conflict";
+    case ProblemKind::interrupted:
+      return "interrupted";
+    case ProblemKind::other:
+      break;
   }
   return "error";
 }
@@ -99,17 +105,23 @@ const char* kind_name(ProblemKind kind) {
 int exit_code(const Problems& problems) {
   if (problems.empty()) return 0;
   switch (problems.front().kind) {
-    case ProblemKind::usage: return 2;
-    case ProblemKind::invalid_input: return 3;
-    case ProblemKind::conflict: return 4;
-    case ProblemKind::interrupted: return 128 + (interrupted() ? interrupted() : 2);
-    case ProblemKind::other: break;
+    case ProblemKind::usage:
+      return 2;
+    case ProblemKind::invalid_input:
+      return 3;
+    case ProblemKind::conflict:
+      return 4;
+    case ProblemKind::interrupted:
+      return 128 + (interrupted() ? interrupted() : 2);
+    case ProblemKind::other:
+      break;
   }
   return 1;
 }
 
 Problem interruption(std::string file, std::string member, int signal) {
-  return {ProblemKind::interrupted, std::move(file), std::move(member), "interrupted", {}, fmt::format("signal {}", signal)};
+  return {ProblemKind::interrupted,        std::move(file), std::move(member), "interrupted", {},
+          fmt::format("signal {}", signal)};
 }
 
 }  // namespace wm

@@ -33,11 +33,21 @@ bool is_valid_utf8(std::string_view s) {
     auto c = static_cast<uint8_t>(s[i]);
     size_t extra;
     uint32_t cp;
-    if (c < 0x80) { ++i; continue; }
-    if ((c >> 5) == 0x6) { extra = 1; cp = c & 0x1F; }
-    else if ((c >> 4) == 0xE) { extra = 2; cp = c & 0x0F; }
-    else if ((c >> 3) == 0x1E) { extra = 3; cp = c & 0x07; }
-    else return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c >> 5) == 0x6) {
+      extra = 1;
+      cp = c & 0x1F;
+    } else if ((c >> 4) == 0xE) {
+      extra = 2;
+      cp = c & 0x0F;
+    } else if ((c >> 3) == 0x1E) {
+      extra = 3;
+      cp = c & 0x07;
+    } else
+      return false;
     if (s.size() - i <= extra) return false;
     for (size_t k = 1; k <= extra; ++k) {
       auto cc = static_cast<uint8_t>(s[i + k]);
@@ -64,16 +74,16 @@ std::string take(uint8_t* text, size_t length) {
 std::string fold_case(const std::string& name) {
   if (!is_valid_utf8(name)) return name;  // not UTF-8: compared as bytes
   size_t length = 0;
-  uint8_t* folded = u8_casefold(reinterpret_cast<const uint8_t*>(name.data()), name.size(), nullptr,
-                                UNINORM_NFC, nullptr, &length);
+  uint8_t* folded =
+      u8_casefold(reinterpret_cast<const uint8_t*>(name.data()), name.size(), nullptr, UNINORM_NFC, nullptr, &length);
   return folded ? take(folded, length) : name;
 }
 
 std::string nfc(const std::string& name) {
   if (!is_valid_utf8(name)) return name;
   size_t length = 0;
-  uint8_t* normal = u8_normalize(UNINORM_NFC, reinterpret_cast<const uint8_t*>(name.data()), name.size(),
-                                 nullptr, &length);
+  uint8_t* normal =
+      u8_normalize(UNINORM_NFC, reinterpret_cast<const uint8_t*>(name.data()), name.size(), nullptr, &length);
   return normal ? take(normal, length) : name;
 }
 

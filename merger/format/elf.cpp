@@ -170,7 +170,8 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std:
     auto limit = table.size() - index > kMaxNameBytes ? begin + kMaxNameBytes : table.end();
     auto end = std::find(begin, limit, uint8_t{0});
     if (end == limit) {  // unterminated, or longer than any file name
-      if (beyond_limits && limit != table.end()) *beyond_limits = "a name longer than " + std::to_string(kMaxNameBytes) + " bytes";
+      if (beyond_limits && limit != table.end())
+        *beyond_limits = "a name longer than " + std::to_string(kMaxNameBytes) + " bytes";
       return std::nullopt;
     }
     return std::string(begin, end);
@@ -212,7 +213,7 @@ void ElfSectionScanner::locate() {
     why_ = fmt::format("its section header entries are {} bytes, not 64", entry_size);
     return;
   }
-  count_pending_ = shnum == 0;  // the count is section 0's sh_size
+  count_pending_ = shnum == 0;              // the count is section 0's sh_size
   names_pending_ = shstrndx == kShnXindex;  // the names' index is section 0's sh_link
   if (!names_pending_ && shstrndx >= kShnLoreserve) {
     why_ = fmt::format("its section names index is {:#x}, a reserved index", shstrndx);
@@ -247,7 +248,8 @@ bool ElfSectionScanner::resolve_extended() {
   if (!count_pending_) {
     if (names_index_ >= count_) {
       window_.reset();
-      why_ = fmt::format("its section names index {} (section 0's sh_link) is not below its {} sections", names_index_, count_);
+      why_ = fmt::format("its section names index {} (section 0's sh_link) is not below its {} sections", names_index_,
+                         count_);
     }
     return false;
   }
@@ -260,10 +262,12 @@ bool ElfSectionScanner::resolve_extended() {
   }
   if (size > kMaxElfSections || size * kSectionEntry > file_size_ - table_offset_) {
     window_.reset();
-    why_ = size > kMaxElfSections
-               ? fmt::format("it has {} sections (section 0's sh_size), more than the {} read", size, kMaxElfSections)
-               : fmt::format("its section header table ({} entries, section 0's sh_size, at byte {}) lies past its end ({} bytes)",
-                             size, table_offset_, file_size_);
+    why_ =
+        size > kMaxElfSections
+            ? fmt::format("it has {} sections (section 0's sh_size), more than the {} read", size, kMaxElfSections)
+            : fmt::format(
+                  "its section header table ({} entries, section 0's sh_size, at byte {}) lies past its end ({} bytes)",
+                  size, table_offset_, file_size_);
     return false;
   }
   count_ = size;
@@ -311,7 +315,8 @@ void ElfSectionScanner::feed(std::span<const uint8_t> chunk) {
 
 ElfSectionScanner::State ElfSectionScanner::state() const {
   if (state_ != State::unreadable) return state_;
-  if (!window_ || bytes_lost_ || bytes_.size() != window_->size || count_pending_ || names_pending_) return State::unreadable;
+  if (!window_ || bytes_lost_ || bytes_.size() != window_->size || count_pending_ || names_pending_)
+    return State::unreadable;
   return State::read;
 }
 

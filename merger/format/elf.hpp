@@ -87,7 +87,7 @@ class ElfSectionScanner {
   std::string why_not() const;  // for unreadable
   uint16_t machine() const { return machine_; }
   uint64_t bytes_seen() const { return seen_; }
-  std::vector<Section> sections() const;  // state() == read
+  std::vector<Section> sections() const;                 // state() == read
   uint64_t names_index() const { return names_index_; }  // < sections().size() when read
   // The bytes of [offset, offset + size) when the kept window holds them.
   std::optional<std::span<const uint8_t>> kept(uint64_t offset, uint64_t size) const;

@@ -33,8 +33,8 @@ std::string Headers::to_string() const {
   return out;
 }
 
-std::optional<Headers> parse_headers(std::string_view text, const std::string& display_name,
-                                     const std::string& member, Problems& problems) {
+std::optional<Headers> parse_headers(std::string_view text, const std::string& display_name, const std::string& member,
+                                     Problems& problems) {
   Headers headers;
   size_t pos = 0;
   size_t line_no = 0;
@@ -42,9 +42,7 @@ std::optional<Headers> parse_headers(std::string_view text, const std::string& d
     // Lines end at "\r\n", "\r" or "\n", as Python's email parser (METADATA's readers) splits them.
     size_t eol = text.find_first_of("\r\n", pos);
     std::string_view line = text.substr(pos, eol == std::string_view::npos ? text.size() - pos : eol - pos);
-    size_t next = eol == std::string_view::npos ? text.size()
-                  : text.compare(eol, 2, "\r\n") == 0 ? eol + 2
-                                                     : eol + 1;
+    size_t next = eol == std::string_view::npos ? text.size() : text.compare(eol, 2, "\r\n") == 0 ? eol + 2 : eol + 1;
     ++line_no;
     if (line.empty()) {
       headers.body = std::string(text.substr(next));
@@ -53,8 +51,8 @@ std::optional<Headers> parse_headers(std::string_view text, const std::string& d
     if (line.front() == ' ' || line.front() == '\t') {
       if (headers.fields.empty()) {
         problems.push_back({ProblemKind::invalid_input, display_name, member,
-                            fmt::format("line {}: continuation line before any field", line_no),
-                            "\"Key: value\"", std::string(line)});
+                            fmt::format("line {}: continuation line before any field", line_no), "\"Key: value\"",
+                            std::string(line)});
         return std::nullopt;
       }
       headers.fields.back().value += "\n" + std::string(line);
@@ -62,8 +60,7 @@ std::optional<Headers> parse_headers(std::string_view text, const std::string& d
       size_t colon = line.find(':');
       if (colon == std::string_view::npos || colon == 0) {
         problems.push_back({ProblemKind::invalid_input, display_name, member,
-                            fmt::format("line {}: not a header field", line_no), "\"Key: value\"",
-                            std::string(line)});
+                            fmt::format("line {}: not a header field", line_no), "\"Key: value\"", std::string(line)});
         return std::nullopt;
       }
       std::string_view value = line.substr(colon + 1);

@@ -28,8 +28,8 @@ struct Headers {
   std::string to_string() const;
 };
 
-std::optional<Headers> parse_headers(std::string_view text, const std::string& display_name,
-                                     const std::string& member, Problems& problems);
+std::optional<Headers> parse_headers(std::string_view text, const std::string& display_name, const std::string& member,
+                                     Problems& problems);
 
 bool iequals(std::string_view a, std::string_view b);
 

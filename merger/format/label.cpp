@@ -30,9 +30,12 @@ std::optional<int> cuda_part(std::string_view text) {
 
 std::string_view selector_name(Selector selector) {
   switch (selector) {
-    case Selector::cuda: return "cuda";
-    case Selector::torch: return "torch";
-    case Selector::cpu: return "cpu";
+    case Selector::cuda:
+      return "cuda";
+    case Selector::torch:
+      return "torch";
+    case Selector::cpu:
+      return "cpu";
   }
   return "cuda";
 }
@@ -53,7 +56,8 @@ std::optional<VariantLabel> VariantLabel::parse(std::string_view text, std::stri
     // "torch" + the torch major (one digit) + its minor (one or two digits) + "_cu" + the CUDA
     // major: "torch210_cu12" is torch 2.10 built with CUDA 12.
     size_t underscore = text.find('_');
-    std::string_view version = text.substr(5, underscore == std::string_view::npos ? std::string_view::npos : underscore - 5);
+    std::string_view version =
+        text.substr(5, underscore == std::string_view::npos ? std::string_view::npos : underscore - 5);
     auto major = version.empty() ? std::nullopt : number(version.substr(0, 1), 1);
     auto minor = version.size() < 2 ? std::nullopt : number(version.substr(1), 2, true);
     auto cuda_major = underscore == std::string_view::npos ? std::nullopt : cuda_part(text.substr(underscore + 1));
@@ -82,15 +86,25 @@ VariantLabel VariantLabel::cuda(int major) {
 }
 
 VariantLabel VariantLabel::torch(int major, int minor, int cuda_major) {
-  return VariantLabel(Selector::torch, {major, minor, cuda_major}, fmt::format("torch{}{}_cu{}", major, minor, cuda_major));
+  return VariantLabel(Selector::torch, {major, minor, cuda_major},
+                      fmt::format("torch{}{}_cu{}", major, minor, cuda_major));
 }
 
-VariantLabel VariantLabel::cpu(int level) { return VariantLabel(Selector::cpu, {level, 0, 0}, fmt::format("x86_64_v{}", level)); }
+VariantLabel VariantLabel::cpu(int level) {
+  return VariantLabel(Selector::cpu, {level, 0, 0}, fmt::format("x86_64_v{}", level));
+}
 
 std::strong_ordering VariantLabel::operator<=>(const VariantLabel& other) const {
   if (auto c = selector_ <=> other.selector_; c != 0) return c;
   if (auto c = key_ <=> other.key_; c != 0) return c;
   return text_ <=> other.text_;
+}
+
+std::vector<std::string> label_strings(const std::vector<VariantLabel>& labels) {
+  std::vector<std::string> out;
+  out.reserve(labels.size());
+  for (const VariantLabel& label : labels) out.push_back(label.str());
+  return out;
 }
 
 std::vector<int> default_cuda_majors() { return {12, 13}; }

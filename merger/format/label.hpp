@@ -62,6 +62,15 @@ class VariantLabel {
   std::string text_;
 };
 
+// Orders labels by their text ("cu12" before "cu9"), as JSON orders an object's keys: for maps
+// by label that are iterated in the order of the JSON they mirror (the loader manifest's).
+struct LabelTextOrder {
+  bool operator()(const VariantLabel& a, const VariantLabel& b) const { return a.str() < b.str(); }
+};
+
+// The labels' text, in the same order: for JSON, messages and generated text.
+std::vector<std::string> label_strings(const std::vector<VariantLabel>& labels);
+
 // The CUDA majors built when neither the command line nor the configuration names any.
 std::vector<int> default_cuda_majors();
 

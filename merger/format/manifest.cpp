@@ -11,7 +11,7 @@
 namespace wm {
 
 std::vector<std::string> LoaderManifest::sources() const {
-  if (selector != "cuda") return {};
+  if (selector != Selector::cuda) return {};
   if (!cuda_bindings) return {"runtime", "driver"};
   if (driver_fallback) return {"cuda-bindings", "runtime", "driver"};
   return {"cuda-bindings"};
@@ -23,19 +23,20 @@ std::string LoaderManifest::to_json() const {
   j["wheelmerge"] = wheelmerge;
   j["package"] = package;
   j["distribution"] = distribution;
-  j["selector"] = selector;
-  j["variants"] = variants;
+  j["selector"] = std::string(selector_name(selector));
+  j["variants"] = label_strings(variants);
   j["sources"] = sources();
   static const BuildFiles kNone;
-  for (const std::string& label : variants) {  // every build has its sections, files or not
+  for (const VariantLabel& label : variants) {  // every build has its sections, files or not
     auto it = builds.find(label);
     const BuildFiles& build = it == builds.end() ? kNone : it->second;
     auto extra = extras.find(label);
-    j["extras"][label] = extra == extras.end() ? nlohmann::json::array() : nlohmann::json(extra->second);
-    j["modules"][label] = nlohmann::json(build.modules);
-    j["files"][label] = nlohmann::json(build.files);
-    j["preload"][label] = nlohmann::json(build.preload);
-    j["build_info"][label] = nlohmann::json(build.build_info);
+    const std::string& key = label.str();
+    j["extras"][key] = extra == extras.end() ? nlohmann::json::array() : nlohmann::json(extra->second);
+    j["modules"][key] = nlohmann::json(build.modules);
+    j["files"][key] = nlohmann::json(build.files);
+    j["preload"][key] = nlohmann::json(build.preload);
+    j["build_info"][key] = nlohmann::json(build.build_info);
   }
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
 }
@@ -43,7 +44,8 @@ std::string LoaderManifest::to_json() const {
 namespace {
 
 bool all_strings(const nlohmann::json& array) {
-  return array.is_array() && std::all_of(array.begin(), array.end(), [](const nlohmann::json& v) { return v.is_string(); });
+  return array.is_array() &&
+         std::all_of(array.begin(), array.end(), [](const nlohmann::json& v) { return v.is_string(); });
 }
 
 // An object whose values are all strings, as a map; nullopt for anything else.
@@ -66,34 +68,41 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
     return std::nullopt;
   };
   if (j.is_discarded() || !j.is_object()) return fail("not a JSON object");
-  static const std::set<std::string> kKeys{"format", "wheelmerge", "package", "distribution", "selector", "variants",
-                                           "sources", "extras", "modules", "files", "preload", "build_info"};
+  static const std::set<std::string> kKeys{"format",   "wheelmerge", "package", "distribution",
+                                           "selector", "variants",   "sources", "extras",
+                                           "modules",  "files",      "preload", "build_info"};
   for (const auto& [key, value] : j.items())
     if (!kKeys.count(key)) return fail(fmt::format("it has an unknown key {}", nlohmann::json(key).dump()));
   if (!j.contains("format") || !j["format"].is_number_integer() || j["format"] != kFormat)
     return fail(fmt::format("format is not {}", kFormat));
   LoaderManifest m;
+  std::string selector;  // read into m.selector once the fields before it are checked
   for (auto [key, field] : {std::pair{"wheelmerge", &m.wheelmerge}, std::pair{"package", &m.package},
-                            std::pair{"distribution", &m.distribution}, std::pair{"selector", &m.selector}}) {
+                            std::pair{"distribution", &m.distribution}, std::pair{"selector", &selector}}) {
     if (!j.contains(key) || !j[key].is_string()) return fail(fmt::format("{} is not a string", key));
     *field = j[key].get<std::string>();
   }
   if (m.package.empty()) return fail("package is empty");
   // The version goes into a comment line of the loader as it is: nothing but what versions hold.
-  if (m.wheelmerge.size() > 64 || m.wheelmerge.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+!_-") != std::string::npos)
+  if (m.wheelmerge.size() > 64 ||
+      m.wheelmerge.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+!_-") !=
+          std::string::npos)
     return fail(fmt::format("wheelmerge is not a version: {}", nlohmann::json(m.wheelmerge.substr(0, 64)).dump()));
-  if (!parse_selector(m.selector)) return fail("selector is not one of cuda, torch, cpu");
+  if (auto known = parse_selector(selector))
+    m.selector = *known;
+  else
+    return fail("selector is not one of cuda, torch, cpu");
   if (!j.contains("variants") || !all_strings(j["variants"]) || j["variants"].empty())
     return fail("variants is not a list of labels");
-  std::set<std::string> labels;
+  std::set<std::string> labels;  // as the sections' keys spell them
   for (const auto& v : j["variants"]) {
     std::string label = v.get<std::string>();
     auto parsed = VariantLabel::parse(label);
     if (!parsed) return fail(fmt::format("variant {} is not a variant label", nlohmann::json(label).dump()));
-    if (selector_name(parsed->selector()) != m.selector)
-      return fail(fmt::format("variant {} is no label of selector {}", label, m.selector));
+    if (parsed->selector() != m.selector)
+      return fail(fmt::format("variant {} is no label of selector {}", label, selector_name(m.selector)));
     if (!labels.insert(label).second) return fail(fmt::format("variant {} is listed twice", label));
-    m.variants.push_back(label);
+    m.variants.push_back(*parsed);
   }
   if (!j.contains("sources") || !all_strings(j["sources"])) return fail("sources is not a list");
   const auto sources = j["sources"].get<std::vector<std::string>>();
@@ -104,17 +113,21 @@ std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::
   for (const char* section : {"extras", "modules", "files", "preload", "build_info"}) {
     if (!j.contains(section) || !j[section].is_object()) return fail(fmt::format("{} is not an object", section));
     for (const auto& [label, value] : j[section].items())
-      if (!labels.count(label)) return fail(fmt::format("{} has a build the manifest does not list: {}", section, label));
-    for (const std::string& label : m.variants) {
+      if (!labels.count(label))
+        return fail(fmt::format("{} has a build the manifest does not list: {}", section, label));
+    for (const VariantLabel& variant : m.variants) {
+      const std::string& label = variant.str();
       if (!j[section].contains(label)) return fail(fmt::format("{} lacks the build {}", section, label));
       const nlohmann::json& value = j[section][label];
-      BuildFiles& build = m.builds[label];
+      BuildFiles& build = m.builds[variant];
       std::string_view s = section;
       if (s == "preload" || s == "extras") {
         if (!all_strings(value)) return fail(fmt::format("{} of {} is not a list of strings", section, label));
         auto list = value.get<std::vector<std::string>>();
-        if (s == "preload") build.preload = std::move(list);
-        else if (!list.empty()) m.extras[label] = std::move(list);
+        if (s == "preload")
+          build.preload = std::move(list);
+        else if (!list.empty())
+          m.extras[variant] = std::move(list);
         continue;
       }
       auto map = string_map(value);
@@ -164,6 +177,5 @@ std::optional<std::string_view> ManifestResolver::member(std::string_view instal
   if (it == by_installed_.end()) return std::nullopt;
   return it->second;
 }
-
 
 }  // namespace wm

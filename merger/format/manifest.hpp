@@ -5,6 +5,7 @@
 #pragma once
 
 #include "merger/base/problem.hpp"
+#include "merger/format/label.hpp"
 
 #include <map>
 #include <optional>
@@ -29,8 +30,8 @@ struct LoaderManifest {
   std::string wheelmerge;              // the version of wheelmerge that wrote it
   std::string package;                 // dotted import name: "pkg.sub"
   std::string distribution;            // METADATA's Name
-  std::string selector = "cuda";      // what the loader chooses by: cuda, torch or cpu
-  std::vector<std::string> variants;   // the labels, in selection order
+  Selector selector = Selector::cuda;  // what the loader chooses by: cuda, torch or cpu
+  std::vector<VariantLabel> variants;  // the labels, in selection order
   // Selector cuda: whether the builds use cuda-bindings (some build requires it), which then
   // decides; and whether the CUDA runtime wheels and the driver may decide when it is not
   // installed. Builds that do not use cuda-bindings (CuPy) always select by those two.
@@ -38,8 +39,9 @@ struct LoaderManifest {
   bool driver_fallback = false;
   // Per build, the extras of the distribution that install what it needs, for the loader's
   // fixes (`pip install "dist[cu13]"`, `"cupy[ctk-cu12]"`); builds without any are absent.
-  std::map<std::string, std::vector<std::string>> extras;
-  std::map<std::string, BuildFiles> builds;  // by label; one per variant
+  // Both maps are by label in the order of the labels' text, as the JSON keeps them.
+  std::map<VariantLabel, std::vector<std::string>, LabelTextOrder> extras;
+  std::map<VariantLabel, BuildFiles, LabelTextOrder> builds;  // one per variant
 
   // What the loader selects by, in order: "cuda-bindings", "runtime", "driver" (cuda only).
   std::vector<std::string> sources() const;

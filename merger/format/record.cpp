@@ -98,8 +98,10 @@ std::optional<FieldError> read_field(std::string_view text, size_t& i, size_t& l
   if (i > start) {
     // Text after a closing quote joins the quoted part, as Python's csv reads it.
     const std::string_view rest = text.substr(start, i - start);
-    if (quoted) field = storage.emplace_back(std::string(field) + std::string(rest));
-    else field = rest;
+    if (quoted)
+      field = storage.emplace_back(std::string(field) + std::string(rest));
+    else
+      field = rest;
   }
   return std::nullopt;
 }
@@ -120,7 +122,7 @@ bool field_ends_row(std::string_view text, size_t& i) {
 }  // namespace
 
 std::optional<RecordRows> parse_record(std::string_view text, const std::string& display_name,
-                                      const std::string& member, size_t max_rows, Problems& problems) {
+                                       const std::string& member, size_t max_rows, Problems& problems) {
   RecordRows parsed;
   // One row per line at most (a quoted field may span lines): the rows are allocated once.
   parsed.rows.reserve(std::min<size_t>(max_rows, static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1));
@@ -131,9 +133,9 @@ std::optional<RecordRows> parse_record(std::string_view text, const std::string&
   // Errors name the line and, once its first field is read, the row's path.
   auto fail = [&](std::string what, std::string expected, std::string found) {
     std::string where = count > 1 && !fields[0].empty() ? fmt::format("line {} (row of {})", line, fields[0])
-                                                         : fmt::format("line {}", line);
-    problems.push_back({ProblemKind::invalid_input, display_name, member,
-                        fmt::format("{}: {}", where, what), std::move(expected), std::move(found)});
+                                                        : fmt::format("line {}", line);
+    problems.push_back({ProblemKind::invalid_input, display_name, member, fmt::format("{}: {}", where, what),
+                        std::move(expected), std::move(found)});
     return std::nullopt;
   };
   while (i < text.size()) {
@@ -148,7 +150,9 @@ std::optional<RecordRows> parse_record(std::string_view text, const std::string&
       ++count;
     } while (!field_ends_row(text, i));
     if (count == 1 && fields[0].empty()) return fail("empty row", "path,hash,size", "an empty line");
-    if (count != 3) return fail("row without exactly 3 fields", "path,hash,size", fmt::format("{} field{}", count, count == 1 ? "" : "s"));
+    if (count != 3)
+      return fail("row without exactly 3 fields", "path,hash,size",
+                  fmt::format("{} field{}", count, count == 1 ? "" : "s"));
     parsed.rows.push_back({fields[0], fields[1], fields[2]});
     ++line;
   }

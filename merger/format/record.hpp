@@ -38,10 +38,10 @@ struct RecordRows {
 // records.Hash is the model): the algorithm one that RECORD may use (sha256, sha384, sha512), the
 // digest canonical urlsafe base64 without padding of exactly that algorithm's length.
 struct RecordHash {
-  std::string algorithm;      // "sha256"
+  std::string algorithm;  // "sha256"
   RecordAlgorithm id = RecordAlgorithm::none;
-  std::string digest;         // urlsafe base64 without padding, as written
-  std::vector<uint8_t> raw;   // the digest decoded
+  std::string digest;        // urlsafe base64 without padding, as written
+  std::vector<uint8_t> raw;  // the digest decoded
 
   // nullopt when the field is not such a hash; then `what`, `expected` and `found` say why:
   //   "RECORD row without a hash"                  (an empty field, or one without '=')
@@ -57,7 +57,7 @@ struct RecordHash {
 // one row per member, so the archive bounds it), as Python's csv module reads them. The rows
 // refer to `text`. Problems name `display_name`, `member`, the line and the row's path.
 std::optional<RecordRows> parse_record(std::string_view text, const std::string& display_name,
-                                      const std::string& member, size_t max_rows, Problems& problems);
+                                       const std::string& member, size_t max_rows, Problems& problems);
 
 // One row, quoting a field only when it holds ',', '"', CR or LF.
 std::string format_record_row(const RecordRow& row);

@@ -50,8 +50,7 @@ size_t invalid_utf8_at(std::string_view s) {
     size_t n = utf8_length(s[i]);
     if (n == 1 || i + n > s.size()) return i;
     auto b1 = static_cast<unsigned char>(s[i + 1]);
-    if ((b == 0xE0 && b1 < 0xA0) || (b == 0xED && b1 >= 0xA0) || (b == 0xF0 && b1 < 0x90) ||
-        (b == 0xF4 && b1 >= 0x90))
+    if ((b == 0xE0 && b1 < 0xA0) || (b == 0xED && b1 >= 0xA0) || (b == 0xF0 && b1 < 0x90) || (b == 0xF4 && b1 >= 0x90))
       return i;
     for (size_t k = 1; k < n; ++k)
       if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return i;
@@ -69,9 +68,8 @@ size_t unicode_space_at(std::string_view s, size_t p) {
   if ((c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20)) return 1;
   if (c == 0xC2 && (b(1) == 0x85 || b(1) == 0xA0)) return 2;
   if (c == 0xE1 && b(1) == 0x9A && b(2) == 0x80) return 3;  // U+1680
-  if (c == 0xE2 && b(1) == 0x80 &&
-      ((b(2) >= 0x80 && b(2) <= 0x8A) || b(2) == 0xA8 || b(2) == 0xA9 || b(2) == 0xAF))
-    return 3;                                                // U+2000-200A, 2028, 2029, 202F
+  if (c == 0xE2 && b(1) == 0x80 && ((b(2) >= 0x80 && b(2) <= 0x8A) || b(2) == 0xA8 || b(2) == 0xA9 || b(2) == 0xAF))
+    return 3;                                               // U+2000-200A, 2028, 2029, 202F
   if (c == 0xE2 && b(1) == 0x81 && b(2) == 0x9F) return 3;  // U+205F
   if (c == 0xE3 && b(1) == 0x80 && b(2) == 0x80) return 3;  // U+3000
   return 0;
@@ -121,8 +119,7 @@ size_t match_word(std::string_view s, size_t p, std::string_view word, bool unic
     }
     if (unicode_folds && p + 1 < s.size()) {
       auto b0 = static_cast<unsigned char>(s[p]), b1 = static_cast<unsigned char>(s[p + 1]);
-      if ((w == 'i' && b0 == 0xC4 && (b1 == 0xB0 || b1 == 0xB1)) ||
-          (w == 's' && b0 == 0xC5 && b1 == 0xBF)) {
+      if ((w == 'i' && b0 == 0xC4 && (b1 == 0xB0 || b1 == 0xB1)) || (w == 's' && b0 == 0xC5 && b1 == 0xBF)) {
         p += 2;
         continue;
       }
@@ -205,45 +202,91 @@ size_t match_specifier(std::string_view s, size_t p) {
 // stripped; "op" + "version" without the whitespace between them, or nullopt when invalid.
 std::optional<std::string> normalise_specifier(std::string_view piece) {
   if (match_specifier(piece, 0) != piece.size()) return std::nullopt;
-  size_t op = piece.starts_with("===") ? 3
-              : (piece.size() >= 2 && piece[1] == '=') ? 2
-                                                        : 1;
+  size_t op = piece.starts_with("===") ? 3 : (piece.size() >= 2 && piece[1] == '=') ? 2 : 1;
   return std::string(piece.substr(0, op)) + std::string(strip_unicode_space(piece.substr(op)));
 }
 
 // --- marker strings ---------------------------------------------------------------------------
+
+// A \xHH, \uHHHH or \UHHHHHHHH escape's `digits` hex digits at body[i], appended to `out` as
+// UTF-8; false with `why` when Python refuses it or UTF-8 cannot carry it.
+bool read_hex_escape(std::string_view body, size_t& i, size_t digits, char letter, std::string& out, std::string& why) {
+  if (i + digits > body.size()) {
+    why = fmt::format("truncated \\{} escape", letter);
+    return false;
+  }
+  char32_t cp = 0;
+  for (size_t k = 0; k < digits; ++k) {
+    char c = body[i + k];
+    if (!is_hex(c)) {
+      why = fmt::format("truncated \\{} escape", letter);
+      return false;
+    }
+    cp = cp * 16 + static_cast<char32_t>(is_digit(c) ? c - '0' : lower(c) - 'a' + 10);
+  }
+  if (cp > 0x10FFFF) {
+    why = fmt::format("\\{} escape past U+10FFFF", letter);
+    return false;
+  }
+  if (cp >= 0xD800 && cp <= 0xDFFF) {
+    why = "a surrogate escape, which UTF-8 cannot carry";
+    return false;
+  }
+  append_utf8(out, cp);
+  i += digits;
+  return true;
+}
+
+// The character a one-letter escape (\n, \t, \\, \' ...) stands for; nullopt for any other.
+std::optional<char> simple_escape(char e) {
+  static constexpr std::string_view kFrom = "\\'\"abfnrtv", kTo = "\\'\"\a\b\f\n\r\t\v";
+  size_t at = kFrom.find(e);
+  return at == std::string_view::npos ? std::nullopt : std::optional<char>(kTo[at]);
+}
+
+// The escape whose letter `e` is at body[i - 1] (i just past it), appended to `out`.
+bool read_escape(std::string_view body, size_t& i, char e, std::string& out, std::string& why) {
+  if (auto plain = simple_escape(e)) {
+    out += *plain;
+    return true;
+  }
+  switch (e) {
+    case '\n':
+      return true;  // a line continuation
+    case '\r':
+      if (i < body.size() && body[i] == '\n') ++i;
+      return true;
+    case 'x':
+      return read_hex_escape(body, i, 2, 'x', out, why);
+    case 'u':
+      return read_hex_escape(body, i, 4, 'u', out, why);
+    case 'U':
+      return read_hex_escape(body, i, 8, 'U', out, why);
+    case 'N':
+      why = "a \\N{...} escape, which is not supported";
+      return false;
+    case '\0':
+      why = "a NUL character";
+      return false;
+    default:
+      if (e >= '0' && e <= '7') {
+        char32_t cp = static_cast<char32_t>(e - '0');
+        for (int k = 0; k < 2 && i < body.size() && body[i] >= '0' && body[i] <= '7'; ++k, ++i)
+          cp = cp * 8 + static_cast<char32_t>(body[i] - '0');
+        append_utf8(out, cp);
+      } else {
+        out += '\\';  // an unknown escape keeps its backslash
+        i -= 1;       // and the character after it is read as itself
+      }
+      return true;
+  }
+}
 
 // The value of a quoted marker string as Python's ast.literal_eval reads it; nullopt with `why`
 // when Python refuses it (or, for `\N{...}` and surrogates, when it cannot be represented).
 std::optional<std::string> decode_python_string(std::string_view body, std::string& why) {
   std::string out;
   out.reserve(body.size());
-  auto hex_escape = [&](size_t& i, size_t digits, char letter) -> bool {
-    if (i + digits > body.size()) {
-      why = fmt::format("truncated \\{} escape", letter);
-      return false;
-    }
-    char32_t cp = 0;
-    for (size_t k = 0; k < digits; ++k) {
-      char c = body[i + k];
-      if (!is_hex(c)) {
-        why = fmt::format("truncated \\{} escape", letter);
-        return false;
-      }
-      cp = cp * 16 + static_cast<char32_t>(is_digit(c) ? c - '0' : lower(c) - 'a' + 10);
-    }
-    if (cp > 0x10FFFF) {
-      why = fmt::format("\\{} escape past U+10FFFF", letter);
-      return false;
-    }
-    if (cp >= 0xD800 && cp <= 0xDFFF) {
-      why = "a surrogate escape, which UTF-8 cannot carry";
-      return false;
-    }
-    append_utf8(out, cp);
-    i += digits;
-    return true;
-  };
   for (size_t i = 0; i < body.size();) {
     char c = body[i];
     if (c == '\0' || c == '\n' || c == '\r') {
@@ -261,35 +304,7 @@ std::optional<std::string> decode_python_string(std::string_view body, std::stri
     }
     char e = body[i + 1];
     i += 2;
-    switch (e) {
-      case '\n': break;  // a line continuation
-      case '\r':
-        if (i < body.size() && body[i] == '\n') ++i;
-        break;
-      case '\\': case '\'': case '"': out += e; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
-      case 'x': if (!hex_escape(i, 2, 'x')) return std::nullopt; break;
-      case 'u': if (!hex_escape(i, 4, 'u')) return std::nullopt; break;
-      case 'U': if (!hex_escape(i, 8, 'U')) return std::nullopt; break;
-      case 'N': why = "a \\N{...} escape, which is not supported"; return std::nullopt;
-      case '\0': why = "a NUL character"; return std::nullopt;
-      default:
-        if (e >= '0' && e <= '7') {
-          char32_t cp = static_cast<char32_t>(e - '0');
-          for (int k = 0; k < 2 && i < body.size() && body[i] >= '0' && body[i] <= '7'; ++k, ++i)
-            cp = cp * 8 + static_cast<char32_t>(body[i] - '0');
-          append_utf8(out, cp);
-        } else {
-          out += '\\';  // an unknown escape keeps its backslash
-          i -= 1;       // and the character after it is read as itself
-        }
-    }
+    if (!read_escape(body, i, e, out, why)) return std::nullopt;
   }
   return out;
 }
@@ -557,18 +572,15 @@ std::optional<Requirement> Parser::requirement() {
     if (!at_end()) {
       // A ";" right after the URL belongs to it; a marker needs whitespace before its ";".
       skip_ws();
-      if (!at_end() && !marker_after_semicolon(r.marker, "';' (after the URL and whitespace)"))
-        return std::nullopt;
+      if (!at_end() && !marker_after_semicolon(r.marker, "';' (after the URL and whitespace)")) return std::nullopt;
     }
   } else {
     size_t start = p_;
     if (!specifiers(r.specifier)) return std::nullopt;
     skip_ws();
     if (!at_end() &&
-        !marker_after_semicolon(r.marker,
-                                r.specifier.empty() && start == p_
-                                    ? "a version specifier, '@', ';'"
-                                    : "',' (between version specifiers), ';'"))
+        !marker_after_semicolon(r.marker, r.specifier.empty() && start == p_ ? "a version specifier, '@', ';'"
+                                                                             : "',' (between version specifiers), ';'"))
       return std::nullopt;
   }
   if (!at_end()) {
@@ -653,12 +665,15 @@ MarkerPtr Parser::marker_item() {
   for (const MarkerOperand* side : {&*lhs, &*rhs}) {
     if (side->is_variable && (side->text == "extras" || side->text == "dependency_groups")) {
       fail_with(fmt::format("the marker variable {} is defined only for lock files; pip cannot evaluate it in a "
-                            "wheel's requirements", side->text), at);
+                            "wheel's requirements",
+                            side->text),
+                at);
       return nullptr;
     }
   }
   if (!lhs->is_variable && !rhs->is_variable) {
-    fail_with("a marker comparing two quoted strings: pip cannot evaluate it (it looks the right one up as a variable)", at);
+    fail_with("a marker comparing two quoted strings: pip cannot evaluate it (it looks the right one up as a variable)",
+              at);
     return nullptr;
   }
   // "~=" and "===" are defined only as version specifiers (packaging 26.3's _eval_op): on a
@@ -681,8 +696,8 @@ MarkerPtr Parser::marker_item() {
     if (!defined) {
       fail_with(fmt::format("'{}' on {}{}: pip cannot evaluate it (packaging defines '{}' only between a version "
                             "variable and a valid specifier)",
-                            *op, variable.text, version_key(variable.text) ? " with no valid specifier" : ", which is no version",
-                            *op),
+                            *op, variable.text,
+                            version_key(variable.text) ? " with no valid specifier" : ", which is no version", *op),
                 at);
       return nullptr;
     }
@@ -833,13 +848,9 @@ MarkerPtr marker_compare(std::string_view variable, std::string_view op, std::st
   return node;
 }
 
-MarkerPtr marker_and(MarkerPtr a, MarkerPtr b) {
-  return combine(MarkerExpr::Kind::And, {std::move(a), std::move(b)});
-}
+MarkerPtr marker_and(MarkerPtr a, MarkerPtr b) { return combine(MarkerExpr::Kind::And, {std::move(a), std::move(b)}); }
 
-MarkerPtr marker_or(MarkerPtr a, MarkerPtr b) {
-  return combine(MarkerExpr::Kind::Or, {std::move(a), std::move(b)});
-}
+MarkerPtr marker_or(MarkerPtr a, MarkerPtr b) { return combine(MarkerExpr::Kind::Or, {std::move(a), std::move(b)}); }
 
 Requirement require_for_extra(Requirement r, std::string_view extra) {
   r.marker = marker_and(std::move(r.marker), marker_compare("extra", "==", extra));

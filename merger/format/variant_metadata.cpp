@@ -29,8 +29,10 @@ size_t json_depth(std::string_view text, size_t limit) {
   for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -137,7 +139,8 @@ void check_key_name(const std::string& key, const std::string& where, const char
 VariantProvider read_provider(const nlohmann::json& value, const std::string& where) {
   object_at(value, where, {"requires", "plugin-api", "optional", "static-properties", "feature-order", "builtin"});
   VariantProvider p;
-  const int kinds = int(value.contains("requires")) + int(value.contains("static-properties")) + int(value.contains("builtin"));
+  const int kinds =
+      int(value.contains("requires")) + int(value.contains("static-properties")) + int(value.contains("builtin"));
   if (kinds != 1)
     refuse(where, "exactly one of requires, static-properties and builtin (uv's provider kinds, variantlib's rule)",
            kinds == 0 ? std::string("none") : "more than one");
@@ -147,7 +150,8 @@ VariantProvider read_provider(const nlohmann::json& value, const std::string& wh
     if (!list.is_array() || list.empty()) refuse(at, "a non-empty list of PEP 508 requirements", shown(list));
     for (const nlohmann::json& item : list) {
       std::string error;
-      if (!item.is_string()) refuse(at, "a non-empty list of PEP 508 requirements", fmt::format("the item {}", shown(item)));
+      if (!item.is_string())
+        refuse(at, "a non-empty list of PEP 508 requirements", fmt::format("the item {}", shown(item)));
       if (!parse_requirement(item.get_ref<const std::string&>(), error))
         refuse(at, "PEP 508 requirements", fmt::format("{} ({})", shown(item), error));
       p.requirements.push_back(item.get<std::string>());
@@ -158,7 +162,9 @@ VariantProvider read_provider(const nlohmann::json& value, const std::string& wh
     const std::string at = where + ".plugin-api";
     if (!api.is_string() || !is_object_path(api.get_ref<const std::string&>()))
       refuse(at, "a Python object path (module.sub:attr)", shown(api));
-    if (p.requirements.empty()) refuse(at, "only beside requires", "it beside " + std::string(value.contains("builtin") ? "builtin" : "static-properties"));
+    if (p.requirements.empty())
+      refuse(at, "only beside requires",
+             "it beside " + std::string(value.contains("builtin") ? "builtin" : "static-properties"));
     p.plugin_api = api.get<std::string>();
   }
   if (value.contains("optional")) {
@@ -183,7 +189,8 @@ VariantProvider read_provider(const nlohmann::json& value, const std::string& wh
     std::set<std::string> ordered(p.feature_order.begin(), p.feature_order.end()), used;
     for (const auto& [feature, values] : p.static_properties) used.insert(feature);
     if (ordered != used)
-      refuse(where + ".feature-order", fmt::format("the features of static-properties, {}", nlohmann::json(used).dump()),
+      refuse(where + ".feature-order",
+             fmt::format("the features of static-properties, {}", nlohmann::json(used).dump()),
              nlohmann::json(p.feature_order).dump());
   }
   if (value.contains("builtin")) {
@@ -218,8 +225,9 @@ VariantDocument read_document(const nlohmann::json& doc) {
   std::set<std::string> provided;
   for (const auto& [name_space, entry] : out.providers) provided.insert(name_space);
   if (provided != namespaces)
-    refuse("providers", fmt::format("an entry for exactly the namespaces of default-priorities.namespace, {}",
-                                    nlohmann::json(namespaces).dump()),
+    refuse("providers",
+           fmt::format("an entry for exactly the namespaces of default-priorities.namespace, {}",
+                       nlohmann::json(namespaces).dump()),
            nlohmann::json(provided).dump());
   const nlohmann::json& variants = doc["variants"];
   if (!variants.is_object()) refuse("variants", "an object", type_of(variants));
@@ -235,7 +243,8 @@ VariantDocument read_document(const nlohmann::json& doc) {
       if (!namespaces.count(name_space))
         refuse(at + "." + name_space, "a namespace of default-priorities.namespace", nlohmann::json(name_space).dump());
       // An empty namespace: uv reads no property there, variantlib refuses the label.
-      if (!features.is_object() || features.empty()) refuse(at + "." + name_space, "a non-empty object of features", shown(features));
+      if (!features.is_object() || features.empty())
+        refuse(at + "." + name_space, "a non-empty object of features", shown(features));
       for (const auto& [feature, values] : features.items()) {
         check_key_name(feature, at + "." + name_space, "a feature", false);
         map[name_space][feature] = names_at(values, at + "." + name_space + "." + feature, true);

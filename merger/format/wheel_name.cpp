@@ -33,13 +33,12 @@ bool is_pep440_version(std::string_view version) {
   constexpr size_t kMaxVersionBytes = 1024;
   if (version.size() > kMaxVersionBytes) return false;
   // The specification's own pattern (packaging.version.VERSION_PATTERN), case-insensitive.
-  static const std::regex pattern(
-      R"(v?(?:(?:[0-9]+)!)?(?:[0-9]+(?:\.[0-9]+)*))"
-      R"((?:[-_\.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_\.]?(?:[0-9]+)?)?)"
-      R"((?:(?:-(?:[0-9]+))|(?:[-_\.]?(?:post|rev|r)[-_\.]?(?:[0-9]+)?))?)"
-      R"((?:[-_\.]?(?:dev)[-_\.]?(?:[0-9]+)?)?)"
-      R"((?:\+(?:[a-z0-9]+(?:[-_\.][a-z0-9]+)*))?)",
-      std::regex::icase | std::regex::optimize);
+  static const std::regex pattern(R"(v?(?:(?:[0-9]+)!)?(?:[0-9]+(?:\.[0-9]+)*))"
+                                  R"((?:[-_\.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_\.]?(?:[0-9]+)?)?)"
+                                  R"((?:(?:-(?:[0-9]+))|(?:[-_\.]?(?:post|rev|r)[-_\.]?(?:[0-9]+)?))?)"
+                                  R"((?:[-_\.]?(?:dev)[-_\.]?(?:[0-9]+)?)?)"
+                                  R"((?:\+(?:[a-z0-9]+(?:[-_\.][a-z0-9]+)*))?)",
+                                  std::regex::icase | std::regex::optimize);
   return std::regex_match(version.begin(), version.end(), pattern);
 }
 
@@ -83,18 +82,17 @@ std::optional<NameSuffixLabel> name_suffix_label(std::string_view name) {
   if (!all_digits(suffix)) return std::nullopt;
   auto label = VariantLabel::parse("cu" + std::string(suffix));
   if (!label) return std::nullopt;
-  return NameSuffixLabel{normalized.substr(0, sep), label->str()};
+  return NameSuffixLabel{normalized.substr(0, sep), *label};
 }
 
-std::string local_version_label(std::string_view version) {
+std::optional<VariantLabel> local_version_label(std::string_view version) {
   size_t plus = version.find('+');
-  if (plus == std::string_view::npos) return {};
-  auto label = VariantLabel::from_local_version(version.substr(plus + 1));
-  return label ? label->str() : std::string();
+  if (plus == std::string_view::npos) return std::nullopt;
+  return VariantLabel::from_local_version(version.substr(plus + 1));
 }
 
 std::string strip_local_label(std::string_view version) {
-  if (local_version_label(version).empty()) return std::string(version);
+  if (!local_version_label(version)) return std::string(version);
   return std::string(version.substr(0, version.find('+')));
 }
 
@@ -102,6 +100,19 @@ bool is_variant_label(std::string_view label) {
   return !label.empty() && std::all_of(label.begin(), label.end(), [](char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_' || c == '.';
   });
+}
+
+// What is wrong with a split wheel name's name, version and tags, or "" when nothing is.
+std::string fields_problem(const WheelName& w) {
+  if (w.name.empty() || w.version.empty()) return "empty name or version";
+  if (!is_pep440_version(w.version)) return "version \"" + w.version + "\" is not a PEP 440 version";
+  for (const auto* set : {&w.python, &w.abi, &w.platform})
+    for (const std::string& tag : *set)
+      if (!tag_chars_ok(tag)) return "malformed tag \"" + tag + "\"";
+  for (const std::string& tag : w.platform)
+    if (VariantLabel::parse(tag))  // "any.cu12.whl" would read as a variant label
+      return "platform tag \"" + tag + "\" reads as a variant label";
+  return {};
 }
 
 std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::string& why) {
@@ -113,15 +124,18 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   std::string_view stem = filename.substr(0, filename.size() - kExt.size());
   WheelName w;
   // The cuda-python CI convention: a ".cuNN" label after the platform tags.
-  if (size_t dot = stem.rfind('.'); dot != std::string_view::npos && VariantLabel::parse(stem.substr(dot + 1))) {
-    w.suffix_label = std::string(stem.substr(dot + 1));
-    stem = stem.substr(0, dot);
+  if (size_t dot = stem.rfind('.'); dot != std::string_view::npos) {
+    if (auto label = VariantLabel::parse(stem.substr(dot + 1))) {
+      w.suffix_label = std::move(*label);
+      stem = stem.substr(0, dot);
+    }
   }
   std::vector<std::string> parts = split(stem, '-');
   if (parts.size() < 5 || parts.size() > 7) {
-    why = fmt::format("{} dash-separated parts where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}}"
-                      "[-{{variant}}] has 5 to 7",
-                      parts.size());
+    why = fmt::format(
+        "{} dash-separated parts where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}}"
+        "[-{{variant}}] has 5 to 7",
+        parts.size());
     return std::nullopt;
   }
   w.name = parts[0];
@@ -133,9 +147,10 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   auto platform_like = [](const std::string& tag) {
     return tag == "any" || tag.starts_with("win") || parse_platform_tag(tag).family != PlatformTag::Family::other;
   };
-  const bool variant = parts.size() == 7 ||
-                       (parts.size() == 6 && !std::isdigit(static_cast<unsigned char>(parts[2].empty() ? '0' : parts[2].front())) &&
-                        !platform_like(parts.back()));
+  const bool variant =
+      parts.size() == 7 ||
+      (parts.size() == 6 && !std::isdigit(static_cast<unsigned char>(parts[2].empty() ? '0' : parts[2].front())) &&
+       !platform_like(parts.back()));
   const bool build = parts.size() == 7 || (parts.size() == 6 && !variant);
   if (build) {
     w.build = parts[2];
@@ -151,36 +166,16 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
       why = "variant label \"" + w.variant + "\" is not made of 0-9, a-z, _ and . (PEP 825)";
       return std::nullopt;
     }
-    if (!w.suffix_label.empty()) {  // "...-any-a.cu12.whl": the two conventions would read it two ways
-      why = fmt::format("both a PEP 825 variant label \"{}\" and a .{} suffix", w.variant, w.suffix_label);
+    if (w.suffix_label) {  // "...-any-a.cu12.whl": the two conventions would read it two ways
+      why = fmt::format("both a PEP 825 variant label \"{}\" and a .{} suffix", w.variant, w.suffix_label->str());
       return std::nullopt;
     }
   }
   w.python = split(parts[parts.size() - 3], '.');
   w.abi = split(parts[parts.size() - 2], '.');
   w.platform = split(parts[parts.size() - 1], '.');
-  if (w.name.empty() || w.version.empty()) {
-    why = "empty name or version";
-    return std::nullopt;
-  }
-  if (!is_pep440_version(w.version)) {
-    why = "version \"" + w.version + "\" is not a PEP 440 version";
-    return std::nullopt;
-  }
-  for (const auto* set : {&w.python, &w.abi, &w.platform}) {
-    for (const std::string& tag : *set) {
-      if (!tag_chars_ok(tag)) {
-        why = "malformed tag \"" + tag + "\"";
-        return std::nullopt;
-      }
-    }
-  }
-  for (const std::string& tag : w.platform) {
-    if (VariantLabel::parse(tag)) {  // "any.cu12.whl" would read as a variant label
-      why = "platform tag \"" + tag + "\" reads as a variant label";
-      return std::nullopt;
-    }
-  }
+  why = fields_problem(w);
+  if (!why.empty()) return std::nullopt;
   return w;
 }
 
@@ -224,8 +219,7 @@ PlatformTag parse_platform_tag(std::string_view tag) {
     p.arch = std::string(tag.substr(parts[0].size() + 1));
     return p;
   }
-  if ((parts[0] == "manylinux" && versioned(F::manylinux)) ||
-      (parts[0] == "musllinux" && versioned(F::musllinux)) ||
+  if ((parts[0] == "manylinux" && versioned(F::manylinux)) || (parts[0] == "musllinux" && versioned(F::musllinux)) ||
       (parts[0] == "macosx" && versioned(F::macosx)))
     return p;
   if (parts[0] == "linux" && parts.size() >= 2) {
@@ -240,11 +234,16 @@ PlatformTag parse_platform_tag(std::string_view tag) {
 
 std::string PlatformTag::str() const {
   switch (family) {
-    case Family::manylinux: return fmt::format("manylinux_{}_{}_{}", major, minor, arch);
-    case Family::musllinux: return fmt::format("musllinux_{}_{}_{}", major, minor, arch);
-    case Family::macosx: return fmt::format("macosx_{}_{}_{}", major, minor, arch);
-    case Family::linux: return "linux_" + arch;
-    case Family::other: break;
+    case Family::manylinux:
+      return fmt::format("manylinux_{}_{}_{}", major, minor, arch);
+    case Family::musllinux:
+      return fmt::format("musllinux_{}_{}_{}", major, minor, arch);
+    case Family::macosx:
+      return fmt::format("macosx_{}_{}_{}", major, minor, arch);
+    case Family::linux:
+      return "linux_" + arch;
+    case Family::other:
+      break;
   }
   return arch;
 }
@@ -252,10 +251,14 @@ std::string PlatformTag::str() const {
 std::string PlatformTag::compatibility_group() const {
   switch (family) {
     case Family::manylinux:
-    case Family::linux: return "glibc linux " + arch;
-    case Family::musllinux: return "musl linux " + arch;
-    case Family::macosx: return "macOS " + arch;
-    case Family::other: break;
+    case Family::linux:
+      return "glibc linux " + arch;
+    case Family::musllinux:
+      return "musl linux " + arch;
+    case Family::macosx:
+      return "macOS " + arch;
+    case Family::other:
+      break;
   }
   return arch;
 }
@@ -268,15 +271,17 @@ std::pair<int, int> restrictiveness(const PlatformTag& p) {
 }
 }  // namespace
 
-std::optional<std::vector<std::string>> merge_platforms(
-    const std::vector<std::vector<std::string>>& inputs, std::string& why) {
+std::optional<std::vector<std::string>> merge_platforms(const std::vector<std::vector<std::string>>& inputs,
+                                                        std::string& why) {
   // Builds that carry the same set keep it exactly (auditwheel's
   // "manylinux_2_24_x86_64.manylinux_2_28_x86_64" is a choice, not something to reduce): in the
   // publisher's order where every build has it, sorted where their orders differ, so that the
   // result never depends on the order of the inputs.
   auto as_set = [](const std::vector<std::string>& tags) { return std::set<std::string>(tags.begin(), tags.end()); };
-  if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return as_set(tags) == as_set(inputs.front()); })) {
-    if (std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); })) return inputs.front();
+  if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(),
+                                     [&](const auto& tags) { return as_set(tags) == as_set(inputs.front()); })) {
+    if (std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); }))
+      return inputs.front();
     std::set<std::string> sorted = as_set(inputs.front());
     return std::vector<std::string>(sorted.begin(), sorted.end());
   }

@@ -2,6 +2,8 @@
 // most restrictive platform that several builds share.
 #pragma once
 
+#include "merger/format/label.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,11 +12,11 @@
 namespace wm {
 
 struct WheelName {
-  std::string name;     // distribution name as written in the file name
-  std::string version;  // as written, local label included ("1.0+cu12")
-  std::string build;    // build tag, empty when absent
+  std::string name;                                // distribution name as written in the file name
+  std::string version;                             // as written, local label included ("1.0+cu12")
+  std::string build;                               // build tag, empty when absent
   std::vector<std::string> python, abi, platform;  // the dot-separated tag sets
-  std::string suffix_label;                        // "cu12" from "...-linux_x86_64.cu12.whl"
+  std::optional<VariantLabel> suffix_label;        // cu12 from "...-linux_x86_64.cu12.whl"
   std::string variant;  // PEP 825's variant label, the last component: "cu12" from "...-linux_x86_64-cu12.whl"
 
   // Every python-abi-platform combination, sorted.
@@ -38,15 +40,15 @@ bool is_pep440_version(std::string_view version);
 
 // A distribution name ending in a CUDA major, as projects that publish one distribution per CUDA
 // major spell it: "cupy-cuda12x", "pkg-cuda12", "pkg_cu12" (any case and separator). `base` is
-// the name without the suffix, normalized ("cupy"); `label` the build's ("cu12").
+// the name without the suffix, normalized ("cupy"); `label` the build's (cu12).
 struct NameSuffixLabel {
   std::string base;
-  std::string label;
+  VariantLabel label;
 };
 std::optional<NameSuffixLabel> name_suffix_label(std::string_view name);
 
-// The variant label of a "+cuNN" local version ("1.0+cu12" -> "cu12"), or empty.
-std::string local_version_label(std::string_view version);
+// The variant label of a "+cuNN" local version ("1.0+cu12" -> cu12), or nullopt.
+std::optional<VariantLabel> local_version_label(std::string_view version);
 // The version without a "+cuNN" local label ("1.0+cu12" -> "1.0"); others unchanged.
 std::string strip_local_label(std::string_view version);
 
@@ -66,7 +68,7 @@ PlatformTag parse_platform_tag(std::string_view tag);
 // the first input's order); else per OS/architecture, the most restrictive of what the inputs
 // require (each input requires the least restrictive tag it carries). nullopt with `why`
 // when the inputs do not cover the same OS/architecture combinations.
-std::optional<std::vector<std::string>> merge_platforms(
-    const std::vector<std::vector<std::string>>& inputs, std::string& why);
+std::optional<std::vector<std::string>> merge_platforms(const std::vector<std::vector<std::string>>& inputs,
+                                                        std::string& why);
 
 }  // namespace wm

@@ -1,10 +1,10 @@
 #include "merger/zip/file.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 namespace wm {
 
@@ -45,8 +45,7 @@ uint64_t File::size() const {
 bool File::read_at(uint64_t offset, std::span<uint8_t> buffer) const {
   size_t done = 0;
   while (done < buffer.size()) {
-    ssize_t n = ::pread(fd_, buffer.data() + done, buffer.size() - done,
-                        static_cast<off_t>(offset + done));
+    ssize_t n = ::pread(fd_, buffer.data() + done, buffer.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<size_t>(n);

@@ -97,8 +97,10 @@ RawInflater::Step RawInflater::step(const uint8_t* in, size_t in_len, uint8_t* o
     s.produced = out_len - st.avail_out;
     if (rc < 0) {
       s.status = Status::error;
-      s.message = rc == ISAL_INVALID_BLOCK ? "invalid block" : rc == ISAL_INVALID_SYMBOL ? "invalid symbol"
-                  : rc == ISAL_INVALID_LOOKBACK ? "invalid distance too far back" : fmt::format("error {}", rc);
+      s.message = rc == ISAL_INVALID_BLOCK      ? "invalid block"
+                  : rc == ISAL_INVALID_SYMBOL   ? "invalid symbol"
+                  : rc == ISAL_INVALID_LOOKBACK ? "invalid distance too far back"
+                                                : fmt::format("error {}", rc);
     } else if (st.block_state == ISAL_BLOCK_FINISH) {
       s.status = Status::end;
       s.unused = st.avail_in;  // ISA-L 2.32.1 gives back the bytes it read ahead

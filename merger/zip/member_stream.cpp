@@ -1,7 +1,7 @@
 #include "merger/zip/member_stream.hpp"
 
-#include "merger/zip/inflate.hpp"
 #include "merger/base/interrupt.hpp"
+#include "merger/zip/inflate.hpp"
 
 #include <fmt/format.h>
 
@@ -18,11 +18,16 @@ class MemberPass {
  public:
   MemberPass(InflateEngine engine, const ZipArchive& zip, const ZipEntry& entry, const ChunkSink& sink,
              const std::string& display_name)
-      : zip_(zip), entry_(entry), sink_(sink), display_name_(display_name), deflated_(entry.method == kMethodDeflate),
+      : zip_(zip),
+        entry_(entry),
+        sink_(sink),
+        display_name_(display_name),
+        deflated_(entry.method == kMethodDeflate),
         // Buffers sized for the member: most members of a wheel are small. One byte more than the
         // declared size lets inflate show at once that the claim is too small.
         in_(std::min<uint64_t>(kChunk, std::max<uint64_t>(entry.compressed_size, 1))),
-        out_(deflated_ ? std::min<uint64_t>(kChunk, entry.uncompressed_size + 1) : 0), stream_end_(!deflated_) {
+        out_(deflated_ ? std::min<uint64_t>(kChunk, entry.uncompressed_size + 1) : 0),
+        stream_end_(!deflated_) {
     if (deflated_) inflater_.emplace(engine);
   }
 
@@ -48,8 +53,8 @@ class MemberPass {
 
  private:
   Problem fail(std::string what, std::string expected, std::string found) const {
-    return Problem{ProblemKind::invalid_input, display_name_, std::string(entry_.name), std::move(what),
-                   std::move(expected), std::move(found)};
+    return Problem{ProblemKind::invalid_input, display_name_,   std::string(entry_.name), std::move(what),
+                   std::move(expected),        std::move(found)};
   }
 
   Problem trailing(uint64_t unused) const {
@@ -140,22 +145,23 @@ std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entr
   return stream_with(InflateEngine::zlib, zip, entry, sink, display_name);
 }
 
-std::optional<std::string> read_member(const ZipArchive& zip, const ZipEntry& entry,
-                                       size_t limit, const std::string& display_name,
-                                       Problems& problems) {
+std::optional<std::string> read_member(const ZipArchive& zip, const ZipEntry& entry, size_t limit,
+                                       const std::string& display_name, Problems& problems) {
   auto too_large = [&] {
     problems.push_back({ProblemKind::invalid_input, display_name, std::string(entry.name), "member too large",
-                        fmt::format("at most {} bytes", limit),
-                        fmt::format("{} bytes", entry.uncompressed_size)});
+                        fmt::format("at most {} bytes", limit), fmt::format("{} bytes", entry.uncompressed_size)});
     return std::nullopt;
   };
   if (entry.uncompressed_size > limit) return too_large();
   std::string content;
   content.reserve(static_cast<size_t>(entry.uncompressed_size));  // streaming never goes past it
-  auto problem = stream_member(zip, entry, [&](std::span<const uint8_t> chunk) {
-    content.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
-    return true;
-  }, display_name, [&] { content.clear(); });
+  auto problem = stream_member(
+      zip, entry,
+      [&](std::span<const uint8_t> chunk) {
+        content.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+        return true;
+      },
+      display_name, [&] { content.clear(); });
   if (problem) {
     problems.push_back(*problem);
     return std::nullopt;

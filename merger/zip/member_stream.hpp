@@ -21,14 +21,12 @@ using ChunkSink = std::function<bool(std::span<const uint8_t>)>;
 // Deflated members are inflated with ISA-L (inflate.hpp); where it refuses one, the member is
 // streamed again with zlib, whose verdict stands: `restart` is called first, so that the sink
 // forgets what it received.
-std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entry,
-                                     const ChunkSink& sink, const std::string& display_name,
-                                     const std::function<void()>& restart);
+std::optional<Problem> stream_member(const ZipArchive& zip, const ZipEntry& entry, const ChunkSink& sink,
+                                     const std::string& display_name, const std::function<void()>& restart);
 
 // The whole content of a small member, refused past `limit` bytes. Its declared size, once within
 // the limit, is reserved: the content is allocated once, at the size streaming allows.
-std::optional<std::string> read_member(const ZipArchive& zip, const ZipEntry& entry,
-                                                size_t limit, const std::string& display_name,
-                                                Problems& problems);
+std::optional<std::string> read_member(const ZipArchive& zip, const ZipEntry& entry, size_t limit,
+                                       const std::string& display_name, Problems& problems);
 
 }  // namespace wm

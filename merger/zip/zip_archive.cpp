@@ -7,12 +7,12 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <map>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
-#include <sys/stat.h>
 
 namespace wm {
 
@@ -55,10 +55,9 @@ struct Reader {
   Problems& problems;
   const std::string& display;
 
-  void fail(std::string_view member, std::string what, std::string expected = {},
-            std::string found = {}) {
-    problems.push_back(Problem{ProblemKind::invalid_input, display, std::string(member),
-                               std::move(what), std::move(expected), std::move(found)});
+  void fail(std::string_view member, std::string what, std::string expected = {}, std::string found = {}) {
+    problems.push_back(Problem{ProblemKind::invalid_input, display, std::string(member), std::move(what),
+                               std::move(expected), std::move(found)});
   }
 
   // Small reads (local headers, read in directory order, mostly ascending) come from a window
@@ -111,7 +110,8 @@ std::string apply_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncom
     // CRC and length checks, which other readers never make.
     if (id == kUnicodePathExtraId || id == kUnicodeCommentExtraId)
       return fmt::format("Info-ZIP Unicode {} extra field ({:#06x}): unzip may read another {} than other readers",
-                         id == kUnicodePathExtraId ? "path" : "comment", id, id == kUnicodePathExtraId ? "name" : "comment");
+                         id == kUnicodePathExtraId ? "path" : "comment", id,
+                         id == kUnicodePathExtraId ? "name" : "comment");
     if (id == kZip64ExtraId) {
       if (had_zip64) return "duplicated ZIP64 extra field";
       had_zip64 = true;
@@ -132,9 +132,18 @@ std::string apply_extra(ByteView extra, const Zip64Needs& needs, uint64_t& uncom
         uncompressed = extra_uncompressed;
         compressed = extra_compressed;
       } else {
-        if (needs.uncompressed) { uncompressed = extra.u64(p); p += 8; }
-        if (needs.compressed) { compressed = extra.u64(p); p += 8; }
-        if (!local && needs.offset) { *offset = extra.u64(p); p += 8; }
+        if (needs.uncompressed) {
+          uncompressed = extra.u64(p);
+          p += 8;
+        }
+        if (needs.compressed) {
+          compressed = extra.u64(p);
+          p += 8;
+        }
+        if (!local && needs.offset) {
+          *offset = extra.u64(p);
+          p += 8;
+        }
       }
     }
     pos += len;
@@ -167,7 +176,8 @@ std::string folded_name(std::string_view name) {
   size_t start = 0;
   for (size_t slash;; start = slash + 1) {
     slash = name.find('/', start);
-    out += fold_case(std::string(name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start)));
+    out += fold_case(
+        std::string(name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start)));
     if (slash == std::string_view::npos) return out;
     out += '/';
   }
@@ -194,8 +204,9 @@ class ClashFinder {
       k = end;
     }
     close_directories(0);
-    std::sort(clashes_.begin(), clashes_.end(),
-              [](const NameClash& a, const NameClash& b) { return std::pair(a.name, a.other) < std::pair(b.name, b.other); });
+    std::sort(clashes_.begin(), clashes_.end(), [](const NameClash& a, const NameClash& b) {
+      return std::pair(a.name, a.other) < std::pair(b.name, b.other);
+    });
     return std::move(clashes_);
   }
 
@@ -206,15 +217,15 @@ class ClashFinder {
   };
   // A directory of the last name visited, at some depth: the names below it so far.
   struct Directory {
-    uint32_t first;             // the lowest index below it
+    uint32_t first;                // the lowest index below it
     std::optional<uint32_t> file;  // the lowest index of a file of the same folded path
-    bool reported = false;      // a spelling clash was reported for it
+    bool reported = false;         // a spelling clash was reported for it
   };
 
   static NameClash::Kind kind_of(std::string_view a, std::string_view b) {
-    return a == b                                           ? NameClash::Kind::duplicate
-           : nfc(std::string(a)) == nfc(std::string(b))     ? NameClash::Kind::normalization
-                                                            : NameClash::Kind::case_only;
+    return a == b                                       ? NameClash::Kind::duplicate
+           : nfc(std::string(a)) == nfc(std::string(b)) ? NameClash::Kind::normalization
+                                                        : NameClash::Kind::case_only;
   }
 
   void sort_keys() {
@@ -256,7 +267,8 @@ class ClashFinder {
     const bool files = !names_[keys_[k].name].ends_with('/');
     for (size_t j = k; j < end; ++j) {
       const uint32_t i = keys_[j].name;
-      if (files && i != first) clashes_.push_back({kind_of(names_[i], names_[first]), i, first});
+      if (files && i != first)
+        clashes_.push_back({kind_of(names_[i], names_[first]), i, first});
       else if (!files && j > k && names_[i] == names_[keys_[j - 1].name])
         clashes_.push_back({NameClash::Kind::duplicate, i, keys_[j - 1].name});
     }
@@ -430,8 +442,8 @@ std::string windows_name_reason(std::string_view name) {
     start = end + 1;
     if (segment.empty()) continue;
     if (size_t bad = segment.find_first_of("<>:\"|?*"); bad != std::string_view::npos)
-      return fmt::format("segment \"{}\" holds '{}', which Windows does not allow in a file name{}", segment, segment[bad],
-                         segment[bad] == ':' ? " (it names an NTFS alternate data stream)" : "");
+      return fmt::format("segment \"{}\" holds '{}', which Windows does not allow in a file name{}", segment,
+                         segment[bad], segment[bad] == ':' ? " (it names an NTFS alternate data stream)" : "");
     if (segment.back() == '.' || segment.back() == ' ')
       return fmt::format("segment \"{}\" ends in '{}', which Windows drops", segment, segment.back());
     // The device names are reserved whatever follows the first dot, and before it trailing spaces.
@@ -440,8 +452,8 @@ std::string windows_name_reason(std::string_view name) {
     std::string upper;
     for (char c : stem) upper += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
     const bool numbered = (upper.starts_with("COM") || upper.starts_with("LPT")) &&
-                          ((upper.size() == 4 && upper[3] >= '1' && upper[3] <= '9') ||
-                           upper.substr(3) == "\xc2\xb9" || upper.substr(3) == "\xc2\xb2" || upper.substr(3) == "\xc2\xb3");
+                          ((upper.size() == 4 && upper[3] >= '1' && upper[3] <= '9') || upper.substr(3) == "\xc2\xb9" ||
+                           upper.substr(3) == "\xc2\xb2" || upper.substr(3) == "\xc2\xb3");
     if (upper == "CON" || upper == "PRN" || upper == "AUX" || upper == "NUL" || numbered)
       return fmt::format("segment \"{}\" is the reserved Windows device name {}", segment, stem);
   }
@@ -494,8 +506,7 @@ std::optional<EndRecord> find_end_record(Reader& r) {
     bool looks_zip = r.read(0, head, 4) && ByteView(head).u32(0) == kLocalSig;
     r.fail({}, looks_zip ? "truncated zip archive" : "not a zip archive",
            "an end of central directory record at the end of the file",
-           looks_zip ? "none (the file is cut short or has bytes after its end record)"
-                     : "no zip structure");
+           looks_zip ? "none (the file is cut short or has bytes after its end record)" : "no zip structure");
     return std::nullopt;
   }
   end.pos = *end_pos;
@@ -539,7 +550,10 @@ Directory classic_directory(ByteView end, uint64_t end_offset) {
 // after checking that each classic field that is not the 0xffff/0xffffffff placeholder equals
 // its ZIP64 counterpart: readers that ignore the ZIP64 record must find the same directory.
 bool adopt_zip64_fields(Reader& r, ByteView z, uint64_t z64_offset, Directory& d) {
-  const struct { const char* field; uint64_t classic, placeholder, zip64; } fields[] = {
+  const struct {
+    const char* field;
+    uint64_t classic, placeholder, zip64;
+  } fields[] = {
       {"disk number", d.disk, 0xFFFF, z.u32(16)},
       {"directory disk", d.cd_disk, 0xFFFF, z.u32(20)},
       {"entries on this disk", d.count_disk, 0xFFFF, z.u64(24)},
@@ -569,8 +583,8 @@ bool adopt_zip64_fields(Reader& r, ByteView z, uint64_t z64_offset, Directory& d
 // whatever the locator says), agreeing with the end record; where absent, no end record field
 // may be a ZIP64 placeholder.
 bool apply_zip64_end(Reader& r, uint64_t end_offset, Directory& d) {
-  const bool needs_zip64 = d.disk == 0xFFFF || d.cd_disk == 0xFFFF || d.count_disk == 0xFFFF ||
-                           d.count == 0xFFFF || d.size == 0xFFFFFFFF || d.offset == 0xFFFFFFFF;
+  const bool needs_zip64 = d.disk == 0xFFFF || d.cd_disk == 0xFFFF || d.count_disk == 0xFFFF || d.count == 0xFFFF ||
+                           d.size == 0xFFFFFFFF || d.offset == 0xFFFFFFFF;
   std::vector<uint8_t> buf;
   if (!(end_offset >= 20 && r.read(end_offset - 20, buf, 20) && ByteView(buf).u32(0) == kZip64LocatorSig)) {
     if (needs_zip64) {
@@ -613,9 +627,9 @@ bool apply_zip64_end(Reader& r, uint64_t end_offset, Directory& d) {
 // One disk holding every entry: wheels are never split, and readers of split archives differ.
 bool check_single_disk(Reader& r, const Directory& d) {
   if (d.disk != 0 || d.cd_disk != 0 || d.count_disk != d.count) {
-    r.fail({}, "multi-disk archive", "disk 0 holding every entry",
-           fmt::format("disk {}, directory on disk {}, {} of {} entries here", d.disk, d.cd_disk,
-                       d.count_disk, d.count));
+    r.fail(
+        {}, "multi-disk archive", "disk 0 holding every entry",
+        fmt::format("disk {}, directory on disk {}, {} of {} entries here", d.disk, d.cd_disk, d.count_disk, d.count));
     return false;
   }
   return true;
@@ -630,8 +644,8 @@ bool check_directory_position(Reader& r, const Directory& d) {
     // A directory found whole just before the end record, only later than recorded: bytes
     // were put in front of the archive (a self-extractor stub, a concatenation).
     std::vector<uint8_t> moved;
-    if (d.size <= d.end_limit && d.end_limit - d.size > d.offset &&
-        r.read(d.end_limit - d.size, moved, 4) && ByteView(moved).u32(0) == kCentralSig) {
+    if (d.size <= d.end_limit && d.end_limit - d.size > d.offset && r.read(d.end_limit - d.size, moved, 4) &&
+        ByteView(moved).u32(0) == kCentralSig) {
       r.fail({}, "bytes before the first local header", "the archive to start at offset 0",
              fmt::format("{} bytes in front of it", d.end_limit - d.size - d.offset));
       return false;
@@ -640,10 +654,11 @@ bool check_directory_position(Reader& r, const Directory& d) {
     bool extra_end = d.offset + d.size < d.end_limit &&
                      r.read(d.offset + d.size, between, d.end_limit - d.offset - d.size) &&
                      ByteView(between).find_u32(kEndSig);
-    r.fail({}, extra_end ? "more than one end of central directory record"
-                         : "central directory does not reach the end record",
-           fmt::format("directory of {} bytes ending at {}", d.size, d.end_limit),
-           fmt::format("{} bytes at offset {}", d.size, d.offset));
+    r.fail(
+        {},
+        extra_end ? "more than one end of central directory record" : "central directory does not reach the end record",
+        fmt::format("directory of {} bytes ending at {}", d.size, d.end_limit),
+        fmt::format("{} bytes at offset {}", d.size, d.offset));
     return false;
   }
   return true;
@@ -684,8 +699,8 @@ ZipEntry parse_central_entry(Reader& r, ByteView h, ByteView name, ByteView extr
   Zip64Needs needs{e.uncompressed_size == 0xFFFFFFFF, e.compressed_size == 0xFFFFFFFF,
                    e.local_header_offset == 0xFFFFFFFF, h.u16(34) == 0xFFFF};
   bool had_zip64 = false;
-  std::string err = apply_extra(extra, needs, e.uncompressed_size, e.compressed_size,
-                                &e.local_header_offset, had_zip64);
+  std::string err =
+      apply_extra(extra, needs, e.uncompressed_size, e.compressed_size, &e.local_header_offset, had_zip64);
   if (!err.empty()) r.fail(e.name, "central directory: " + err);
   if (h.u16(34) != 0 && h.u16(34) != 0xFFFF)
     r.fail(e.name, "multi-disk archive", "disk 0", fmt::format("disk {}", h.u16(34)));
@@ -702,8 +717,9 @@ bool read_central_directory(Reader& r, const Directory& d) {
   uint64_t pos = 0;
   while (pos < d.size) {
     if (d.size - pos < kCentralSize) {
-      r.fail({}, "malformed central directory", "a central directory header at offset " +
-             std::to_string(d.offset + pos), fmt::format("{} trailing bytes", d.size - pos));
+      r.fail({}, "malformed central directory",
+             "a central directory header at offset " + std::to_string(d.offset + pos),
+             fmt::format("{} trailing bytes", d.size - pos));
       return false;
     }
     if (!r.read(d.offset + pos, entry, kCentralSize)) {
@@ -711,8 +727,8 @@ bool read_central_directory(Reader& r, const Directory& d) {
       return false;
     }
     if (ByteView(entry).u32(0) != kCentralSig) {
-      r.fail({}, "malformed central directory", "a central directory header at offset " +
-             std::to_string(d.offset + pos), "other bytes");
+      r.fail({}, "malformed central directory",
+             "a central directory header at offset " + std::to_string(d.offset + pos), "other bytes");
       return false;
     }
     ByteView h(entry);
@@ -759,8 +775,7 @@ bool check_entry_fields(Reader& r, const ZipEntry& e) {
     return false;
   }
   if (e.method != kMethodStored && e.method != kMethodDeflate) {
-    r.fail(e.name, "unsupported compression method", "0 (stored) or 8 (deflate)",
-           std::to_string(e.method));
+    r.fail(e.name, "unsupported compression method", "0 (stored) or 8 (deflate)", std::to_string(e.method));
     return false;
   }
   if (e.method == kMethodStored && e.compressed_size != e.uncompressed_size) {
@@ -769,8 +784,7 @@ bool check_entry_fields(Reader& r, const ZipEntry& e) {
            std::to_string(e.compressed_size));
   }
   if (std::string why = unsafe_name_reason(e.name); !why.empty()) {
-    r.fail(e.name, "unsafe member name", "a relative path of safe UTF-8 segments",
-           why);
+    r.fail(e.name, "unsafe member name", "a relative path of safe UTF-8 segments", why);
     return false;
   }
   if (!(e.flags & kFlagUtf8) && !is_ascii(e.name)) {
@@ -790,7 +804,7 @@ void check_entry_type(Reader& r, const ZipEntry& e) {
   uint32_t type = (e.external_attributes >> 16) & S_IFMT;
   if (!(type == 0 || type == S_IFREG || (type == S_IFDIR && e.is_directory()))) {
     r.fail(e.name, "not a regular file", e.is_directory() ? "a directory" : "a regular file",
-           type == S_IFLNK ? "a symbolic link"
+           type == S_IFLNK   ? "a symbolic link"
            : type == S_IFDIR ? "a directory"
                              : fmt::format("file type {:#o}", type));
   }
@@ -803,8 +817,7 @@ void check_entry_type(Reader& r, const ZipEntry& e) {
   if ((e.external_attributes & kDosDirectory) && !e.is_directory())
     r.fail(e.name, "not a regular file", "a regular file", "the MS-DOS directory attribute");
   if (e.is_directory() && e.uncompressed_size != 0) {
-    r.fail(e.name, "directory entry with data", "0 bytes",
-           fmt::format("{} bytes", e.uncompressed_size));
+    r.fail(e.name, "directory entry with data", "0 bytes", fmt::format("{} bytes", e.uncompressed_size));
   }
 }
 
@@ -848,8 +861,8 @@ bool read_data_descriptor(Reader& r, const ZipEntry& e, bool local_zip64, uint64
 std::optional<Span> check_local_header(Reader& r, ZipEntry& e) {
   std::vector<uint8_t> lh;
   if (!r.read(e.local_header_offset, lh, kLocalSize) || ByteView(lh).u32(0) != kLocalSig) {
-    r.fail(e.name, "entry has no local header", "a local header at offset " +
-           std::to_string(e.local_header_offset), "other bytes");
+    r.fail(e.name, "entry has no local header", "a local header at offset " + std::to_string(e.local_header_offset),
+           "other bytes");
     return std::nullopt;
   }
   ByteView l(lh);
@@ -868,13 +881,14 @@ std::optional<Span> check_local_header(Reader& r, ZipEntry& e) {
            fmt::format("{}.{}", (l.u16(4) & 0xFF) / 10, (l.u16(4) & 0xFF) % 10));
   LocalFields f{l.u32(14), l.u32(18), l.u32(22)};
   bool local_zip64 = false;
-  std::string err = apply_extra(lv.sub(lname_len, lextra_len),
-                                Zip64Needs{f.uncompressed == 0xFFFFFFFF, f.compressed == 0xFFFFFFFF},
-                                f.uncompressed, f.compressed, nullptr, local_zip64);
+  std::string err =
+      apply_extra(lv.sub(lname_len, lextra_len), Zip64Needs{f.uncompressed == 0xFFFFFFFF, f.compressed == 0xFFFFFFFF},
+                  f.uncompressed, f.compressed, nullptr, local_zip64);
   if (!err.empty()) r.fail(e.name, "local header: " + err);
   if (lname != e.name) local_mismatch(r, e, "name", std::string(e.name), lname);
   if (lflags != e.flags) local_mismatch(r, e, "flags", hex32(e.flags), hex32(lflags));
-  if (lmethod != e.method) local_mismatch(r, e, "compression method", std::to_string(e.method), std::to_string(lmethod));
+  if (lmethod != e.method)
+    local_mismatch(r, e, "compression method", std::to_string(e.method), std::to_string(lmethod));
   e.data_offset = e.local_header_offset + kLocalSize + lname_len + lextra_len;
   uint64_t data_end = e.data_offset + e.compressed_size;
   if (data_end < e.data_offset || data_end > r.zip.size) {
@@ -915,20 +929,21 @@ bool check_tiling(Reader& r, std::vector<Span> spans, uint64_t cd_offset) {
     if (start != expected) {
       std::vector<uint8_t> probe;
       bool hidden = start > expected && r.read(expected, probe, 4) && ByteView(probe).u32(0) == kLocalSig;
-      r.fail({}, start < expected ? "overlapping entries"
-                 : hidden       ? "local header not listed in the central directory"
-                 : expected == 0 ? "bytes before the first local header"
-                                 : "bytes between entries",
+      r.fail({},
+             start < expected ? "overlapping entries"
+             : hidden         ? "local header not listed in the central directory"
+             : expected == 0  ? "bytes before the first local header"
+                              : "bytes between entries",
              fmt::format("an entry at offset {}", expected), fmt::format("next entry at {}", start));
       return false;
     }
     expected = stop;
   }
   if (expected != cd_offset) {
-    r.fail({}, expected < cd_offset ? "bytes between the last entry and the central directory"
-                                    : "entries overlap the central directory",
-           fmt::format("the central directory at offset {}", expected),
-           fmt::format("it starts at {}", cd_offset));
+    r.fail({},
+           expected < cd_offset ? "bytes between the last entry and the central directory"
+                                : "entries overlap the central directory",
+           fmt::format("the central directory at offset {}", expected), fmt::format("it starts at {}", cd_offset));
     return false;
   }
   return true;
@@ -936,8 +951,7 @@ bool check_tiling(Reader& r, std::vector<Span> spans, uint64_t cd_offset) {
 
 }  // namespace
 
-std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name,
-                                   Problems& problems) {
+std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name, Problems& problems) {
   ZipArchive zip;
   zip.path = path;
   std::string error;

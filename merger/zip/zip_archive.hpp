@@ -3,8 +3,8 @@
 // member contents are streamed separately (member_stream.hpp).
 #pragma once
 
-#include "merger/zip/file.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/zip/file.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -70,8 +70,7 @@ struct ZipArchive {
 
 // Reads and checks the archive's structure. On failure returns nullopt and appends problems
 // (kind invalid_input) naming `display_name`.
-std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name,
-                                   Problems& problems);
+std::optional<ZipArchive> read_zip(const std::string& path, const std::string& display_name, Problems& problems);
 
 // Two names that cannot both exist where a wheel is unpacked: the same after case folding or
 // Unicode normalisation (macOS and Windows file systems merge them), or a path that is a file

@@ -6,12 +6,12 @@
 
 #include <algorithm>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace wm {
 
@@ -89,7 +89,8 @@ std::vector<uint8_t> ZipWriter::local_header(const Written& w) const {
 }
 
 bool ZipWriter::add_copy(std::string_view name, const ZipArchive& from, const ZipEntry& entry, bool executable) {
-  Written w{names_.add(name), entry.method, entry.crc32, entry.compressed_size, entry.uncompressed_size, offset_, executable};
+  Written w{names_.add(name),        entry.method, entry.crc32, entry.compressed_size,
+            entry.uncompressed_size, offset_,      executable};
   if (!write_local_header(w)) return false;
   // The kernel copies the bytes between files (no trip through user space where it can).
   loff_t in_off = static_cast<loff_t>(entry.data_offset);

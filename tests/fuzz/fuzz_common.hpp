@@ -4,6 +4,7 @@
 
 #include "merger/base/problem.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -13,7 +14,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -76,7 +76,8 @@ inline constexpr std::string_view kWheelSeparator = "\n@@WHEELMERGE-FUZZ-NEXT-WH
 
 // A directory of this process's own, removed at a normal exit; in /dev/shm when there is one.
 inline std::filesystem::path make_scratch_dir() {
-  std::filesystem::path base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
+  std::filesystem::path base =
+      std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
   std::string tmpl = (base / "wm-fuzz-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) std::abort();
   return tmpl;

@@ -6,8 +6,8 @@
 // The same bytes through ElfSectionScanner (the section header table, extended numbering
 // included): no crash, the same state, reason, sections and names index in any chunking, the
 // names index below the count, and never more sections than kMaxElfSections or the file holds.
-#include "merger/format/elf.hpp"
 #include "fuzz_common.hpp"
+#include "merger/format/elf.hpp"
 
 #include <array>
 

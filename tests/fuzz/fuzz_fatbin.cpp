@@ -2,8 +2,8 @@
 // the chunk size), and sm_arch_values over what it read. Properties: no crash, the result (the
 // code read, or that it is unreadable) does not depend on how the bytes were chunked, and every
 // entry read names an architecture in the walker's bounds.
-#include "merger/gpu_code.hpp"
 #include "fuzz_common.hpp"
+#include "merger/gpu_code.hpp"
 
 namespace {
 wm::GpuCodeScan walk(std::span<const uint8_t> bytes, size_t chunk) {

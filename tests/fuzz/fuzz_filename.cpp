@@ -9,8 +9,8 @@
 #include "merger/format/wheel_name.hpp"
 
 #include <fmt/format.h>
-#include <algorithm>
 #include <fmt/ranges.h>
+#include <algorithm>
 
 namespace {
 
@@ -18,8 +18,8 @@ using wm::split;
 
 std::string show(const wm::WheelName& w) {
   return fmt::format("name={} version={} build={} python={} abi={} platform={} label={} variant={}", w.name, w.version,
-                     w.build, fmt::join(w.python, "."), fmt::join(w.abi, "."), fmt::join(w.platform, "."), w.suffix_label,
-                     w.variant);
+                     w.build, fmt::join(w.python, "."), fmt::join(w.abi, "."), fmt::join(w.platform, "."),
+                     w.suffix_label ? w.suffix_label->str() : std::string(), w.variant);
 }
 
 void check_filename(std::string_view filename) {
@@ -31,7 +31,7 @@ void check_filename(std::string_view filename) {
   }
   FUZZ_CHECK(why.empty());
   FUZZ_CHECK(!name->name.empty() && !name->version.empty() && wm::is_pep440_version(name->version));
-  FUZZ_CHECK(name->suffix_label.empty() || wm::VariantLabel::parse(name->suffix_label));
+  FUZZ_CHECK(!name->suffix_label || filename.ends_with("." + name->suffix_label->str() + ".whl"));
   FUZZ_CHECK(name->variant.empty() || wm::is_variant_label(name->variant));
   auto tags = name->expanded_tags();
   FUZZ_CHECK(!tags.empty() && std::is_sorted(tags.begin(), tags.end()));
@@ -42,13 +42,14 @@ void check_filename(std::string_view filename) {
   FUZZ_CHECK(again.has_value(), "filename() of a parsed name does not parse: " + wm::printable(rebuilt) + ": " + why);
   FUZZ_CHECK(again->name == name->name && again->version == name->version && again->build == name->build &&
                  again->python == name->python && again->abi == name->abi && again->platform == name->platform &&
-                 again->variant == name->variant && again->suffix_label.empty(),
+                 again->variant == name->variant && !again->suffix_label,
              wm::printable(std::string(filename)) + " parsed as " + wm::printable(show(*name)) + "; " +
                  wm::printable(rebuilt) + " as " + wm::printable(show(*again)));
 
   // Labels and local versions.
-  std::string label = wm::local_version_label(name->version);
-  FUZZ_CHECK(label.empty() || wm::VariantLabel::parse(label));
+  auto local = wm::local_version_label(name->version);
+  const std::string label = local ? local->str() : std::string();
+  FUZZ_CHECK(!local || wm::VariantLabel::parse(label) == local);  // its text reads back as the label
   std::string stripped = wm::strip_local_label(name->version);
   FUZZ_CHECK(wm::strip_local_label(stripped) == stripped);
   // A label's local version is the label written with dots for underscores ("+x86.64.v3").
@@ -96,12 +97,12 @@ void check_platforms(std::string_view rest) {
     FUZZ_CHECK(!why.empty());
     return;
   }
-  FUZZ_CHECK(*merged == *merged_reversed,
-             fmt::format("merge_platforms depends on the input order: {} vs {}", fmt::join(*merged, " "),
-                         fmt::join(*merged_reversed, " ")));
+  FUZZ_CHECK(*merged == *merged_reversed, fmt::format("merge_platforms depends on the input order: {} vs {}",
+                                                      fmt::join(*merged, " "), fmt::join(*merged_reversed, " ")));
   // Sorted, unless every build carries the very same sequence, which is kept as published.
-  bool kept_as_published = std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); }) &&
-                           *merged == inputs.front();
+  bool kept_as_published =
+      std::all_of(inputs.begin(), inputs.end(), [&](const auto& tags) { return tags == inputs.front(); }) &&
+      *merged == inputs.front();
   FUZZ_CHECK(!merged->empty() && (kept_as_published || std::is_sorted(merged->begin(), merged->end())),
              "merged platform tags neither sorted nor the builds' own sequence");
   auto idempotent = wm::merge_platforms({*merged, *merged}, why);
@@ -120,9 +121,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A label prints back from what it parsed to the same text: one spelling per build.
     if (auto parsed = wm::VariantLabel::parse(label)) {
       auto [major, minor] = parsed->torch_version();
-      wm::VariantLabel rebuilt = parsed->selector() == wm::Selector::cuda    ? wm::VariantLabel::cuda(parsed->cuda_major())
-                                 : parsed->selector() == wm::Selector::torch ? wm::VariantLabel::torch(major, minor, parsed->cuda_major())
-                                                                             : wm::VariantLabel::cpu(parsed->cpu_level());
+      wm::VariantLabel rebuilt = parsed->selector() == wm::Selector::cuda ? wm::VariantLabel::cuda(parsed->cuda_major())
+                                 : parsed->selector() == wm::Selector::torch
+                                     ? wm::VariantLabel::torch(major, minor, parsed->cuda_major())
+                                     : wm::VariantLabel::cpu(parsed->cpu_level());
       FUZZ_CHECK(rebuilt.str() == label, "a label does not print back as it was written");
     }
   }

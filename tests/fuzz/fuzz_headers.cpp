@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(problems.empty(), problems);
   for (const wm::Header& h : headers->fields) {
-    FUZZ_CHECK(!h.key.empty() && h.key.find(':') == std::string::npos && h.key.find_first_of("\r\n") == std::string::npos);
+    FUZZ_CHECK(!h.key.empty() && h.key.find(':') == std::string::npos &&
+               h.key.find_first_of("\r\n") == std::string::npos);
     auto all = headers->all(h.key);
     auto one = headers->one(h.key);
     FUZZ_CHECK(!all.empty() && one && *one == all.front());

@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::string without = std::string(out_view.substr(0, at)) + std::string(out_view.substr(end));
       if (without == source) found = true;
       // A line ending is added when the input's last line has none.
-      if (end == out_view.size() && at >= newline.size() && out_view.substr(at - newline.size(), newline.size()) == newline &&
+      if (end == out_view.size() && at >= newline.size() &&
+          out_view.substr(at - newline.size(), newline.size()) == newline &&
           out_view.substr(0, at - newline.size()) == source)
         found = true;
     }

@@ -14,18 +14,18 @@
 // generated with every member's true hash and size. The first wheel is labelled cu12, the
 // second cu13 (a ".cuNN" suffix on the file name). Properties: as for fuzz_merge, plus the
 // merge with the inputs given in the other order writes a byte-identical wheel.
+#include "fuzz_common.hpp"
 #include "merger/base/bytes.hpp"
 #include "merger/base/digest.hpp"
-#include "merger/zip/file.hpp"
-#include "fuzz_common.hpp"
+#include "merger/format/record.hpp"
 #include "merger/merge.hpp"
 #include "merger/report.hpp"
-#include "merger/format/record.hpp"
+#include "merger/zip/file.hpp"
 #include "merger/zip/zip_writer.hpp"
 
 #include <fcntl.h>
-#include <nlohmann/json.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -65,8 +65,8 @@ Description parse(std::string_view text) {
     pos = eol == std::string_view::npos ? text.size() : eol + 1;
     if (line.substr(0, 6) == "name: ") {
       std::string_view stem = line.substr(6);
-      if (!stem.empty() && stem.size() <= 200 && stem.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos &&
-          stem != "." && stem != "..")
+      if (!stem.empty() && stem.size() <= 200 &&
+          stem.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos && stem != "." && stem != "..")
         d.stem = std::string(stem);
     } else if (line.substr(0, 6) == "glob: ") {
       d.globs.emplace_back(line.substr(6));
@@ -77,7 +77,8 @@ Description parse(std::string_view text) {
   // Members: ">>> [+x ]path\n" then content up to "\n>>> " or the end.
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
-    std::string_view header = text.substr(pos + 4, eol == std::string_view::npos ? std::string_view::npos : eol - pos - 4);
+    std::string_view header =
+        text.substr(pos + 4, eol == std::string_view::npos ? std::string_view::npos : eol - pos - 4);
     size_t start = eol == std::string_view::npos ? text.size() : eol + 1;
     size_t next = text.find("\n>>> ", start > 0 ? start - 1 : 0);
     size_t end = next == std::string_view::npos ? text.size() : std::max(next, start);
@@ -122,7 +123,8 @@ fs::path build(const Description& d, const std::string& label, const fs::path& d
                        fmt::format("Metadata-Version: 2.1\nName: {}\nVersion: {}\n", name->name, name->version)});
   std::string record;
   for (const Member& m : members)
-    record += wm::format_record_row({m.path, wm::sha256_record_hash(wm::as_bytes(m.content)), std::to_string(m.content.size())});
+    record += wm::format_record_row(
+        {m.path, wm::sha256_record_hash(wm::as_bytes(m.content)), std::to_string(m.content.size())});
   record += wm::format_record_row({dist_info + "/RECORD", "", ""});
   members.push_back({dist_info + "/RECORD", record});
 
@@ -184,8 +186,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // The same inputs in the other order: the same bytes.
   wm::Problems reversed_problems;
-  auto reversed = wm::merge_wheels({{in13, {}}, {in12, {}}}, options, out_reversed.string(), wm::DosTime{},
-                                   reversed_problems);
+  auto reversed =
+      wm::merge_wheels({{in13, {}}, {in12, {}}}, options, out_reversed.string(), wm::DosTime{}, reversed_problems);
   FUZZ_CHECK(reversed.has_value(), reversed_problems);
   FUZZ_CHECK(fs::path(reversed->output).filename() == fs::path(result->output).filename());
   FUZZ_CHECK(slurp(reversed->output) == slurp(result->output), "the output depends on the input order");

@@ -75,9 +75,8 @@ std::optional<wm::Requirement> reparse(const std::string& printed, const char* w
   }
   FUZZ_CHECK(again.has_value(), fmt::format("{} does not parse: {} ({})", what, wm::printable(printed), error));
   std::string printed_again = again->to_string();
-  FUZZ_CHECK(printed_again == printed,
-             fmt::format("{} is not a fixed point: {} printed again as {}", what, wm::printable(printed),
-                         wm::printable(printed_again)));
+  FUZZ_CHECK(printed_again == printed, fmt::format("{} is not a fixed point: {} printed again as {}", what,
+                                                   wm::printable(printed), wm::printable(printed_again)));
   return again;
 }
 

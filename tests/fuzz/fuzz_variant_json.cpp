@@ -2,8 +2,8 @@
 // crash; a document refused says why; a document read serialises (variant_document_text) to
 // text the reader reads back as the same document, and serialising that gives the same bytes;
 // the wheel check (variant_document_problem) and the index check agree with the reader.
-#include "merger/format/variant_metadata.hpp"
 #include "fuzz_common.hpp"
+#include "merger/format/variant_metadata.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

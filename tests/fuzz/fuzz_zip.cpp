@@ -44,11 +44,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(e.data_offset <= size && e.compressed_size <= size - e.data_offset, "data outside the file");
 
     uint64_t produced = 0;
-    auto problem = wm::stream_member(*zip, e, [&](std::span<const uint8_t> chunk) {
-      produced += chunk.size();
-      FUZZ_CHECK(produced <= e.uncompressed_size, "stream_member delivered more than the claimed size");
-      return true;
-    }, "fuzz.whl", [&] { produced = 0; });
+    auto problem = wm::stream_member(
+        *zip, e,
+        [&](std::span<const uint8_t> chunk) {
+          produced += chunk.size();
+          FUZZ_CHECK(produced <= e.uncompressed_size, "stream_member delivered more than the claimed size");
+          return true;
+        },
+        "fuzz.whl", [&] { produced = 0; });
     if (!problem) FUZZ_CHECK(produced == e.uncompressed_size, "a member read whole is not of its claimed size");
 
     // The bounded whole-member read agrees with streaming.

@@ -6,8 +6,8 @@
 #include "merger/base/digest.hpp"
 #include "merger/format/headers.hpp"
 #include "merger/format/requirement.hpp"
-#include "merger/wheel.hpp"
 #include "merger/format/wheel_name.hpp"
+#include "merger/wheel.hpp"
 
 #include <doctest/doctest.h>
 
@@ -26,14 +26,18 @@ inline std::string so_name(const std::string& stem) { return stem + ".cpython-31
 // model), then done() adds the dist-info files and returns the Wheel.
 class WheelBuilder {
  public:
-  // `filename` as parse_wheel_filename accepts it; the label as read_wheel would detect it.
+  // `filename` as parse_wheel_filename accepts it; the label as read_wheel would detect it
+  // (empty: none).
   WheelBuilder(const std::string& filename, const std::string& label) {
     std::string why;
     auto name = parse_wheel_filename(filename, why);
     REQUIRE_MESSAGE(name, why);
     w_.path = "/in/" + filename;
     w_.display = filename;
-    w_.label = label;
+    if (!label.empty()) {
+      w_.label = VariantLabel::parse(label, why);
+      REQUIRE_MESSAGE(w_.label, why);
+    }
     w_.name = *name;
     dist_ = name->name + "-" + name->version;
     w_.dist_info = dist_ + ".dist-info";
@@ -75,7 +79,10 @@ class WheelBuilder {
   // An ELF file: an extension module, or a shared library with a SONAME.
   WheelBuilder& elf(const std::string& path, const std::string& content, const std::string& soname = {},
                     std::vector<std::string> needed = {}) {
-    file(path, "\x7f" "ELF" + content);
+    file(path,
+         "\x7f"
+         "ELF" +
+             content);
     WheelFile& f = w_.files[*w_.position(path)];
     f.elf = true;
     f.elf_info = std::make_shared<const ElfInfo>(ElfInfo{true, soname, std::move(needed)});

@@ -24,7 +24,8 @@ env = { A = "1" }
 [tool.wheelmerge.cu12]
 toolkit = "/opt/cuda-12"
 env = { TORCH_CUDA_ARCH_LIST = "7.0;8.0" }
-)", "pyproject.toml", problems, &bs);
+)",
+                             "pyproject.toml", problems, &bs);
   REQUIRE(c);
   CHECK(problems.empty());
   CHECK(c->cuda == std::vector<int>{12, 13});
@@ -40,7 +41,8 @@ env = { TORCH_CUDA_ARCH_LIST = "7.0;8.0" }
 
 TEST_CASE("the same schema from YAML") {
   Problems problems;
-  auto c = parse_yaml_config("cuda: [12, 13]\ndriver-fallback: false\ncu13:\n  env:\n    X: y\n", "wheelmerge.yaml", problems);
+  auto c = parse_yaml_config("cuda: [12, 13]\ndriver-fallback: false\ncu13:\n  env:\n    X: y\n", "wheelmerge.yaml",
+                             problems);
   REQUIRE(c);
   CHECK(c->cuda == std::vector<int>{12, 13});
   CHECK_FALSE(c->driver_fallback);
@@ -93,8 +95,9 @@ TEST_CASE("YAML keys given twice are refused, naming both places, as ruamel.yaml
   // Aliases: a short text, an exponential tree; refused by size, not walked.
   std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'h'; ++c)
-    laughs += fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", c, c, char(c - 1), char(c - 1),
-                          char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1));
+    laughs += fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", c, c, char(c - 1),
+                          char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1), char(c - 1),
+                          char(c - 1), char(c - 1));
   problems.clear();
   CHECK_FALSE(parse_yaml_config(laughs, "w.yaml", problems));
   CHECK(problems.at(0).what == "YAML too large");
@@ -136,11 +139,13 @@ TEST_CASE("no [tool.wheelmerge] is an empty configuration") {
 
 TEST_CASE("cuNN tables: one or two digits after cu, as they have always been read") {
   Problems problems;
-  auto c = parse_toml_config("[tool.wheelmerge.cu5]\ntoolkit = \"/a\"\n[tool.wheelmerge.cu012]\ntoolkit = \"/b\"\n", "p.toml", problems);
+  auto c = parse_toml_config("[tool.wheelmerge.cu5]\ntoolkit = \"/a\"\n[tool.wheelmerge.cu012]\ntoolkit = \"/b\"\n",
+                             "p.toml", problems);
   CHECK_FALSE(c);  // three digits: an unknown key
   CHECK(problems.at(0).what == "unknown key \"cu012\"");
   problems.clear();
-  c = parse_toml_config("[tool.wheelmerge.cu05]\ntoolkit = \"/a\"\n[tool.wheelmerge.cu13]\ntoolkit = \"/b\"\n", "p.toml", problems);
+  c = parse_toml_config("[tool.wheelmerge.cu05]\ntoolkit = \"/a\"\n[tool.wheelmerge.cu13]\ntoolkit = \"/b\"\n",
+                        "p.toml", problems);
   REQUIRE(c);
   CHECK(c->variants.at(VariantLabel::cuda(5)).toolkit == "/a");  // a leading zero is the same major
   CHECK(c->variants.at(VariantLabel::cuda(13)).toolkit == "/b");
@@ -173,7 +178,8 @@ toolkit = "/opt/cuda-12"
 
 [tool.wheelmerge.cu09]
 env = { B = "2" }
-)", "pyproject.toml", problems, &project.build_system);
+)",
+                             "pyproject.toml", problems, &project.build_system);
   REQUIRE(c);
   project.wheelmerge = *c;
   CHECK(config_json(project) == nlohmann::json::parse(R"({
@@ -242,7 +248,8 @@ variants = ["torch211_cu13", "torch210_cu12"]
 toolkit = "/opt/cuda-12.9"
 build-requires = ["torch==2.10.*", "numpy>=2; python_version >= '3.10'"]
 env = { TORCH_CUDA_ARCH_LIST = "8.0" }
-)", "pyproject.toml", problems);
+)",
+                             "pyproject.toml", problems);
   REQUIRE(c);
   CHECK(problems.empty());
   CHECK(c->cuda.empty());
@@ -286,7 +293,8 @@ TEST_CASE("cuda = [12, 13] is variants = [cu12, cu13]") {
 
 TEST_CASE("cuda and variants together are refused") {
   Problems problems;
-  CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\ncuda = [12, 13]\nvariants = [\"cu12\", \"cu13\"]\n", "p.toml", problems));
+  CHECK_FALSE(
+      parse_toml_config("[tool.wheelmerge]\ncuda = [12, 13]\nvariants = [\"cu12\", \"cu13\"]\n", "p.toml", problems));
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].what == "\"cuda\" and \"variants\" both name the builds");
   CHECK(problems[0].file == "p.toml:2:8");
@@ -294,7 +302,8 @@ TEST_CASE("cuda and variants together are refused") {
 }
 
 TEST_CASE("bad labels in variants and as tables") {
-  for (const char* bad : {"cu", "cu012", "torch2_cu12", "torch210", "torch210_cu", "x86_64_v5", "x86_64_v0", "avx2", "CU12"}) {
+  for (const char* bad :
+       {"cu", "cu012", "torch2_cu12", "torch210", "torch210_cu", "x86_64_v5", "x86_64_v0", "avx2", "CU12"}) {
     CAPTURE(bad);
     Problems problems;
     CHECK_FALSE(parse_yaml_config(std::string("variants: [") + bad + ", x86_64_v3]\n", "w.yaml", problems));
@@ -326,8 +335,10 @@ TEST_CASE("one selector across variants and tables") {
   CHECK(problems[0].found == "x86_64_v3 (selector cpu)");
   problems.clear();
   // A table of another selector than the builds is a mistake too.
-  CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\ncuda = [12, 13]\n[tool.wheelmerge.torch210_cu12]\n"
-                                "build-requires = [\"torch==2.10.*\"]\n", "p.toml", problems));
+  CHECK_FALSE(
+      parse_toml_config("[tool.wheelmerge]\ncuda = [12, 13]\n[tool.wheelmerge.torch210_cu12]\n"
+                        "build-requires = [\"torch==2.10.*\"]\n",
+                        "p.toml", problems));
   CHECK(problems.at(0).found == "torch210_cu12 (selector torch)");
   problems.clear();
   CHECK_FALSE(parse_yaml_config("x86_64_v2: {env: {A: b}}\ncu12: {env: {A: c}}\n", "w.yaml", problems));

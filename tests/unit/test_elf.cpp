@@ -68,7 +68,7 @@ std::vector<uint8_t> elf_with_sections(size_t count, bool extended_count, bool e
   for (size_t i = 1; i < count; ++i) {
     const size_t at = table + i * 64;
     const bool last = i == count - 1;
-    put(b, at, last ? 4 : 1, 4);   // sh_name
+    put(b, at, last ? 4 : 1, 4);      // sh_name
     put(b, at + 4, last ? 3 : 1, 4);  // sh_type
     put(b, at + 24, last ? names_at : 64, 8);
     put(b, at + 32, last ? names.size() : 0, 8);
@@ -122,7 +122,8 @@ TEST_CASE("section header table: extended numbering read as readelf reads it, in
   }
 }
 
-TEST_CASE("section header table: no table, reserved or absurd numbers are told apart, bounded before holding anything") {
+TEST_CASE(
+    "section header table: no table, reserved or absurd numbers are told apart, bounded before holding anything") {
   using State = ElfSectionScanner::State;
   auto file = elf_with_sections(4, true, true);
   // e_shnum 0 and section 0's sh_size 0: no sections (the gABI), as readelf says.

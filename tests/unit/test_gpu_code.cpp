@@ -7,9 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <stdlib.h>
 #include <cstdio>
 #include <random>
-#include <stdlib.h>
 
 using namespace wm;
 
@@ -68,7 +68,8 @@ GpuCode ptx(uint16_t arch, char suffix = 0) { return {GpuCode::Kind::ptx, arch, 
 
 }  // namespace
 
-TEST_CASE("fat binaries: entries of two containers, arch-specific and family flags, longer entry headers, any chunking") {
+TEST_CASE(
+    "fat binaries: entries of two containers, arch-specific and family flags, longer entry headers, any chunking") {
   std::vector<uint8_t> bytes = container({{2, 75}, {2, 86}, {2, 90, 0x100011}, {2, 100, 0x1200011, 40, 112}});
   const std::vector<uint8_t> second = container({{1, 80, 0x8011, 17, 80}, {2, 120, 0x1000011, 8, 96}});
   bytes.resize(bytes.size() + 8, 0);  // padding between containers
@@ -149,7 +150,7 @@ namespace {
 struct Section {
   std::string name;
   std::vector<uint8_t> data;
-  uint32_t type = 1;                // PROGBITS
+  uint32_t type = 1;               // PROGBITS
   std::optional<uint64_t> offset;  // where its header says it lies, when not where its data is
 };
 
@@ -233,8 +234,8 @@ TEST_CASE("ELF files: every PROGBITS section named .nv_fatbin is read, in any ta
   const std::vector<uint8_t> a = container({{2, 80}, {1, 80}}), b = container({{2, 90, 0x100011}});
   const std::vector<uint8_t> other = container({{2, 75}});
   // Named otherwise, or NOBITS: no fat binary section, though their bytes are fat binaries.
-  const std::vector<Section> sections = {{".nv_fatbin", a}, {".nv_fatbin2", other}, {".nv_fatbin", other, 8},
-                                         {".nv_fatbin", b}};
+  const std::vector<Section> sections = {
+      {".nv_fatbin", a}, {".nv_fatbin2", other}, {".nv_fatbin", other, 8}, {".nv_fatbin", b}};
   // 300 KiB between the names and the table: past what the first pass keeps, so a second pass fetches them.
   for (size_t gap : {size_t{0}, size_t{300} << 10}) {
     for (bool reversed : {false, true}) {
@@ -272,12 +273,14 @@ TEST_CASE("ELF files: .nv_fatbin sections outside the file, overlapping or unrea
 TEST_CASE("sm_arch: one value per major, the lowest minor every file covers") {
   using Files = std::vector<std::pair<std::string, std::set<GpuCode>>>;
   SUBCASE("SASS of a major covers its later minors; PTX compute_X0 every minor of X") {
-    SmArch a = sm_arch_values(Files{{"a.so", {sass(75), sass(80), sass(86), sass(90), sass(100), sass(120), ptx(120)}}});
+    SmArch a =
+        sm_arch_values(Files{{"a.so", {sass(75), sass(80), sass(86), sass(90), sass(100), sass(120), ptx(120)}}});
     CHECK(a.values == std::vector<std::string>{"120_real", "100_real", "90_real", "80_real", "75_real"});
     CHECK(a.notes.empty());
   }
   SUBCASE("files are intersected: a GPU gets the build only where every file has code for it") {
-    SmArch a = sm_arch_values(Files{{"a.so", {sass(75), sass(86), sass(90)}}, {"b.so", {sass(80), sass(90), sass(120)}}});
+    SmArch a =
+        sm_arch_values(Files{{"a.so", {sass(75), sass(86), sass(90)}}, {"b.so", {sass(80), sass(90), sass(120)}}});
     CHECK(a.values == std::vector<std::string>{"90_real", "86_real"});
   }
   SUBCASE("arch-specific code and PTX of a later minor add no value; only PTX names _virtual") {

@@ -15,7 +15,8 @@ TEST_CASE("header fields, continuation lines and the body") {
   CHECK(h->one("License") == "MIT\n  more");
   CHECK(h->body == "Body\n");
   CHECK_FALSE(h->one("Summary"));
-  CHECK(h->to_string() == "Name: pkg\nVersion: 1.0\nRequires-Dist: a\nRequires-Dist: b\nLicense: MIT\n  more\n\nBody\n");
+  CHECK(h->to_string() ==
+        "Name: pkg\nVersion: 1.0\nRequires-Dist: a\nRequires-Dist: b\nLicense: MIT\n  more\n\nBody\n");
 }
 
 TEST_CASE("lines end where Python's email parser ends them") {
@@ -38,5 +39,3 @@ TEST_CASE("a line that is no field is refused") {
   CHECK(problems[0].member == "METADATA");
   CHECK_FALSE(parse_headers(" leading\n", "w.whl", "METADATA", problems));
 }
-
-

@@ -26,7 +26,8 @@ std::vector<uint8_t> deflate_raw(const std::string& data, int level, int strateg
 
 std::vector<uint8_t> hex(const std::string& text) {
   std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < text.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < text.size(); i += 2)
+    out.push_back(static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -109,8 +110,9 @@ TEST_CASE("inflate: a truncated stream ends without an end, in both engines") {
 TEST_CASE("inflate: an incomplete literal/length code is refused by zlib and by the patched ISA-L") {
   // tests/integration/test_bad_inputs.py INCOMPLETE_CODE_AAA: decodes to "AAA" where the
   // code set is not checked (Debian's ISA-L 2.30 does); third_party/isal/README.md.
-  auto incomplete = hex("05c001080000008220000000000000000000000000000000000200000000000000000000000000000000"
-                        "000000000000000000000000000000000000000000000000000000000000800404");
+  auto incomplete =
+      hex("05c001080000008220000000000000000000000000000000000200000000000000000000000000000000"
+          "000000000000000000000000000000000000000000000000000000000000800404");
   auto complete = hex("05c001040000000010000000000000000001000000000000000000000000000000000000000000008009");
   for (InflateEngine engine : {InflateEngine::isal, InflateEngine::zlib}) {
     CAPTURE(inflate_engine_description(engine));
@@ -132,7 +134,8 @@ TEST_CASE("inflate: the build inflates with ISA-L, and its CRC-32 is zlib's") {
   uint32_t expected = static_cast<uint32_t>(crc32(0, bytes, static_cast<uInt>(data.size())));
   CHECK(crc32_update(0, bytes, data.size()) == expected);
   uint32_t pieces = 0;
-  for (size_t at = 0; at < data.size(); at += 777) pieces = crc32_update(pieces, bytes + at, std::min<size_t>(777, data.size() - at));
+  for (size_t at = 0; at < data.size(); at += 777)
+    pieces = crc32_update(pieces, bytes + at, std::min<size_t>(777, data.size() - at));
   CHECK(pieces == expected);
   CHECK(crc32_update(0, bytes, 0) == 0);
 }

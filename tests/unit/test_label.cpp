@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <initializer_list>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace wm;
@@ -31,14 +31,41 @@ TEST_CASE("what no selector accepts is refused, saying what a label is") {
   const char* torch = "torch, the torch major and minor, _cu and the CUDA major (torch210_cu12: torch 2.10, CUDA 12)";
   const char* cpu = "x86_64_v and a psABI level from 1 to 4";
   const char* any = "cuNN, torchMmm_cuNN or x86_64_vN";
-  for (Case c : std::initializer_list<Case>{
-           {"", any}, {"cu", cuda}, {"12", any}, {"CU12", any}, {"cu012", cuda}, {"cu0", cuda}, {"cu1234", cuda},
-           {"cu1a", cuda}, {"cu-1", cuda}, {"cu+1", cuda}, {" cu12", any}, {"cu12 ", cuda}, {"gpu12", any},
-           {"torch", torch}, {"torch2", torch}, {"torch2_cu12", torch}, {"torch210", torch}, {"torch210_", torch},
-           {"torch210_cu", torch}, {"torch210_cu012", torch}, {"torch2010_cu12", torch}, {"torch201_cu12", torch},
-           {"torch010_cu12", torch}, {"torch210-cu12", torch}, {"torch210_cu12_x", torch}, {"torch2.10_cu12", torch},
-           {"Torch210_cu12", any}, {"x86_64_v0", cpu}, {"x86_64_v5", cpu}, {"x86_64_v", cpu}, {"x86_64_v33", cpu},
-           {"x86_64_v01", cpu}, {"x86_64", any}, {"x86-64-v3", any}, {"aarch64_v8", any}}) {
+  for (Case c : std::initializer_list<Case>{{"", any},
+                                            {"cu", cuda},
+                                            {"12", any},
+                                            {"CU12", any},
+                                            {"cu012", cuda},
+                                            {"cu0", cuda},
+                                            {"cu1234", cuda},
+                                            {"cu1a", cuda},
+                                            {"cu-1", cuda},
+                                            {"cu+1", cuda},
+                                            {" cu12", any},
+                                            {"cu12 ", cuda},
+                                            {"gpu12", any},
+                                            {"torch", torch},
+                                            {"torch2", torch},
+                                            {"torch2_cu12", torch},
+                                            {"torch210", torch},
+                                            {"torch210_", torch},
+                                            {"torch210_cu", torch},
+                                            {"torch210_cu012", torch},
+                                            {"torch2010_cu12", torch},
+                                            {"torch201_cu12", torch},
+                                            {"torch010_cu12", torch},
+                                            {"torch210-cu12", torch},
+                                            {"torch210_cu12_x", torch},
+                                            {"torch2.10_cu12", torch},
+                                            {"Torch210_cu12", any},
+                                            {"x86_64_v0", cpu},
+                                            {"x86_64_v5", cpu},
+                                            {"x86_64_v", cpu},
+                                            {"x86_64_v33", cpu},
+                                            {"x86_64_v01", cpu},
+                                            {"x86_64", any},
+                                            {"x86-64-v3", any},
+                                            {"aarch64_v8", any}}) {
     CAPTURE(c.text);
     std::string why;
     CHECK_FALSE(VariantLabel::parse(c.text, why));
@@ -115,6 +142,30 @@ TEST_CASE("a label round-trips between its text and its major") {
   CHECK(selector_name(Selector::cuda) == "cuda");
 }
 
-TEST_CASE("the default majors are 12 and 13") {
-  CHECK(default_cuda_majors() == std::vector<int>{12, 13});
+TEST_CASE("the default majors are 12 and 13") { CHECK(default_cuda_majors() == std::vector<int>{12, 13}); }
+
+TEST_CASE("a label is read only from its own spelling, so its text and str() are one") {
+  for (const char* text :
+       {"cu9", "cu12", "cu130", "torch21_cu12", "torch210_cu12", "torch29_cu9", "x86_64_v1", "x86_64_v4"}) {
+    CAPTURE(text);
+    auto label = VariantLabel::parse(text);
+    REQUIRE(label);
+    CHECK(label->str() == text);
+  }
+  for (const char* text : {"cu012", "cu+12", "torch2_10_cu12", "torch200_cu12", "torch210_cu012", "torch210_cu12x",
+                           "x86_64_v03", "x86_64_v3 ", "CU12"}) {
+    CAPTURE(text);
+    CHECK_FALSE(VariantLabel::parse(text));
+  }
+}
+
+TEST_CASE("label_strings keeps the order; LabelTextOrder orders by text, as JSON keys are") {
+  const std::vector<VariantLabel> labels{VariantLabel::cuda(9), VariantLabel::cuda(12), VariantLabel::cuda(13)};
+  CHECK(label_strings(labels) == std::vector<std::string>{"cu9", "cu12", "cu13"});
+  CHECK(label_strings({}).empty());
+  std::vector<VariantLabel> by_text = labels;
+  std::sort(by_text.begin(), by_text.end(), LabelTextOrder());
+  CHECK(label_strings(by_text) == std::vector<std::string>{"cu12", "cu13", "cu9"});
+  std::sort(by_text.begin(), by_text.end());
+  CHECK(by_text == labels);
 }

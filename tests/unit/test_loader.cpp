@@ -67,7 +67,9 @@ TEST_CASE("encoding cookies: UTF-8, ASCII and Latin-1 are read, others refused")
   CHECK(inject("x = 1\n# coding: cp1252\n") == kLine + "x = 1\n# coding: cp1252\n");
   std::string why;
   CHECK_FALSE(inject_loader_import("# coding: cp1252\nx = 1\n", why));
-  CHECK(why == "line 1 declares the source encoding 'cp1252'; only UTF-8, ASCII and Latin-1 sources can take the loader import");
+  CHECK(
+      why ==
+      "line 1 declares the source encoding 'cp1252'; only UTF-8, ASCII and Latin-1 sources can take the loader import");
   CHECK_FALSE(inject_loader_import("#!python\n# coding: shift_jis\nx = 1\n", why));
   CHECK(why.starts_with("line 2 declares the source encoding 'shift_jis'"));
   CHECK_FALSE(inject_loader_import("\xEF\xBB\xBF# coding: latin-1\nx = 1\n", why));
@@ -116,11 +118,28 @@ TEST_CASE("backslash continuations, before any line ending") {
 }
 
 TEST_CASE("every docstring form") {
-  for (std::string doc : {"'doc'", "\"doc\"", "u'doc'", "U\"doc\"", "r'doc'", "R'''doc'''", "\"a\" \"b\"",
-                          "'a' r'b' u'c'", "(\"doc\")", "((\"doc\"))", "(\"a\"\n \"b\")", "(\n  # c (\n  \"doc\"  # )\n)",
-                          "\"\"\"tri \"quoted\" \\\"\"\" doc\"\"\"", "'''has # and ( and \\\\'''", "'it\\'s (' # \"",
-                          "\"doc\"  # it's a ( comment", "\"doc\";", "\"doc\" ;  # c", "'''a\\\nb'''", "r'\\''",
-                          "\"\"\"'''\"\"\"", "'''multi\nline\n'''"}) {
+  for (std::string doc : {"'doc'",
+                          "\"doc\"",
+                          "u'doc'",
+                          "U\"doc\"",
+                          "r'doc'",
+                          "R'''doc'''",
+                          "\"a\" \"b\"",
+                          "'a' r'b' u'c'",
+                          "(\"doc\")",
+                          "((\"doc\"))",
+                          "(\"a\"\n \"b\")",
+                          "(\n  # c (\n  \"doc\"  # )\n)",
+                          "\"\"\"tri \"quoted\" \\\"\"\" doc\"\"\"",
+                          "'''has # and ( and \\\\'''",
+                          "'it\\'s (' # \"",
+                          "\"doc\"  # it's a ( comment",
+                          "\"doc\";",
+                          "\"doc\" ;  # c",
+                          "'''a\\\nb'''",
+                          "r'\\''",
+                          "\"\"\"'''\"\"\"",
+                          "'''multi\nline\n'''"}) {
     CAPTURE(doc);
     CHECK(inject(doc + "\nimport os\n") == doc + "\n" + kLine + "import os\n");
     CHECK(inject(doc + "\nfrom __future__ import annotations\nimport os\n") ==
@@ -145,7 +164,8 @@ TEST_CASE("every future import form") {
                              "from __future__ import annotations;", "from\\\n __future__ import annotations"}) {
     CAPTURE(future);
     CHECK(inject(future + "\nimport os\n") == future + "\n" + kLine + "import os\n");
-    CHECK(inject("'''doc'''\n\n" + future + "\n\nimport os\n") == "'''doc'''\n\n" + future + "\n" + kLine + "\nimport os\n");
+    CHECK(inject("'''doc'''\n\n" + future + "\n\nimport os\n") ==
+          "'''doc'''\n\n" + future + "\n" + kLine + "\nimport os\n");
   }
   CHECK(inject("'doc'; from __future__ import annotations\nx = 1\n") ==
         "'doc'; from __future__ import annotations\n" + kLine + "x = 1\n");
@@ -159,15 +179,17 @@ TEST_CASE("every future import form") {
 TEST_CASE("a line shared by the prologue and another statement is refused") {
   std::string why;
   CHECK_FALSE(inject_loader_import("\"\"\"doc\"\"\"; import os\n", why));
-  CHECK(why == "line 1: the docstring or a from __future__ import shares its line with another statement after ';', "
-               "so no line can go between them");
+  CHECK(why ==
+        "line 1: the docstring or a from __future__ import shares its line with another statement after ';', "
+        "so no line can go between them");
   CHECK_FALSE(inject_loader_import("'doc'\nfrom __future__ import annotations; import os\n", why));
   CHECK(why.starts_with("line 2: "));
 }
 
 TEST_CASE("a first statement that starts like a docstring but goes on is refused") {
   std::string why;
-  for (std::string_view source : {"\"a\" + \"b\"\n", "'''doc'''.strip()\n", "\"%s\" % 1\n", "(\"a\",)\n", "'a' ('b')\n"}) {
+  for (std::string_view source :
+       {"\"a\" + \"b\"\n", "'''doc'''.strip()\n", "\"%s\" % 1\n", "(\"a\",)\n", "'a' ('b')\n"}) {
     CAPTURE(source);
     CHECK_FALSE(inject_loader_import(source, why));
     CHECK(why.find("goes on into an expression") != std::string::npos);
@@ -210,9 +232,9 @@ TEST_CASE("parentheses: 200 deep are read, a ')' without its '(' is refused, an 
 TEST_CASE("names, numbers and prefixed strings as the first statement") {
   CHECK(inject("1\n'doc'\n") == kLine + "1\n'doc'\n");
   CHECK(inject("x1_\xC3\xA9 = 'a'\n") == kLine + "x1_\xC3\xA9 = 'a'\n");
-  CHECK(inject("rb = 1\n") == kLine + "rb = 1\n");               // a prefix without its quote is a name
-  CHECK(inject("Rb'x'\n'doc'\n") == kLine + "Rb'x'\n'doc'\n");   // bytes: no docstring
-  CHECK(inject("bu'x'\n") == kLine + "bu'x'\n");                   // no prefix: the name bu, then a string
+  CHECK(inject("rb = 1\n") == kLine + "rb = 1\n");              // a prefix without its quote is a name
+  CHECK(inject("Rb'x'\n'doc'\n") == kLine + "Rb'x'\n'doc'\n");  // bytes: no docstring
+  CHECK(inject("bu'x'\n") == kLine + "bu'x'\n");                // no prefix: the name bu, then a string
   CHECK(inject("ur'doc'\nx = 1\n") == kLine + "ur'doc'\nx = 1\n");
 }
 
@@ -221,15 +243,17 @@ TEST_CASE("the rendered loader carries the manifest as Python literals, and it c
   m.wheelmerge = "1.0";
   m.package = "pkg";
   m.distribution = "pkg.Name_x";
-  m.variants = {"cu12", "cu13"};
+  const VariantLabel cu12 = VariantLabel::cuda(12), cu13 = VariantLabel::cuda(13);
+  m.variants = {cu12, cu13};
   m.cuda_bindings = false;
-  m.extras = {{"cu12", {"ctk-cu12"}}};
-  m.builds["cu12"].files = {{"k\"q\\x\xC3\xA9\xF0\x9F\x98\x80", "x.cu12"}};
-  m.builds["cu12"].build_info = {{"a", std::string(200, 'z')}};
-  m.builds["cu13"];
+  m.extras = {{cu12, {"ctk-cu12"}}};
+  m.builds[cu12].files = {{"k\"q\\x\xC3\xA9\xF0\x9F\x98\x80", "x.cu12"}};
+  m.builds[cu12].build_info = {{"a", std::string(200, 'z')}};
+  m.builds[cu13];
   std::string rendered = render_loader(m);
   CHECK(rendered.find("_SOURCES: tuple[str, ...] = (\"runtime\", \"driver\")\n") != std::string::npos);
-  CHECK(rendered.find("_VARIANT_VARS = (\"WHEELMERGE_VARIANT_PKG_NAME_X\", \"WHEELMERGE_VARIANT\")\n") != std::string::npos);
+  CHECK(rendered.find("_VARIANT_VARS = (\"WHEELMERGE_VARIANT_PKG_NAME_X\", \"WHEELMERGE_VARIANT\")\n") !=
+        std::string::npos);
   CHECK(rendered.find(R"("k\x22q\\x\xe9\U0001f600": "x.cu12")") != std::string::npos);
   CHECK(rendered.find("#:") == std::string::npos);  // every template directive is replaced
   std::string why;
@@ -253,11 +277,12 @@ TEST_CASE("the rendered loader carries the manifest as Python literals, and it c
 }
 
 TEST_CASE("the rules module differs per selector and holds no template directive") {
-  std::string cuda = render_rules("cuda", "pkg"), torch = render_rules("torch", "pkg"), cpu = render_rules("cpu", "pkg");
+  std::string cuda = render_rules(Selector::cuda, "pkg"), torch = render_rules(Selector::torch, "pkg"),
+              cpu = render_rules(Selector::cpu, "pkg");
   CHECK(cuda.starts_with("\"\"\"The rest of the build selection of package pkg (written by wheelmerge)."));
-  CHECK(render_rules("cuda", "a.b") != cuda);  // no two packages of a wheel share the file
+  CHECK(render_rules(Selector::cuda, "a.b") != cuda);  // no two packages of a wheel share the file
   // A directory name cannot end the docstring: quotes and backslashes are escaped.
-  std::string odd = render_rules("cuda", "x\"\"\"+__import__('os')\\");
+  std::string odd = render_rules(Selector::cuda, "x\"\"\"+__import__('os')\\");
   CHECK(odd.starts_with(R"("""The rest of the build selection of package x\x22\x22\x22+__import__('os')\\ (written)"));
   CHECK(cuda != torch);
   CHECK(torch != cpu);

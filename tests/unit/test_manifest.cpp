@@ -19,15 +19,15 @@ LoaderManifest sample() {
   m.wheelmerge = "1.2.3";
   m.package = "pkg";
   m.distribution = "d\xC3\xA9mo";  // "démo"
-  m.variants = {"cu12", "cu13"};
+  m.variants = {VariantLabel::cuda(12), VariantLabel::cuda(13)};
   m.driver_fallback = true;
-  m.extras = {{"cu13", {"cu13"}}};
-  BuildFiles& b12 = m.builds["cu12"];
+  m.extras = {{VariantLabel::cuda(13), {"cu13"}}};
+  BuildFiles& b12 = m.builds[VariantLabel::cuda(12)];
   b12.modules = {{"pkg._core", "_core.cu12.so"}};
   b12.files = {{"_core.so", "_core.cu12.so"}};
   b12.preload = {"../pkg.libs/libx.cu12.so"};
   b12.build_info = {{"cuda", "12.8"}};
-  m.builds["cu13"];
+  m.builds[VariantLabel::cuda(13)];
   return m;
 }
 
@@ -57,8 +57,10 @@ std::string refusal(const std::string& json) {
 // The sample's JSON with `key`'s value replaced by `value` (raw JSON; none: the key removed).
 std::string with(const std::string& key, const std::optional<std::string>& value) {
   auto j = nlohmann::json::parse(kSampleJson);
-  if (value) j[key] = nlohmann::json::parse(*value);
-  else j.erase(key);
+  if (value)
+    j[key] = nlohmann::json::parse(*value);
+  else
+    j.erase(key);
   return j.dump();
 }
 
@@ -118,6 +120,50 @@ TEST_CASE("manifest: parse refuses variants that are no labels, or listed twice"
   CHECK(refusal(with("variants", R"(["cu12","cu13","cu12"])")) == "variant cu12 is listed twice");
   CHECK(refusal(with("selector", R"("torch")")) == "variant cu12 is no label of selector torch");
   CHECK(refusal(with("selector", R"("rocm")")) == "selector is not one of cuda, torch, cpu");
+  CHECK(refusal(with("selector", R"("CUDA")")) == "selector is not one of cuda, torch, cpu");
+  CHECK(refusal(with("selector", "1")) == "selector is not a string");
+  CHECK(refusal(with("selector", std::nullopt)) == "selector is not a string");
+  // The fields before it are checked first, as they always were.
+  auto j = nlohmann::json::parse(with("selector", R"("rocm")"));
+  j["package"] = "";
+  CHECK(refusal(j.dump()) == "package is empty");
+}
+
+TEST_CASE("manifest: parse reads the selector and the labels as the types they are") {
+  std::string why;
+  auto cpu = LoaderManifest::parse(with("selector", R"("cpu")"), why);
+  CHECK_FALSE(cpu);  // cu12 is no cpu label
+  auto j = nlohmann::json::parse(kSampleJson);
+  j["selector"] = "cpu";
+  j["sources"] = nlohmann::json::array();
+  j["variants"] = {"x86_64_v2", "x86_64_v3"};
+  for (const char* section : {"extras", "modules", "files", "preload", "build_info"})
+    j[section] = {{"x86_64_v2", j[section]["cu13"]}, {"x86_64_v3", j[section]["cu12"]}};
+  auto m = LoaderManifest::parse(j.dump(), why);
+  REQUIRE_MESSAGE(m, why);
+  CHECK(m->selector == Selector::cpu);
+  CHECK(m->variants == std::vector<VariantLabel>{VariantLabel::cpu(2), VariantLabel::cpu(3)});
+  CHECK(m->builds.at(VariantLabel::cpu(3)).build_info.at("cuda") == "12.8");
+  CHECK(m->extras.at(VariantLabel::cpu(2)) == std::vector<std::string>{"cu13"});
+  CHECK(m->sources().empty());
+  CHECK(m->to_json() == j.dump(-1, ' ', /*ensure_ascii=*/true));
+}
+
+TEST_CASE("manifest: its maps by label keep the order of the labels' text, as its JSON does") {
+  LoaderManifest m = sample();
+  m.variants = {VariantLabel::cuda(9), VariantLabel::cuda(12)};
+  m.builds.clear();
+  m.builds[VariantLabel::cuda(9)].build_info = {{"n", "9"}};
+  m.builds[VariantLabel::cuda(12)].build_info = {{"n", "12"}};
+  m.extras.clear();
+  std::vector<std::string> order;
+  for (const auto& [label, build] : m.builds) order.push_back(label.str());
+  CHECK(order == std::vector<std::string>{"cu12", "cu9"});
+  std::string why;
+  auto back = LoaderManifest::parse(m.to_json(), why);
+  REQUIRE_MESSAGE(back, why);
+  CHECK(back->variants == m.variants);  // selection order, as written
+  CHECK(back->to_json() == m.to_json());
 }
 
 TEST_CASE("manifest: parse refuses sections naming unlisted builds, lacking one, or holding no strings") {
@@ -126,7 +172,8 @@ TEST_CASE("manifest: parse refuses sections naming unlisted builds, lacking one,
   CHECK(refusal(with("files", R"({"cu12":{}})")) == "files lacks the build cu13");
   CHECK(refusal(with("preload", R"({"cu12":[1],"cu13":[]})")) == "preload of cu12 is not a list of strings");
   CHECK(refusal(with("extras", R"({"cu12":"cu12","cu13":[]})")) == "extras of cu12 is not a list of strings");
-  CHECK(refusal(with("build_info", R"({"cu12":{"a":1},"cu13":{}})")) == "build_info of cu12 is not an object of strings");
+  CHECK(refusal(with("build_info", R"({"cu12":{"a":1},"cu13":{}})")) ==
+        "build_info of cu12 is not an object of strings");
   CHECK(refusal(with("extras", "[]")) == "extras is not an object");
 }
 

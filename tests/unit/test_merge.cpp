@@ -1,7 +1,8 @@
 #include "merger/merge.hpp"
 
-#include "merger/loader.hpp"
+#include "labels.hpp"
 #include "merger/format/manifest.hpp"
+#include "merger/loader.hpp"
 #include "merger/zip/member_stream.hpp"
 #include "wheel_builder.hpp"
 
@@ -11,6 +12,7 @@
 
 using namespace wm;
 using namespace wm::test;
+using namespace wm::test_labels;
 
 namespace {
 
@@ -47,7 +49,7 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   CHECK(result->output == (out / kMerged).string());
   CHECK(listing(out) == std::vector<std::string>{kMerged});
   CHECK(result->inputs.size() == 2);
-  CHECK(result->plan.labels == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(result->plan.labels) == std::vector<std::string>{"cu12", "cu13"});
   CHECK(result->plan.loader_packages == std::vector<std::string>{"pkg"});
   // The inputs are left as they were.
   CHECK(listing(dir.path / "in").size() == 2);
@@ -56,7 +58,7 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   auto merged = read_wheel(WheelInput{result->output, {}}, read_problems);
   REQUIRE_MESSAGE(merged, problems_text(read_problems));
   CHECK(merged->warnings.empty());
-  CHECK(merged->label.empty());
+  CHECK_FALSE(merged->label);  // the merged wheel names none
   CHECK(merged->name.version == "1.0");
   CHECK(merged->dist_info == "pkg-1.0.dist-info");
   std::vector<std::string> paths;
@@ -66,8 +68,8 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   CHECK(sorted == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD",
                                            "pkg-1.0.dist-info/WHEEL", "pkg/__init__.py",
                                            "pkg/_core.cu12.cpython-311-x86_64-linux-gnu.so",
-                                           "pkg/_core.cu13.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py",
-                                           "pkg/util.py"});
+                                           "pkg/_core.cu13.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                           "pkg/_wheelmerge_rules.py", "pkg/util.py"});
   CHECK(paths.back() == "pkg-1.0.dist-info/RECORD");
 
   // Each build's extension module, byte for byte, under its labelled name; the shared module once.
@@ -85,11 +87,13 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   REQUIRE_MESSAGE(manifest, why);
   CHECK(manifest->package == "pkg");
   CHECK(manifest->distribution == "pkg");
-  CHECK(manifest->variants == std::vector<std::string>{"cu12", "cu13"});
-  CHECK(manifest->extras == std::map<std::string, std::vector<std::string>>{{"cu12", {"cu12"}}, {"cu13", {"cu13"}}});
-  CHECK(manifest->builds.at("cu12").modules ==
+  CHECK(label_strings(manifest->variants) == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(manifest->extras.at("cu12"_label) == std::vector<std::string>{"cu12"});
+  CHECK(manifest->extras.at("cu13"_label) == std::vector<std::string>{"cu13"});
+  CHECK(manifest->extras.size() == 2);
+  CHECK(manifest->builds.at("cu12"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cu12.cpython-311-x86_64-linux-gnu.so"}});
-  CHECK(manifest->builds.at("cu13").modules ==
+  CHECK(manifest->builds.at("cu13"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cu13.cpython-311-x86_64-linux-gnu.so"}});
   // METADATA: the differing requirements as extras, the shared one kept.
   std::string metadata = member_text(*merged, "pkg-1.0.dist-info/METADATA");
@@ -107,7 +111,7 @@ TEST_CASE("merge: one build keeps its files and names, and gets a loader that im
   auto result = merge_wheels({{cu13, ""}}, {}, out.string(), kTime, problems);
   REQUIRE_MESSAGE(result, problems_text(problems));
   CHECK(result->plan.warnings.empty());
-  CHECK(result->plan.labels == std::vector<std::string>{"cu13"});
+  CHECK(label_strings(result->plan.labels) == std::vector<std::string>{"cu13"});
   CHECK(result->plan.loader_packages == std::vector<std::string>{"pkg"});
   Problems read_problems;
   auto merged = read_wheel(WheelInput{result->output, {}}, read_problems);
@@ -115,20 +119,22 @@ TEST_CASE("merge: one build keeps its files and names, and gets a loader that im
   std::vector<std::string> paths;
   for (const WheelFile& f : merged->files) paths.emplace_back(f.path);
   std::sort(paths.begin(), paths.end());
-  CHECK(paths == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD", "pkg-1.0.dist-info/WHEEL",
-                                          "pkg/__init__.py", "pkg/_core.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py",
-                                          "pkg/util.py"});
+  CHECK(paths == std::vector<std::string>{"pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD",
+                                          "pkg-1.0.dist-info/WHEEL", "pkg/__init__.py",
+                                          "pkg/_core.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                          "pkg/_wheelmerge_rules.py", "pkg/util.py"});
   CHECK(member_text(*merged, "pkg/_core.cpython-311-x86_64-linux-gnu.so") == cuda_build(13).files.at(kCoreModule));
   auto json = manifest_of_loader(member_text(*merged, "pkg/_wheelmerge.py"));
   REQUIRE(json);
   std::string why;
   auto manifest = LoaderManifest::parse(*json, why);
   REQUIRE_MESSAGE(manifest, why);
-  CHECK(manifest->variants == std::vector<std::string>{"cu13"});
-  CHECK(manifest->builds.at("cu13").modules ==
+  CHECK(label_strings(manifest->variants) == std::vector<std::string>{"cu13"});
+  CHECK(manifest->builds.at("cu13"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cpython-311-x86_64-linux-gnu.so"}});
   // Its requirement stays as the build had it (an extra per build only where builds differ).
-  CHECK(member_text(*merged, "pkg-1.0.dist-info/METADATA").find("Requires-Dist: cuda-bindings>=13,<14\n") != std::string::npos);
+  CHECK(member_text(*merged, "pkg-1.0.dist-info/METADATA").find("Requires-Dist: cuda-bindings>=13,<14\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("merge: the output is the same, byte for byte, whatever the order of the inputs") {
@@ -153,7 +159,7 @@ TEST_CASE("merge: labels given as PATH=LABEL and as +cuNN local versions") {
   auto result = merge_wheels({{pa, "cu12"}, {pb, ""}}, {}, dir.sub("out").string(), kTime, problems);
   REQUIRE_MESSAGE(result, problems_text(problems));
   CHECK(fs::path(result->output).filename() == kMerged);
-  CHECK(result->plan.labels == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(result->plan.labels) == std::vector<std::string>{"cu12", "cu13"});
 }
 
 TEST_CASE("merge: torch and CPU-level labels in every form; the manifest names their selector") {
@@ -174,7 +180,7 @@ TEST_CASE("merge: torch and CPU-level labels in every form; the manifest names t
       b.files[kCoreModule] = "extension module built for " + label;
       std::string local = label;
       std::replace(local.begin(), local.end(), '_', '.');  // a local version normalized
-      b.filename = c.version_form[i] == "suffix" ? "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl"
+      b.filename = c.version_form[i] == "suffix"  ? "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl"
                    : c.version_form[i] == "local" ? "pkg-1.0+" + local + "-cp311-cp311-linux_x86_64.whl"
                                                   : "pkg-1.0-cp311-cp311-linux_x86_64.whl";
       inputs.push_back({b.write(dir.sub("in" + std::to_string(i))), c.version_form[i] == "argument" ? label : ""});
@@ -182,18 +188,19 @@ TEST_CASE("merge: torch and CPU-level labels in every form; the manifest names t
     Problems problems;
     auto result = merge_wheels(inputs, {}, dir.sub("out").string(), kTime, problems);
     REQUIRE_MESSAGE(result, problems_text(problems));
-    CHECK(result->plan.labels == c.labels);
+    CHECK(label_strings(result->plan.labels) == c.labels);
     CHECK(fs::path(result->output).filename() == kMerged);
     Problems read_problems;
     auto merged = read_wheel(WheelInput{result->output, {}}, read_problems);
     REQUIRE_MESSAGE(merged, problems_text(read_problems));
-    for (const std::string& label : c.labels) CHECK(merged->find("pkg/_core." + label + ".cpython-311-x86_64-linux-gnu.so"));
+    for (const std::string& label : c.labels)
+      CHECK(merged->find("pkg/_core." + label + ".cpython-311-x86_64-linux-gnu.so"));
     std::string why;
     std::string loader = member_text(*merged, "pkg/_wheelmerge.py");
     auto manifest = LoaderManifest::parse(manifest_of_loader(loader).value_or(""), why);
     REQUIRE_MESSAGE(manifest, why);
-    CHECK(manifest->selector == c.selector);
-    CHECK(manifest->variants == c.labels);
+    CHECK(selector_name(manifest->selector) == c.selector);
+    CHECK(label_strings(manifest->variants) == c.labels);
   }
 }
 
@@ -286,6 +293,41 @@ TEST_CASE("merge: usage problems are found before any input is read") {
     Problems problems = usage({{(dir.path / "missing.whl").string(), ""}, {unlabelled, "cu012"}});
     CHECK(problems.size() == 2);
   }
+}
+
+TEST_CASE("merge: input_label reads an input's label, and with --name the name's CUDA suffix") {
+  MergeOptions options;
+  auto suffix = input_label({"d/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", ""}, options);
+  REQUIRE(suffix);
+  CHECK(suffix->label == "cu12"_label);
+  CHECK(suffix->form == ".LABEL suffix");
+  const WheelInput named{"d/cupy_cuda13x-1.0-cp311-cp311-linux_x86_64.whl", ""};
+  CHECK_FALSE(input_label(named, options));  // without --name, names give no labels
+  options.name = "cupy";
+  auto from_name = input_label(named, options);
+  REQUIRE(from_name);
+  CHECK(from_name->label == "cu13"_label);
+  CHECK(from_name->text == "cu13");
+  // A PATH=LABEL comes first, and is kept as given where it is no label.
+  auto invalid = input_label({named.path, "cu1x"}, options);
+  REQUIRE(invalid);
+  CHECK_FALSE(invalid->label);
+  CHECK(invalid->text == "cu1x");
+  CHECK(invalid->why == "cu followed by the CUDA major");
+}
+
+TEST_CASE("merge: read_inputs gives each wheel the label its input names") {
+  TempDir dir;
+  const std::string cu12 = cuda_build(12).write(dir.sub("in"));
+  WheelBuilder plain = cuda_build(13);
+  plain.filename = "pkg-1.0-cp311-cp311-linux_x86_64.whl";
+  const std::string unlabelled = plain.write(dir.sub("plain"));
+  Problems problems;
+  auto wheels = read_inputs({{unlabelled, "cu13"}, {cu12, ""}}, {}, problems);
+  REQUIRE_MESSAGE(wheels, problems_text(problems));
+  REQUIRE(wheels->size() == 2);
+  CHECK((*wheels)[0].label == "cu13"_label);  // in input order
+  CHECK((*wheels)[1].label == "cu12"_label);
 }
 
 TEST_CASE("merge: a pure-Python file that differs between builds is a conflict, and nothing is written") {

@@ -1,16 +1,21 @@
 #include "merger/metadata.hpp"
 
+#include "labels.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 using namespace wm;
+using namespace wm::test_labels;
 
 namespace {
 Wheel build(const std::string& label, const std::vector<std::string>& requirements) {
   Wheel w;
-  w.label = label;
+  w.label = VariantLabel::parse(label);
+  REQUIRE(w.label);
   w.display = "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl";
   w.dist_info = "pkg-1.0.dist-info";
   w.metadata.fields = {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}};
@@ -26,7 +31,8 @@ Wheel build(const std::string& label, const std::vector<std::string>& requiremen
 }  // namespace
 
 TEST_CASE("differing requirements become extras named after the label, combined as marker trees") {
-  Wheel a = build("cu12", {"numpy>=1.24", "cuda-bindings>=12,<13", "x; python_version < \"3.12\" or os_name == \"nt\""});
+  Wheel a =
+      build("cu12", {"numpy>=1.24", "cuda-bindings>=12,<13", "x; python_version < \"3.12\" or os_name == \"nt\""});
   Wheel b = build("cu13", {"numpy >= 1.24", "cuda-bindings>=13,<14"});
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
@@ -39,7 +45,7 @@ TEST_CASE("differing requirements become extras named after the label, combined 
         std::string::npos);
   CHECK(text.find("Provides-Extra: cu12\n") != std::string::npos);
   CHECK(text.find("Provides-Extra: cu13\n") != std::string::npos);
-  CHECK(merged->label_extras == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu12", "cu13"});
 }
 
 TEST_CASE("identical requirements give no extras") {
@@ -100,7 +106,8 @@ namespace {
 // would) and `body` as its description.
 Wheel build_with(const std::string& label, const std::vector<Header>& fields, const std::string& body = {}) {
   Wheel w;
-  w.label = label;
+  w.label = VariantLabel::parse(label);
+  REQUIRE(w.label);
   w.display = "pkg-1.0-cp311-cp311-linux_x86_64." + label + ".whl";
   w.dist_info = "pkg-1.0.dist-info";
   w.metadata.fields = fields;
@@ -130,7 +137,7 @@ TEST_CASE("metadata: a requirement per build becomes a requirement on the build'
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
   REQUIRE(merged);
   CHECK(problems.empty());
-  CHECK(merged->label_extras == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu12", "cu13"});
   CHECK(fields_of(merged->text) == std::vector<Header>{{"Metadata-Version", "2.1"},
                                                        {"Name", "pkg"},
                                                        {"Version", "1.0"},
@@ -147,7 +154,7 @@ TEST_CASE("metadata: only builds with a requirement of their own get an extra") 
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
   REQUIRE(merged);
-  CHECK(merged->label_extras == std::vector<std::string>{"cu12"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu12"});
   CHECK(merged->text.find("Provides-Extra: cu12\n") != std::string::npos);
   CHECK(merged->text.find("Provides-Extra: cu13") == std::string::npos);
   CHECK(merged->text.find("Requires-Dist: nvidia-cuda-runtime-cu12; extra == \"cu12\"\n") != std::string::npos);
@@ -160,7 +167,7 @@ TEST_CASE("metadata: a requirement two of three builds share is made conditional
   Problems problems;
   auto merged = merge_metadata({&a, &b, &c}, "1.0", problems);
   REQUIRE(merged);
-  CHECK(merged->label_extras == std::vector<std::string>{"cu11", "cu12", "cu13"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu11", "cu12", "cu13"});
   for (const char* line : {"Requires-Dist: x>=1; extra == \"cu11\"\n", "Requires-Dist: x>=1; extra == \"cu12\"\n",
                            "Requires-Dist: x>=2; extra == \"cu13\"\n"}) {
     CAPTURE(line);
@@ -189,7 +196,7 @@ TEST_CASE("metadata: a shared requirement on an extra stays as it is") {
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
   REQUIRE_MESSAGE(merged, (problems.empty() ? "" : describe(problems[0])));
-  CHECK(merged->label_extras == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(merged->label_extras) == std::vector<std::string>{"cu12", "cu13"});
   std::vector<Header> fields = fields_of(merged->text);
   CHECK(std::vector<Header>(fields.begin() + 3, fields.begin() + 6) ==
         std::vector<Header>{{"Provides-Extra", "full"}, {"Provides-Extra", "cu12"}, {"Provides-Extra", "cu13"}});
@@ -209,23 +216,39 @@ TEST_CASE("metadata: an extra of the label's name that already exists is not dec
 }
 
 TEST_CASE("metadata: the version is the merged one, and fields keep their order and the description") {
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0+cu12"},
-                                {"Summary", "s"}, {"Requires-Dist", "numpy"}, {"License", "MIT"}},
+  Wheel a = build_with("cu12",
+                       {{"Metadata-Version", "2.1"},
+                        {"Name", "pkg"},
+                        {"Version", "1.0+cu12"},
+                        {"Summary", "s"},
+                        {"Requires-Dist", "numpy"},
+                        {"License", "MIT"}},
                        "Long description.\n");
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0+cu13"},
-                                {"Summary", "s"}, {"Requires-Dist", "numpy"}, {"License", "MIT"}},
+  Wheel b = build_with("cu13",
+                       {{"Metadata-Version", "2.1"},
+                        {"Name", "pkg"},
+                        {"Version", "1.0+cu13"},
+                        {"Summary", "s"},
+                        {"Requires-Dist", "numpy"},
+                        {"License", "MIT"}},
                        "Long description.\n");
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", problems);
   REQUIRE_MESSAGE(merged, (problems.empty() ? "" : describe(problems[0])));
-  CHECK(fields_of(merged->text) == std::vector<Header>{{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"},
-                                                       {"Summary", "s"}, {"Requires-Dist", "numpy"}, {"License", "MIT"}});
+  CHECK(fields_of(merged->text) == std::vector<Header>{{"Metadata-Version", "2.1"},
+                                                       {"Name", "pkg"},
+                                                       {"Version", "1.0"},
+                                                       {"Summary", "s"},
+                                                       {"Requires-Dist", "numpy"},
+                                                       {"License", "MIT"}});
   CHECK(merged->text.ends_with("\n\nLong description.\n"));
 }
 
 TEST_CASE("metadata: a single-use field that differs between builds is a conflict") {
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Summary", "for CUDA 12"}});
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Summary", "for CUDA 13"}});
+  Wheel a = build_with("cu12",
+                       {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Summary", "for CUDA 12"}});
+  Wheel b = build_with("cu13",
+                       {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Summary", "for CUDA 13"}});
   Problems problems;
   CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
   REQUIRE(problems.size() == 1);
@@ -238,7 +261,8 @@ TEST_CASE("metadata: a single-use field that differs between builds is a conflic
 
 TEST_CASE("metadata: a field only one build has is a conflict naming it") {
   Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}});
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Requires-Python", ">=3.10"}});
+  Wheel b = build_with(
+      "cu13", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"}, {"Requires-Python", ">=3.10"}});
   Problems problems;
   CHECK_FALSE(merge_metadata({&a, &b}, "1.0", problems));
   REQUIRE(problems.size() == 1);
@@ -283,11 +307,12 @@ TEST_CASE("metadata: a requirement of an extra that differs per build becomes on
   const std::string& text = *text_of(merged, problems);
   CHECK(merged->build_extras == std::vector<std::string>{"ctk-cu12", "ctk-cu13"});
   CHECK(merged->label_extras.empty());
-  for (const char* line : {"Provides-Extra: ctk", "Provides-Extra: ctk-cu12", "Provides-Extra: ctk-cu13",
-                           "Requires-Dist: cuda-toolkit[cudart,nvrtc]==12.*; extra == \"ctk-cu12\"",
-                           "Requires-Dist: cuda-toolkit[cudart,nvrtc]==13.*; extra == \"ctk-cu13\"",
-                           // the shared part of the extra holds under every spelling
-                           "Requires-Dist: mpmath; extra == \"ctk\" or extra == \"ctk-cu12\" or extra == \"ctk-cu13\""}) {
+  for (const char* line :
+       {"Provides-Extra: ctk", "Provides-Extra: ctk-cu12", "Provides-Extra: ctk-cu13",
+        "Requires-Dist: cuda-toolkit[cudart,nvrtc]==12.*; extra == \"ctk-cu12\"",
+        "Requires-Dist: cuda-toolkit[cudart,nvrtc]==13.*; extra == \"ctk-cu13\"",
+        // the shared part of the extra holds under every spelling
+        "Requires-Dist: mpmath; extra == \"ctk\" or extra == \"ctk-cu12\" or extra == \"ctk-cu13\""}) {
     CAPTURE(line);
     CHECK(has_line(text, line));
   }
@@ -337,8 +362,10 @@ TEST_CASE("metadata: a per-build extra whose name the inputs already use is a co
 }
 
 TEST_CASE("metadata: --name renames the distribution; the builds' names may differ") {
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda12x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda13x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
+  Wheel a = build_with(
+      "cu12", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda12x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
+  Wheel b = build_with(
+      "cu13", {{"Metadata-Version", "2.4"}, {"Name", "cupy-cuda13x"}, {"Version", "14.2.0"}, {"Summary", "s"}});
   Problems problems;
   CHECK_FALSE(merge_metadata({&a, &b}, "14.2.0", problems));  // without a name, Name must agree
   REQUIRE(problems.size() == 1);
@@ -351,9 +378,13 @@ TEST_CASE("metadata: --name renames the distribution; the builds' names may diff
 
 TEST_CASE("metadata: --name merges a Description field as it merges a body") {
   // The older form: the description in a folded field (setuptools' eight spaces, or "       |").
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "cupy-cuda12x"}, {"Version", "1.0"},
+  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"},
+                                {"Name", "cupy-cuda12x"},
+                                {"Version", "1.0"},
                                 {"Description", "CuPy\n        \n        for CUDA 12\n        \n        MIT"}});
-  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"}, {"Name", "cupy-cuda13x"}, {"Version", "1.0"},
+  Wheel b = build_with("cu13", {{"Metadata-Version", "2.1"},
+                                {"Name", "cupy-cuda13x"},
+                                {"Version", "1.0"},
                                 {"Description", "CuPy\n       |\n       |for CUDA 13\n       |\n       |MIT"}});
   Problems problems;
   auto merged = merge_metadata({&a, &b}, "1.0", "cupy", problems);
@@ -375,8 +406,9 @@ TEST_CASE("metadata: --name merges a Description field as it merges a body") {
   auto body = merge_metadata({&a, &b}, "1.0", "cupy", problems);
   const std::string& body_text = *text_of(body, problems);
   CHECK(body_text.find("Description:") == std::string::npos);
-  CHECK(body_text.ends_with("\n\nCuPy\n\nFor the cu12 build (from cupy-cuda12x 1.0):\n\nfor CUDA 12\n\n"
-                            "For the cu13 build (from cupy-cuda13x 1.0):\n\nfor CUDA 13\n\nMIT"));
+  CHECK(
+      body_text.ends_with("\n\nCuPy\n\nFor the cu12 build (from cupy-cuda12x 1.0):\n\nfor CUDA 12\n\n"
+                          "For the cu13 build (from cupy-cuda13x 1.0):\n\nfor CUDA 13\n\nMIT"));
 }
 
 TEST_CASE("metadata: torch builds get one torch requirement covering the builds' minors") {
@@ -475,7 +507,7 @@ TEST_CASE("release series: specifiers are evaluated on release segments") {
   CHECK(admits("", 2, 10));
   CHECK(admits(">=2.10", 2, 10));
   CHECK_FALSE(admits(">=2.11", 2, 10));
-  CHECK(admits(">2.10", 2, 10));  // 2.10.1
+  CHECK(admits(">2.10", 2, 10));         // 2.10.1
   CHECK(admits(">2.10.999999", 2, 10));  // 2.10.999999.1 is still 2.10
   CHECK(admits("<2.11", 2, 10));
   CHECK_FALSE(admits("<2.10", 2, 10));
@@ -517,6 +549,16 @@ TEST_CASE("release series: the covering specifier") {
   CHECK(why.find("different majors") != std::string::npos);
 }
 
+TEST_CASE("metadata: a wheel without its label is the caller's error, said as one, not taken for a build of no torch") {
+  Wheel a = build("torch210_cu12", {"torch>=2.10,<2.11"});
+  Wheel b = build("torch211_cu12", {"torch>=2.11,<2.12"});
+  Problems problems;
+  REQUIRE(merge_metadata({&a, &b}, "1.0", problems));
+  b.label.reset();  // plan_merge refuses such an input before merge_metadata sees it
+  CHECK_THROWS_AS(merge_metadata({&a, &b}, "1.0", problems), std::logic_error);
+  CHECK(problems.empty());
+}
+
 // The passes of merge_metadata, one by one.
 using metadata_passes::Share;
 using metadata_passes::Shares;
@@ -554,8 +596,8 @@ TEST_CASE("metadata pass share_requirements: counted once per build; torch ones 
 }
 
 TEST_CASE("metadata pass split_extras: the own requirements' extras in order of appearance, normalized, once") {
-  Wheel a = build("cu12", {"p; extra == \"Full_GPU\"", "q; extra == \"shared\"",
-                           "r; extra == \"ctk\" or extra == \"full-gpu\""});
+  Wheel a = build(
+      "cu12", {"p; extra == \"Full_GPU\"", "q; extra == \"shared\"", "r; extra == \"ctk\" or extra == \"full-gpu\""});
   Wheel b = build("cu13", {"q; extra == \"shared\"", "s; extra == \"dev\"", "p>=1; extra == \"full.gpu\""});
   Problems problems;
   auto shares = metadata_passes::share_requirements({&a, &b}, false);
@@ -619,14 +661,13 @@ TEST_CASE("metadata pass add_own_requirements: each build's own, conditional; a 
   Problems problems;
   auto shares = metadata_passes::share_requirements({&a, &b, &c}, false);
   // cu14 has requirements of its own, but only on an extra: no cu14 extra.
-  CHECK(metadata_passes::add_own_requirements({&a, &b, &c}, shares, block, problems) ==
+  CHECK(label_strings(metadata_passes::add_own_requirements({&a, &b, &c}, shares, block, problems)) ==
         std::vector<std::string>{"cu12", "cu13"});
   CHECK(problems.empty());
   CHECK(block.extras == std::vector<std::string>{"CU12", "cu13"});
-  CHECK(block.requirements == std::vector<std::string>{"numpy", "cupy-cuda12x; extra == \"cu12\"",
-                                                       "fastrlock; extra == \"ctk-cu12\"",
-                                                       "cupy-cuda13x; extra == \"cu13\"",
-                                                       "fastrlock>=1; extra == \"ctk-cu14\""});
+  CHECK(block.requirements ==
+        std::vector<std::string>{"numpy", "cupy-cuda12x; extra == \"cu12\"", "fastrlock; extra == \"ctk-cu12\"",
+                                 "cupy-cuda13x; extra == \"cu13\"", "fastrlock>=1; extra == \"ctk-cu14\""});
 }
 
 TEST_CASE("metadata pass add_own_requirements: a requirement that its condition makes too long is a conflict") {
@@ -646,25 +687,38 @@ TEST_CASE("metadata pass add_own_requirements: a requirement that its condition 
 }
 
 TEST_CASE("metadata pass render_metadata: the block where the first build's extras or requirements began") {
-  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0+cu12"},
-                                {"Provides-Extra", "x"}, {"Summary", "s"}, {"Requires-Dist", "numpy"},
+  Wheel a = build_with("cu12", {{"Metadata-Version", "2.1"},
+                                {"Name", "pkg"},
+                                {"Version", "1.0+cu12"},
+                                {"Provides-Extra", "x"},
+                                {"Summary", "s"},
+                                {"Requires-Dist", "numpy"},
                                 {"License", "MIT"}});
   const metadata_passes::RequirementBlock block{{"x", "cu12"}, {"numpy", "r; extra == \"cu12\""}};
   Problems problems;
   auto text = metadata_passes::render_metadata({&a}, "1.0", "", block, problems);
   REQUIRE(text);
-  CHECK(fields_of(*text) == std::vector<Header>{{"Metadata-Version", "2.1"}, {"Name", "pkg"}, {"Version", "1.0"},
-                                                {"Provides-Extra", "x"}, {"Provides-Extra", "cu12"},
-                                                {"Requires-Dist", "numpy"}, {"Requires-Dist", "r; extra == \"cu12\""},
-                                                {"Summary", "s"}, {"License", "MIT"}});
+  CHECK(fields_of(*text) == std::vector<Header>{{"Metadata-Version", "2.1"},
+                                                {"Name", "pkg"},
+                                                {"Version", "1.0"},
+                                                {"Provides-Extra", "x"},
+                                                {"Provides-Extra", "cu12"},
+                                                {"Requires-Dist", "numpy"},
+                                                {"Requires-Dist", "r; extra == \"cu12\""},
+                                                {"Summary", "s"},
+                                                {"License", "MIT"}});
   // Without extras or requirements, the block goes last; renamed, a Description field follows it.
   Wheel b = build_with("cu12", {{"Name", "pkg-cu12"}, {"Description", "D"}, {"Version", "1.0"}});
   Wheel c = build_with("cu13", {{"Name", "pkg-cu13"}, {"Description", "D"}, {"Version", "1.0"}});
   text = metadata_passes::render_metadata({&b, &c}, "1.0", "pkg", block, problems);
   REQUIRE(text);
-  CHECK(fields_of(*text) == std::vector<Header>{{"Name", "pkg"}, {"Version", "1.0"}, {"Provides-Extra", "x"},
-                                                {"Provides-Extra", "cu12"}, {"Requires-Dist", "numpy"},
-                                                {"Requires-Dist", "r; extra == \"cu12\""}, {"Description", "D"}});
+  CHECK(fields_of(*text) == std::vector<Header>{{"Name", "pkg"},
+                                                {"Version", "1.0"},
+                                                {"Provides-Extra", "x"},
+                                                {"Provides-Extra", "cu12"},
+                                                {"Requires-Dist", "numpy"},
+                                                {"Requires-Dist", "r; extra == \"cu12\""},
+                                                {"Description", "D"}});
   CHECK(problems.empty());
 }
 
@@ -687,8 +741,8 @@ TEST_CASE("metadata pass note_loader_needs: cuda-bindings by either name; runtim
   result.build_extras = {"ctk-cu12", "ctk-cu13", "blas-cu12", "blas-cu13"};
   metadata_passes::note_loader_needs({&a, &b}, result);
   CHECK(result.cuda_bindings);
-  CHECK(result.runtime_extras.at("cu12") == std::vector<std::string>{"ctk-cu12"});
-  CHECK(result.runtime_extras.count("cu13") == 0);  // its toolkit is on no extra
+  CHECK(result.runtime_extras.at("cu12"_label) == std::vector<std::string>{"ctk-cu12"});
+  CHECK(result.runtime_extras.count("cu13"_label) == 0);  // its toolkit is on no extra
   MergedMetadata none;
   metadata_passes::note_loader_needs({&b}, none);
   CHECK_FALSE(none.cuda_bindings);

@@ -1,8 +1,9 @@
 #include "merger/plan.hpp"
 
-#include "merger/loader.hpp"
-#include "merger/format/manifest.hpp"
+#include "labels.hpp"
 #include "merger/base/problem.hpp"
+#include "merger/format/manifest.hpp"
+#include "merger/loader.hpp"
 #include "merger/verify.hpp"
 #include "merger/version.hpp"
 #include "plan_fixtures.hpp"
@@ -13,17 +14,18 @@
 #include <set>
 
 using namespace wm;
+using namespace wm::test_labels;
 using wm::plantest::hash_of;
 using wm::plantest::so_name;
 using wm::plantest::WheelBuilder;
 
 TEST_CASE("plan: variant files keep their directory and carry the label in their name") {
-  CHECK(labelled_path("pkg/_core.cpython-311-x86_64-linux-gnu.so", "cu12") ==
+  CHECK(labelled_path("pkg/_core.cpython-311-x86_64-linux-gnu.so", "cu12"_label) ==
         "pkg/_core.cu12.cpython-311-x86_64-linux-gnu.so");
-  CHECK(labelled_path("pkg.libs/libcudart-1a2b.so.12", "cu12") == "pkg.libs/libcudart-1a2b.cu12.so.12");
-  CHECK(labelled_path("pkg/kernels/x.cubin", "cu13") == "pkg/kernels/x.cu13.cubin");
-  CHECK(labelled_path("pkg/data", "cu13") == "pkg/data.cu13");
-  CHECK(labelled_path(".hidden", "cu13") == ".hidden.cu13");
+  CHECK(labelled_path("pkg.libs/libcudart-1a2b.so.12", "cu12"_label) == "pkg.libs/libcudart-1a2b.cu12.so.12");
+  CHECK(labelled_path("pkg/kernels/x.cubin", "cu13"_label) == "pkg/kernels/x.cu13.cubin");
+  CHECK(labelled_path("pkg/data", "cu13"_label) == "pkg/data.cu13");
+  CHECK(labelled_path(".hidden", "cu13"_label) == ".hidden.cu13");
 }
 
 TEST_CASE("plan: private libraries are preloaded dependencies first") {
@@ -144,7 +146,7 @@ TEST_CASE("plan: shared files are stored once, copied from the first build in la
   const std::vector<Wheel> inputs{cu13, cu12};  // cu12 is input 1 but build 0
   MergePlan plan = plan_ok(inputs);
 
-  CHECK(plan.labels == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(plan.labels) == std::vector<std::string>{"cu12", "cu13"});
   CHECK(plan.shared_files == 3);  // __init__.py (replaced by its patched text), util.py, tool.sh
   const std::vector<std::string> all = paths(plan);
   for (const std::string& path : {std::string("pkg/util.py"), std::string("pkg/tool.sh")}) {
@@ -171,17 +173,17 @@ TEST_CASE("plan: variant extension modules get labelled names and a loader with 
   const std::vector<Wheel> inputs{demo_package("cu12").done(), demo_package("cu13").done()};
   MergeOptions options;
   options.driver_fallback = true;
-  options.build_info["cu12"] = {{"cuda", "12.8"}, {"built-by", "ci"}};
+  options.build_info["cu12"_label] = {{"cuda", "12.8"}, {"built-by", "ci"}};
   MergePlan plan = plan_ok(inputs, options);
 
   const std::string stored12 = "pkg/_core.cu12.cpython-312-x86_64-linux-gnu.so";
   const std::string stored13 = "pkg/_core.cu13.cpython-312-x86_64-linux-gnu.so";
-  CHECK(labelled_path(kCore, "cu12") == stored12);
+  CHECK(labelled_path(kCore, "cu12"_label) == stored12);
   REQUIRE(plan.variant_files.size() == 2);
-  CHECK(plan.variant_files[0].label == "cu12");
+  CHECK(plan.variant_files[0].label == "cu12"_label);
   CHECK(plan.variant_files[0].original == kCore);
   CHECK(plan.variant_files[0].stored == stored12);
-  CHECK(plan.variant_files[1].label == "cu13");
+  CHECK(plan.variant_files[1].label == "cu13"_label);
   CHECK(plan.variant_files[1].original == kCore);
   CHECK(plan.variant_files[1].stored == stored13);
   CHECK(find_member(plan, kCore) == nullptr);
@@ -210,12 +212,12 @@ TEST_CASE("plan: variant extension modules get labelled names and a loader with 
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
   CHECK(manifest.package == "pkg");
   CHECK(manifest.distribution == "demo");
-  CHECK(manifest.variants == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(manifest.variants) == std::vector<std::string>{"cu12", "cu13"});
   CHECK(manifest.driver_fallback);
   CHECK(manifest.extras.empty());
   REQUIRE(manifest.builds.size() == 2);
-  const BuildFiles& b12 = manifest.builds.at("cu12");
-  const BuildFiles& b13 = manifest.builds.at("cu13");
+  const BuildFiles& b12 = manifest.builds.at("cu12"_label);
+  const BuildFiles& b13 = manifest.builds.at("cu13"_label);
   CHECK(b12.modules == std::map<std::string, std::string>{{"pkg._core", "_core.cu12.cpython-312-x86_64-linux-gnu.so"}});
   CHECK(b13.modules == std::map<std::string, std::string>{{"pkg._core", "_core.cu13.cpython-312-x86_64-linux-gnu.so"}});
   CHECK(b12.files == std::map<std::string, std::string>{
@@ -228,7 +230,8 @@ TEST_CASE("plan: variant extension modules get labelled names and a loader with 
   CHECK(b13.build_info.empty());
 }
 
-TEST_CASE("plan: without --driver-fallback the manifest says so; builds without cuda-bindings select by runtime and driver") {
+TEST_CASE(
+    "plan: without --driver-fallback the manifest says so; builds without cuda-bindings select by runtime and driver") {
   auto with_bindings = [](const std::string& label) {
     return demo_package(label).requires_dist("cuda-bindings==" + label.substr(2) + ".*").done();
   };
@@ -236,8 +239,8 @@ TEST_CASE("plan: without --driver-fallback the manifest says so; builds without 
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
   CHECK_FALSE(manifest.driver_fallback);
   CHECK(manifest.sources() == std::vector<std::string>{"cuda-bindings"});
-  CHECK(manifest.builds.at("cu12").build_info.empty());
-  CHECK(manifest.extras.at("cu12") == std::vector<std::string>{"cu12"});  // its cuda-bindings
+  CHECK(manifest.builds.at("cu12"_label).build_info.empty());
+  CHECK(manifest.extras.at("cu12"_label) == std::vector<std::string>{"cu12"});  // its cuda-bindings
 
   MergePlan without = plan_ok({demo_package("cu12").done(), demo_package("cu13").done()});
   LoaderManifest plain = manifest_in(without, "pkg/_wheelmerge.py");
@@ -292,16 +295,48 @@ TEST_CASE("plan: labels are ordered by CUDA major, cu9 before cu12") {
   Wheel cu9 = demo_package("cu9").done();
   Wheel cu12 = demo_package("cu12").done();
   MergePlan plan = plan_ok({cu12, cu9});
-  CHECK(plan.labels == std::vector<std::string>{"cu9", "cu12"});
+  CHECK(label_strings(plan.labels) == std::vector<std::string>{"cu9", "cu12"});
   REQUIRE(plan.variant_files.size() == 2);
-  CHECK(plan.variant_files[0].label == "cu9");
-  CHECK(plan.variant_files[1].label == "cu12");
+  CHECK(plan.variant_files[0].label == "cu9"_label);
+  CHECK(plan.variant_files[1].label == "cu12"_label);
   // Shared files come from the first build in label order: cu9, input 1.
   const PlannedMember& util = member(plan, "pkg/util.py");
   REQUIRE(util.input);
   CHECK(*util.input == 1);
   CHECK(util.entry == entry_of(cu9, "pkg/util.py"));
-  CHECK(manifest_in(plan, "pkg/_wheelmerge.py").variants == std::vector<std::string>{"cu9", "cu12"});
+  CHECK(label_strings(manifest_in(plan, "pkg/_wheelmerge.py").variants) == std::vector<std::string>{"cu9", "cu12"});
+}
+
+TEST_CASE("plan: an input without a label is a problem, not a build sorted before the others") {
+  Wheel cu12 = demo_package("cu12").done();
+  Wheel plain = WheelBuilder("demo-1.0-cp312-cp312-linux_x86_64.whl", "").file("pkg/util.py", "x").done();
+  REQUIRE_FALSE(plain.label);
+  for (const std::vector<Wheel>& inputs : {std::vector<Wheel>{cu12, plain}, std::vector<Wheel>{plain, cu12}}) {
+    Problems problems = plan_refused(inputs);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].kind == ProblemKind::usage);
+    CHECK(problems[0].what == "no variant label");
+    CHECK(problems[0].file == plain.path);
+    CHECK(problems[0].found == "none");
+  }
+}
+
+TEST_CASE("plan: the manifest's selector and rules module are those of the builds' labels") {
+  struct Case {
+    std::string low, high;
+    Selector selector;
+  };
+  for (const Case& c : {Case{"cu9", "cu12", Selector::cuda}, Case{"torch29_cu12", "torch210_cu12", Selector::torch},
+                        Case{"x86_64_v2", "x86_64_v3", Selector::cpu}}) {
+    CAPTURE(c.high);
+    MergePlan plan = plan_ok({demo_package(c.high).done(), demo_package(c.low).done()});
+    CHECK(label_strings(plan.labels) == std::vector<std::string>{c.low, c.high});
+    const LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
+    CHECK(manifest.selector == c.selector);
+    CHECK(manifest.variants == plan.labels);
+    CHECK(member(plan, "pkg/_wheelmerge_rules.py").content == render_rules(c.selector, "pkg"));
+    CHECK(member(plan, "pkg/_core." + c.low + ".cpython-312-x86_64-linux-gnu.so").input);
+  }
 }
 
 TEST_CASE("plan: a differing Python file is a conflict unless a --variant-file glob matches it") {
@@ -316,7 +351,8 @@ TEST_CASE("plan: a differing Python file is a conflict unless a --variant-file g
   CHECK(p.member == "pkg/config.py");
   CHECK(p.file == inputs[0].display + ", " + inputs[1].display);
   CHECK(p.what == "differs between builds and is not native or GPU code (pass --variant-file to allow)");
-  CHECK(p.found.find("cu12 (" + inputs[0].display + "): sha256=" + base64url_nopad(hash_of("CUDA = 'cu12'\n"))) != std::string::npos);
+  CHECK(p.found.find("cu12 (" + inputs[0].display + "): sha256=" + base64url_nopad(hash_of("CUDA = 'cu12'\n"))) !=
+        std::string::npos);
 
   MergeOptions options;
   options.variant_globs = {"pkg/*.py"};
@@ -326,8 +362,8 @@ TEST_CASE("plan: a differing Python file is a conflict unless a --variant-file g
   CHECK(find_member(plan, "pkg/config.cu13.py"));
   CHECK(find_member(plan, "pkg/util.py"));  // matched by the glob, but shared
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
-  CHECK(manifest.builds.at("cu13").modules.at("pkg.config") == "config.cu13.py");
-  CHECK(manifest.builds.at("cu13").files.at("config.py") == "config.cu13.py");
+  CHECK(manifest.builds.at("cu13"_label).modules.at("pkg.config") == "config.cu13.py");
+  CHECK(manifest.builds.at("cu13"_label).files.at("config.py") == "config.cu13.py");
   CHECK(plan.warnings.empty());  // a module: the loader imports the build's copy
 }
 
@@ -371,7 +407,8 @@ TEST_CASE("plan: a differing dist-info file is a conflict; differing SBOMs are k
     MergePlan plan = plan_ok(inputs);
     CHECK(find_member(plan, "demo-1.0.dist-info/sboms/demo.cdx.json") == nullptr);
     for (size_t i : {0, 1}) {
-      const PlannedMember& m = member(plan, labelled_path("demo-1.0.dist-info/sboms/demo.cdx.json", inputs[i].label));
+      const PlannedMember& m =
+          member(plan, labelled_path("demo-1.0.dist-info/sboms/demo.cdx.json", inputs[i].build_label()));
       REQUIRE(m.input);
       CHECK(*m.input == i);
       CHECK(m.entry == entry_of(inputs[i], "demo-1.0.dist-info/sboms/demo.cdx.json"));
@@ -400,7 +437,8 @@ TEST_CASE("plan: builds of different versions, names, python tags or platforms a
     CHECK(problems[0].found == "1.1");
   }
   {
-    Wheel other = WheelBuilder("other-1.0-cp312-cp312-linux_x86_64.cu13.whl", "cu13").file("pkg/__init__.py", kInit).done();
+    Wheel other =
+        WheelBuilder("other-1.0-cp312-cp312-linux_x86_64.cu13.whl", "cu13").file("pkg/__init__.py", kInit).done();
     Problems problems = plan_refused({demo_package("cu12").done(), other});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].kind == ProblemKind::invalid_input);
@@ -428,8 +466,10 @@ TEST_CASE("plan: builds of different versions, names, python tags or platforms a
 }
 
 TEST_CASE("plan: names that differ only in spelling, or a +cuNN local version, are one build") {
-  Wheel a = WheelBuilder("Demo-1.0+cu12-cp312-cp312-linux_x86_64.whl", "cu12").metadata_name("Demo").file("m.py", "x").done();
-  Wheel b = WheelBuilder("demo-1.0+cu13-cp312-cp312-linux_x86_64.whl", "cu13").metadata_name("Demo").file("m.py", "x").done();
+  Wheel a =
+      WheelBuilder("Demo-1.0+cu12-cp312-cp312-linux_x86_64.whl", "cu12").metadata_name("Demo").file("m.py", "x").done();
+  Wheel b =
+      WheelBuilder("demo-1.0+cu13-cp312-cp312-linux_x86_64.whl", "cu13").metadata_name("Demo").file("m.py", "x").done();
   MergePlan plan = plan_ok({a, b});
   CHECK(plan.filename == "demo-1.0-cp312-cp312-linux_x86_64.whl");
   CHECK(plan.dist_info == "demo-1.0.dist-info");
@@ -454,18 +494,20 @@ TEST_CASE("plan: private libraries are preloaded in dependency order, inside and
   CHECK(find_member(plan, "pkg/_libs/libin.cu12.so"));
   CHECK(plan.loader_packages == std::vector<std::string>{"pkg"});
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
-  for (const std::string label : {"cu12", "cu13"}) {
+  for (const VariantLabel& variant : {"cu12"_label, "cu13"_label}) {
+    const std::string& label = variant.str();
     CAPTURE(label);
-    const BuildFiles& b = manifest.builds.at(label);
-    CHECK(b.preload == std::vector<std::string>{"../pkg.libs/libz." + label + ".so.1", "../pkg.libs/liba." + label + ".so.1",
-                                                "_libs/libin." + label + ".so"});
-    CHECK(b.modules == std::map<std::string, std::string>{{"pkg._core", "_core." + label + ".cpython-312-x86_64-linux-gnu.so"}});
+    const BuildFiles& b = manifest.builds.at(variant);
+    CHECK(b.preload == std::vector<std::string>{"../pkg.libs/libz." + label + ".so.1",
+                                                "../pkg.libs/liba." + label + ".so.1", "_libs/libin." + label + ".so"});
+    CHECK(b.modules ==
+          std::map<std::string, std::string>{{"pkg._core", "_core." + label + ".cpython-312-x86_64-linux-gnu.so"}});
     // Files the loader can find by their original name: the package's own variant files only.
     CHECK(b.files.count("_libs/libin.so") == 1);
     CHECK(b.files.at("_libs/libin.so") == "_libs/libin." + label + ".so");
     CHECK(b.files.size() == 2);
   }
-  for (const std::string& p : manifest.builds.at("cu12").preload) CHECK(manifest_archive_path("pkg", p) != "");
+  for (const std::string& p : manifest.builds.at("cu12"_label).preload) CHECK(manifest_archive_path("pkg", p) != "");
 }
 
 TEST_CASE("plan: preload_order breaks a cycle at the first library in the given order") {
@@ -518,8 +560,8 @@ TEST_CASE("plan: paths of different builds that differ only in case or normalisa
     CHECK(problems[0].what == "across builds: member names differ only in case");
   }
   {
-    Wheel a = demo_package("cu12").file("pkg/\xC3\xA9.py", "x").done();    // NFC
-    Wheel b = demo_package("cu13").file("pkg/e\xCC\x81.py", "x").done();   // NFD
+    Wheel a = demo_package("cu12").file("pkg/\xC3\xA9.py", "x").done();   // NFC
+    Wheel b = demo_package("cu13").file("pkg/e\xCC\x81.py", "x").done();  // NFD
     Problems problems = plan_refused({a, b});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].kind == ProblemKind::conflict);
@@ -582,9 +624,9 @@ TEST_CASE("plan: a package under .data/platlib gets its loader there, named with
   for (const std::string& p : paths(plan)) CHECK_FALSE(p.starts_with("demo-1.0+"));
   LoaderManifest manifest = manifest_in(plan, pkg + "/_wheelmerge.py");
   CHECK(manifest.package == "pkg");
-  CHECK(manifest.builds.at("cu12").modules ==
+  CHECK(manifest.builds.at("cu12"_label).modules ==
         std::map<std::string, std::string>{{"pkg._core", "_core.cu12.cpython-312-x86_64-linux-gnu.so"}});
-  CHECK(manifest.builds.at("cu12").files.at("kernels/k.cubin") == "kernels/k.cu12.cubin");
+  CHECK(manifest.builds.at("cu12"_label).files.at("kernels/k.cubin") == "kernels/k.cu12.cubin");
   REQUIRE(plan.variant_files.size() == 4);
   CHECK(plan.variant_files[0].original == pkg + "/_core.cpython-312-x86_64-linux-gnu.so");
 }
@@ -603,10 +645,10 @@ TEST_CASE("plan: a subpackage whose __init__ is a variant extension module is ma
   CHECK(find_member(plan, "pkg/sub2/_wheelmerge.py") == nullptr);
   CHECK(member(plan, "pkg/sub2/__init__.py").input);  // not patched
   LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
-  CHECK(manifest.builds.at("cu13").modules == std::map<std::string, std::string>{
-                                                  {"pkg._core", "_core.cu13.cpython-312-x86_64-linux-gnu.so"},
-                                                  {"pkg.sub", "sub/__init__.cu13.cpython-312-x86_64-linux-gnu.so"},
-                                                  {"pkg.sub2._k", "sub2/_k.cu13.cpython-312-x86_64-linux-gnu.so"}});
+  CHECK(manifest.builds.at("cu13"_label).modules ==
+        std::map<std::string, std::string>{{"pkg._core", "_core.cu13.cpython-312-x86_64-linux-gnu.so"},
+                                           {"pkg.sub", "sub/__init__.cu13.cpython-312-x86_64-linux-gnu.so"},
+                                           {"pkg.sub2._k", "sub2/_k.cu13.cpython-312-x86_64-linux-gnu.so"}});
 }
 
 TEST_CASE("plan: a module of the loader's name already in the package is refused") {
@@ -678,10 +720,11 @@ TEST_CASE("plan: RECORD comes last with one row per member, and WHEEL is generat
   CHECK(record.content == expected);
 
   // The payload sorted by path, then the dist-info sorted, then RECORD.
-  CHECK(paths(plan) == std::vector<std::string>{
-                           "pkg/__init__.py", "pkg/_core.cu12.cpython-312-x86_64-linux-gnu.so",
-                           "pkg/_core.cu13.cpython-312-x86_64-linux-gnu.so", "pkg/_wheelmerge.py", "pkg/_wheelmerge_rules.py", "pkg/util.py",
-                           "demo-1.0.dist-info/METADATA", "demo-1.0.dist-info/WHEEL", "demo-1.0.dist-info/RECORD"});
+  CHECK(paths(plan) == std::vector<std::string>{"pkg/__init__.py", "pkg/_core.cu12.cpython-312-x86_64-linux-gnu.so",
+                                                "pkg/_core.cu13.cpython-312-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
+                                                "pkg/_wheelmerge_rules.py", "pkg/util.py",
+                                                "demo-1.0.dist-info/METADATA", "demo-1.0.dist-info/WHEEL",
+                                                "demo-1.0.dist-info/RECORD"});
 
   CHECK(member(plan, "demo-1.0.dist-info/WHEEL").content ==
         "Wheel-Version: 1.0\nGenerator: wheelmerge " + std::string(kVersion) +
@@ -691,7 +734,9 @@ TEST_CASE("plan: RECORD comes last with one row per member, and WHEEL is generat
 
 TEST_CASE("plan: WHEEL carries every tag and the build tag") {
   auto make = [](const std::string& label, const std::string& platforms) {
-    return WheelBuilder("demo-1.0-7-cp312.cp313-abi3-" + platforms + "." + label + ".whl", label).file("m.py", "x").done();
+    return WheelBuilder("demo-1.0-7-cp312.cp313-abi3-" + platforms + "." + label + ".whl", label)
+        .file("m.py", "x")
+        .done();
   };
   MergePlan plan = plan_ok({make("cu12", "manylinux_2_17_x86_64"), make("cu13", "manylinux_2_28_x86_64")});
   CHECK(plan.filename == "demo-1.0-7-cp312.cp313-abi3-manylinux_2_28_x86_64.whl");
@@ -719,7 +764,10 @@ TEST_CASE("plan: METADATA is merged, differing requirements becoming label extra
         "Requires-Dist: numpy\n"
         "Requires-Dist: cuda-bindings>=12,<13; extra == \"cu12\"\n"
         "Requires-Dist: cuda-bindings>=13,<14; extra == \"cu13\"\n");
-  CHECK(manifest_in(plan, "pkg/_wheelmerge.py").extras == std::map<std::string, std::vector<std::string>>{{"cu12", {"cu12"}}, {"cu13", {"cu13"}}});
+  const LoaderManifest manifest = manifest_in(plan, "pkg/_wheelmerge.py");
+  CHECK(manifest.extras.size() == 2);
+  CHECK(manifest.extras.at("cu12"_label) == std::vector<std::string>{"cu12"});
+  CHECK(manifest.extras.at("cu13"_label) == std::vector<std::string>{"cu13"});
   CHECK(plan.warnings == std::vector<std::string>{"cu12 warning", "cu13 warning"});  // in label order
 }
 
@@ -731,7 +779,6 @@ TEST_CASE("plan: METADATA fields other than Version and Requires-Dist must agree
   CHECK(problems[0].kind == ProblemKind::conflict);
   CHECK(problems[0].what == "METADATA field Summary differs between builds");
 }
-
 
 TEST_CASE("plan: a labelled SBOM that meets another SBOM's name is refused") {
   const std::vector<Wheel> inputs{
@@ -786,13 +833,15 @@ TEST_CASE("plan: preload paths of a .data/platlib package are relative to where 
   const std::string loader = "demo-1.0.data/platlib/pkg/_wheelmerge.py";
   LoaderManifest manifest = manifest_in(plan, loader);
   // Both libraries install into site-packages/pkg.libs, beside site-packages/pkg.
-  CHECK(manifest.builds.at("cu12").preload ==
+  CHECK(manifest.builds.at("cu12"_label).preload ==
         std::vector<std::string>{"../pkg.libs/libx.cu12.so.1", "../pkg.libs/liby.cu12.so.1"});
   // verify resolves them the same way, to the members that hold them.
   std::set<std::string> members;
   for (const PlannedMember& m : plan.members) members.emplace(m.path);
-  std::vector<LoaderFiles> loaders{{loader, std::string(member(plan, loader).content), std::string(member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content),
-                                    std::string(member(plan, "demo-1.0.data/platlib/pkg/_wheelmerge_rules.py").content)}};
+  std::vector<LoaderFiles> loaders{
+      {loader, std::string(member(plan, loader).content),
+       std::string(member(plan, "demo-1.0.data/platlib/pkg/__init__.py").content),
+       std::string(member(plan, "demo-1.0.data/platlib/pkg/_wheelmerge_rules.py").content)}};
   Problems problems;
   check_loaders("demo.whl", loaders, members, problems);
   CHECK_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front().what));
@@ -805,7 +854,8 @@ TEST_CASE("plan: builds that differ in no file outside the dist-info merge with 
   MergePlan plan = plan_ok({make("cu12"), make("cu13")});
   CHECK(plan.loader_packages.empty());
   REQUIRE(plan.warnings.size() == 1);
-  CHECK(plan.warnings[0].ends_with("no file outside the dist-info differs between the builds, so the merged wheel has no loader"));
+  CHECK(plan.warnings[0].ends_with(
+      "no file outside the dist-info differs between the builds, so the merged wheel has no loader"));
 }
 
 namespace {
@@ -822,18 +872,19 @@ Wheel per_cuda_distribution(const std::string& name, const std::string& label) {
 TEST_CASE("plan: --name merges distributions of different names under the given name") {
   MergeOptions options;
   options.name = "cupy";
-  MergePlan plan = plan_ok({per_cuda_distribution("cupy_cuda13x", "cu13"), per_cuda_distribution("cupy_cuda12x", "cu12")},
-                           options);
+  MergePlan plan =
+      plan_ok({per_cuda_distribution("cupy_cuda13x", "cu13"), per_cuda_distribution("cupy_cuda12x", "cu12")}, options);
   CHECK(plan.filename == "cupy-14.2.0-cp312-cp312-linux_x86_64.whl");
   CHECK(plan.dist_info == "cupy-14.2.0.dist-info");
-  CHECK(plan.labels == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(label_strings(plan.labels) == std::vector<std::string>{"cu12", "cu13"});
   for (const std::string& path : paths(plan)) {
     CAPTURE(path);
     CHECK(path.find("cuda1") == std::string::npos);
   }
   CHECK(find_member(plan, "cupy-14.2.0.data/scripts/cupy-info"));
   CHECK(member(plan, "cupy-14.2.0.dist-info/METADATA").content.find("\nName: cupy\n") != std::string::npos);
-  CHECK(member(plan, "cupy-14.2.0.dist-info/RECORD").content.find("cupy-14.2.0.dist-info/METADATA,sha256=") != std::string::npos);
+  CHECK(member(plan, "cupy-14.2.0.dist-info/RECORD").content.find("cupy-14.2.0.dist-info/METADATA,sha256=") !=
+        std::string::npos);
   CHECK(manifest_in(plan, "cupy/_wheelmerge.py").distribution == "cupy");
 }
 
@@ -841,16 +892,16 @@ TEST_CASE("plan: --name still needs one project, and labels that agree with the 
   MergeOptions options;
   options.name = "cupy";
   {
-    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupx_cuda13x", "cu13")},
-                                     options);
+    Problems problems = plan_refused(
+        {per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupx_cuda13x", "cu13")}, options);
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].what == "different distribution name without its CUDA suffix");
     CHECK(problems[0].expected == "cupy (as cupy_cuda12x-14.2.0-cp312-cp312-linux_x86_64.whl)");
     CHECK(problems[0].found == "cupx");
   }
   {
-    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu13"), per_cuda_distribution("cupy_cuda13x", "cu12")},
-                                     options);
+    Problems problems = plan_refused(
+        {per_cuda_distribution("cupy_cuda12x", "cu13"), per_cuda_distribution("cupy_cuda13x", "cu12")}, options);
     REQUIRE(problems.size() == 2);
     CHECK(problems[0].what == "variant label contradicts the CUDA major of the name");
     CHECK(problems[0].expected == "cu13 (from the name cupy_cuda13x)");
@@ -858,7 +909,8 @@ TEST_CASE("plan: --name still needs one project, and labels that agree with the 
   }
   {
     // Without --name, different names stay an error that says how to merge them.
-    Problems problems = plan_refused({per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupy_cuda13x", "cu13")});
+    Problems problems =
+        plan_refused({per_cuda_distribution("cupy_cuda12x", "cu12"), per_cuda_distribution("cupy_cuda13x", "cu13")});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].what == "different distribution name");
     CHECK(problems[0].expected.find("--name NAME") != std::string::npos);
@@ -899,7 +951,7 @@ TEST_CASE("plan: a DLL that differs between builds is a conflict, as Windows wou
   REQUIRE_MESSAGE(plan, all_problems(own));
   std::vector<std::string> stored;
   for (const VariantFile& v : plan->variant_files)
-    if (v.original.ends_with(".dll")) stored.push_back(v.label + " " + v.stored);
+    if (v.original.ends_with(".dll")) stored.push_back(v.label.str() + " " + v.stored);
   CHECK(stored == std::vector<std::string>{"cu12 pkg.libs/msvcp140-1a2b.dll", "cu13 pkg.libs/msvcp140-3c4d.dll"});
   // The same DLL in every build is shared, as any file is.
   Problems none;

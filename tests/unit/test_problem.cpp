@@ -35,8 +35,9 @@ TEST_CASE("an input's line breaks are escaped everywhere; a log's lines stay lin
   Problem p{ProblemKind::invalid_input, "a.whl", forged, "file not in RECORD", forged, forged};
   const std::string text = describe(p);
   CHECK(text.find('\n') == std::string::npos);
-  CHECK(text == "a.whl: pkg/a.py\\nwheelmerge: b.whl: valid wheel: file not in RECORD: expected pkg/a.py\\nwheelmerge: "
-                "b.whl: valid wheel, found pkg/a.py\\nwheelmerge: b.whl: valid wheel");
+  CHECK(text ==
+        "a.whl: pkg/a.py\\nwheelmerge: b.whl: valid wheel: file not in RECORD: expected pkg/a.py\\nwheelmerge: "
+        "b.whl: valid wheel, found pkg/a.py\\nwheelmerge: b.whl: valid wheel");
   Problem log{ProblemKind::other, "cu12", {}, "the build failed", {}, "$ make\n  last lines:\nerror: x\n", true};
   CHECK(describe(log) == "cu12: the build failed: found $ make\n      last lines:\n    error: x\n    ");
 }

@@ -32,8 +32,8 @@ TEST_CASE("RECORD fields read as Python's csv reads them, views into the text wh
   auto rows = parse_record(text, "w.whl", "R", 100, problems);
   REQUIRE(rows);
   REQUIRE(rows->size() == 3);
-  CHECK((*rows)[0].path == "a\"b.py");    // a doubled quote is one quote
-  CHECK((*rows)[1].path == "abcd.py");     // text after the closing quote joins the field
+  CHECK((*rows)[0].path == "a\"b.py");  // a doubled quote is one quote
+  CHECK((*rows)[1].path == "abcd.py");  // text after the closing quote joins the field
   CHECK((*rows)[2].hash == "sha256=z");
   // Unquoted and plainly quoted fields are slices of the text; only the two rewritten ones are stored.
   CHECK((*rows)[2].path.data() >= text.data());
@@ -161,12 +161,13 @@ TEST_CASE("weak and unknown RECORD hash algorithms are refused") {
 
 TEST_CASE("malformed RECORD digests are refused, with the expected length") {
   const std::string good = "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU";
-  for (const std::string& digest : std::vector<std::string>{"", good + "=",                 // padding
-                             good.substr(0, 42),                           // too short
-                             good + "AAAA",                                // too long
-                             "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",  // not the urlsafe alphabet
-                             good.substr(0, 42) + "V",                     // non-zero leftover bits
-                             "sha256=" + good}) {                          // a second '='
+  for (const std::string& digest :
+       std::vector<std::string>{"", good + "=",                                 // padding
+                                good.substr(0, 42),                             // too short
+                                good + "AAAA",                                  // too long
+                                "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",  // not the urlsafe alphabet
+                                good.substr(0, 42) + "V",                       // non-zero leftover bits
+                                "sha256=" + good}) {                            // a second '='
     CAPTURE(digest);
     auto p = parse_hash("sha256=" + digest);
     CHECK_FALSE(p.hash);

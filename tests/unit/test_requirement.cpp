@@ -50,11 +50,11 @@ TEST_CASE("requirement: the parts of typical requirements") {
   CHECK(printed("a_") == "a_");  // packaging's name pattern allows a trailing underscore
   CHECK(printed("foo==1.0.*,!=1.0.3") == "foo==1.0.*,!=1.0.3");
   CHECK(printed("foo (===any-thing)") == "foo===any-thing");
-  CHECK(printed("foo>=1,") == "foo>=1");        // packaging allows one trailing comma
-  CHECK(printed("foo>=\xe3\x80\x80" "1.0") == "foo>=1.0");  // Unicode space inside a specifier
+  CHECK(printed("foo>=1,") == "foo>=1");  // packaging allows one trailing comma
+  CHECK(printed("foo>=\xe3\x80\x80"
+                "1.0") == "foo>=1.0");  // Unicode space inside a specifier
   CHECK(printed("foo; os.name == 'nt'") == "foo; os_name == \"nt\"");
-  CHECK(printed("foo; python_implementation=='PyPy'") ==
-        "foo; platform_python_implementation == \"PyPy\"");
+  CHECK(printed("foo; python_implementation=='PyPy'") == "foo; platform_python_implementation == \"PyPy\"");
   CHECK(printed("foo;'a'not in extra") == "foo; \"a\" not in extra");
 }
 
@@ -62,8 +62,8 @@ TEST_CASE("requirement: version specifiers are validated like packaging's Specif
   for (const char* ok : {"foo==1.0.*", "foo~=1.0", "foo===anything", "foo===", "foo==1.0+local.7",
                          "foo!=v1!2.0rc1.post2.dev3", "foo>1.0-1", "foo<=1.0PoSt2", "foo~=1.0po\xc5\xbft1"})
     parse_ok(ok);
-  for (const char* bad : {"foo>=1.0.*", "foo~=1", "foo>=1.0+local", "foo==1.0+local.*", "foo=1.0",
-                          "foo=>1.0", "foo==1.0po\xc5\xbft1", "foo===a,b", "foo>=1,,<2", "foo,"})
+  for (const char* bad : {"foo>=1.0.*", "foo~=1", "foo>=1.0+local", "foo==1.0+local.*", "foo=1.0", "foo=>1.0",
+                          "foo==1.0po\xc5\xbft1", "foo===a,b", "foo>=1,,<2", "foo,"})
     refusal(bad);
   CHECK(printed("foo===a,==1") == "foo===a,==1");  // split again at the comma, as SpecifierSet does
 }
@@ -145,8 +145,8 @@ z')");
   CHECK(r.to_string() == R"(foo; os_name == "a\x22b'c\\d\x0a")");
   CHECK(parse_ok(r.to_string()).marker->rhs.text == r.marker->rhs.text);
 
-  refusal("foo; os_name == 'a\\'b'");     // 'a\' is unterminated for Python
-  refusal("foo; os_name == '\\x4'");      // truncated \x escape
+  refusal("foo; os_name == 'a\\'b'");  // 'a\' is unterminated for Python
+  refusal("foo; os_name == '\\x4'");   // truncated \x escape
   refusal("foo; os_name == '\\U00110000'");
   refusal(std::string("foo; os_name == 'a\0b'", 22));  // a raw NUL
   // Accepted by packaging, but not representable or not supported here: refused with a reason.
@@ -165,8 +165,7 @@ TEST_CASE("requirement: what the input controls is bounded") {
 
   std::string value(kMaxRequirementBytes - 40, 'x');
   parse_ok("foo; os_name == '" + value + "'");
-  CHECK(refusal("foo; os_name == '" + value + std::string(100, 'x') + "'").find("longer than") !=
-        std::string::npos);
+  CHECK(refusal("foo; os_name == '" + value + std::string(100, 'x') + "'").find("longer than") != std::string::npos);
 
   // A long flat chain is one node, not a deep tree.
   std::string chain = "foo; os_name == 'a'";
@@ -228,7 +227,7 @@ TEST_CASE("requirement: markers packaging parses but pip cannot evaluate are ref
   CHECK_FALSE(parse_requirement("x; python_version === 'x y'", error));  // "===x y" is no specifier
   CHECK(error.find("with no valid specifier") != std::string::npos);
   CHECK_FALSE(parse_requirement("x; python_version ~= python_full_version", error));  // "~=python_full_version"
-  CHECK(parse_requirement("x; python_version === python_full_version", error));    // "===python_full_version" is one
+  CHECK(parse_requirement("x; python_version === python_full_version", error));       // "===python_full_version" is one
   CHECK(parse_requirement("x; python_version === '3.11'", error));
   CHECK(parse_requirement("x; platform_release ~= '1.0'", error));
   CHECK(parse_requirement("x; platform_release === '6.1'", error));

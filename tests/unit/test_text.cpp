@@ -17,24 +17,28 @@ TEST_CASE("UTF-8 validity") {
 
 TEST_CASE("case folding covers more than ASCII") {
   CHECK(fold_case("Pkg/README.md") == "pkg/readme.md");
-  CHECK(fold_case("pkg/\xc3\x84.py") == fold_case("pkg/\xc3\xa4.py"));          // Ä, ä
-  CHECK(fold_case("\xce\xa3") == "\xcf\x83");                                  // Σ -> σ
-  CHECK(fold_case("\xd0\x96") == "\xd0\xb6");                                  // Ж -> ж
-  CHECK(fold_case("\xff") == "\xff");                                          // not UTF-8: as bytes
-  CHECK(fold_case("Stra\xc3\x9f" "e") == fold_case("STRASSE"));                 // full folding: ß = ss
-  CHECK(fold_case("caf\xc3\xa9") == fold_case("cafe\xcc\x81"));                // NFC and NFD spellings
+  CHECK(fold_case("pkg/\xc3\x84.py") == fold_case("pkg/\xc3\xa4.py"));  // Ä, ä
+  CHECK(fold_case("\xce\xa3") == "\xcf\x83");                           // Σ -> σ
+  CHECK(fold_case("\xd0\x96") == "\xd0\xb6");                           // Ж -> ж
+  CHECK(fold_case("\xff") == "\xff");                                   // not UTF-8: as bytes
+  CHECK(fold_case("Stra\xc3\x9f"
+                  "e") == fold_case("STRASSE"));                 // full folding: ß = ss
+  CHECK(fold_case("caf\xc3\xa9") == fold_case("cafe\xcc\x81"));  // NFC and NFD spellings
   CHECK(nfc("cafe\xcc\x81") == "caf\xc3\xa9");
   CHECK(nfc("caf\xc3\xa9") == "caf\xc3\xa9");
   CHECK(code_points("caf\xc3\xa9") == "caf\\u{00e9}");
   CHECK(code_points("cafe\xcc\x81") == "cafe\\u{0301}");
-  CHECK(has_hidden_controls("a\xe2\x80\xae" "b"));  // U+202E right-to-left override
-  CHECK(has_hidden_controls("a\xc2\x85"));         // U+0085 next line
+  CHECK(
+      has_hidden_controls("a\xe2\x80\xae"
+                          "b"));            // U+202E right-to-left override
+  CHECK(has_hidden_controls("a\xc2\x85"));  // U+0085 next line
   CHECK_FALSE(has_hidden_controls("caf\xc3\xa9"));
 }
 
 TEST_CASE("printable keeps UTF-8 and escapes the rest") {
   CHECK(printable("caf\xc3\xa9") == "caf\xc3\xa9");
-  CHECK(printable("a\x01" "b\xff") == "a\\x01b\\xff");
+  CHECK(printable("a\x01"
+                  "b\xff") == "a\\x01b\\xff");
   CHECK(printable("line\nnext") == "line\\nnext");
 }
 

@@ -194,7 +194,8 @@ TEST_CASE("a configuration's toolkit is found by its table's name") {
   CHECK(k->version == "12.4");
   CHECK_FALSE(find_toolkit(13, hints, problems));
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0].expected == "--cuda 13=PATH, WHEELMERGE_CUDA_13, [tool.wheelmerge.cu13] toolkit, or a discoverable toolkit");
+  CHECK(problems[0].expected ==
+        "--cuda 13=PATH, WHEELMERGE_CUDA_13, [tool.wheelmerge.cu13] toolkit, or a discoverable toolkit");
 }
 
 TEST_CASE("a cpu label's environment: -march appended to CFLAGS and CXXFLAGS, no toolkit") {
@@ -205,8 +206,8 @@ TEST_CASE("a cpu label's environment: -march appended to CFLAGS and CXXFLAGS, no
   CHECK(env.at("CFLAGS") == "-O2 -g -march=x86-64-v3");
   CHECK(env.at("CXXFLAGS") == "-march=x86-64-v3");
   CHECK(env.at("WHEELMERGE_BUILD_VARIANT") == "x86_64_v3");
-  CHECK(env.at("PATH") == "/usr/bin");           // no toolkit put first
-  CHECK(env.at("CUDA_HOME") == "/opt/cuda");     // nor any toolkit variable changed
+  CHECK(env.at("PATH") == "/usr/bin");        // no toolkit put first
+  CHECK(env.at("CUDA_HOME") == "/opt/cuda");  // nor any toolkit variable changed
   CHECK_FALSE(env.count("WHEELMERGE_BUILD_CUDA_MAJOR"));
   CHECK(variant_environment(v1, nullptr, config, {}).at("CFLAGS") == "-march=x86-64");  // the baseline
 
@@ -256,8 +257,8 @@ TEST_CASE("build_info from the toolkit and the build environment") {
   k.version = "12.9.1";
   auto probe = nlohmann::json::parse(R"({"cuda_bindings": "12.9.4", "torch": "2.10.0+cu128", "torch_cuda": "12.8"})");
   CHECK(variant_build_info(VariantLabel::torch(2, 10, 12), &k, probe) ==
-        std::map<std::string, std::string>{{"cuda_version", "12.9"}, {"cuda_bindings", "12.9.4"},
-                                           {"torch", "2.10.0"}, {"torch_cuda", "12.8"}});
+        std::map<std::string, std::string>{
+            {"cuda_version", "12.9"}, {"cuda_bindings", "12.9.4"}, {"torch", "2.10.0"}, {"torch_cuda", "12.8"}});
   k.version = "13.0";
   CHECK(variant_build_info(VariantLabel::cuda(13), &k, nlohmann::json::object()) ==
         std::map<std::string, std::string>{{"cuda_version", "13.0"}});

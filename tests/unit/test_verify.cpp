@@ -1,8 +1,9 @@
 #include "merger/verify.hpp"
 #include "merger/version.hpp"
 
-#include "merger/loader.hpp"
+#include "labels.hpp"
 #include "merger/format/manifest.hpp"
+#include "merger/loader.hpp"
 #include "merger/wheel.hpp"
 #include "wheel_builder.hpp"
 
@@ -11,6 +12,7 @@
 #include <algorithm>
 
 using namespace wm;
+using namespace wm::test_labels;
 using namespace wm::test;
 
 namespace {
@@ -24,10 +26,10 @@ LoaderManifest manifest(const std::string& package = "pkg") {
   LoaderManifest m;
   m.package = package;
   m.distribution = "pkg";
-  m.variants = {"cu12", "cu13"};
+  m.variants = {"cu12"_label, "cu13"_label};
   m.wheelmerge = std::string(kVersion);
-  m.extras = {{"cu12", {"cu12"}}, {"cu13", {"cu13"}}};
-  for (const auto& [label, stored] : {std::pair{"cu12", kCu12}, std::pair{"cu13", kCu13}}) {
+  m.extras = {{"cu12"_label, {"cu12"}}, {"cu13"_label, {"cu13"}}};
+  for (const auto& [label, stored] : {std::pair{"cu12"_label, kCu12}, std::pair{"cu13"_label, kCu13}}) {
     m.builds[label].modules = {{package + "._core", stored}};
     m.builds[label].files = {{kOriginal, stored}};
   }
@@ -35,12 +37,12 @@ LoaderManifest manifest(const std::string& package = "pkg") {
 }
 
 LoaderFiles loader(const LoaderManifest& m, const std::string& dir = "pkg") {
-  return {dir + "/_wheelmerge.py", render_loader(m),
-          "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n", render_rules(m.selector, m.package)};
+  return {dir + "/_wheelmerge.py", render_loader(m), "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n",
+          render_rules(m.selector, m.package)};
 }
 
 std::set<std::string> paths(const std::string& dir = "pkg") {
-  return {dir + "/__init__.py", dir + "/_wheelmerge.py", dir + "/" + kCu12, dir + "/" + kCu13,
+  return {dir + "/__init__.py",         dir + "/_wheelmerge.py",    dir + "/" + kCu12,        dir + "/" + kCu13,
           "pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD", "pkg-1.0.dist-info/WHEEL"};
 }
 
@@ -103,14 +105,14 @@ TEST_CASE("verify: a manifest path to a member the wheel lacks") {
   }
   // Listed only as a module, it is one problem.
   LoaderManifest m = manifest();
-  m.builds["cu13"].files.clear();
+  m.builds["cu13"_label].files.clear();
   Problem p = only_problem({loader(m)}, files);
   CHECK(p.what == "manifest modules of cu13 names a file the wheel lacks");
 }
 
 TEST_CASE("verify: a preload path the wheel lacks, resolved against the package") {
   LoaderManifest m = manifest();
-  m.builds["cu12"].preload = {"../pkg.libs/libx.cu12.so"};
+  m.builds["cu12"_label].preload = {"../pkg.libs/libx.cu12.so"};
   Problem p = only_problem({loader(m)}, paths());
   CHECK(p.what == "manifest preload of cu12 names a file the wheel lacks");
   CHECK(p.expected == "pkg.libs/libx.cu12.so");
@@ -124,7 +126,7 @@ TEST_CASE("verify: a preload path the wheel lacks, resolved against the package"
 
 TEST_CASE("verify: a manifest path that leaves the wheel") {
   LoaderManifest m = manifest();
-  m.builds["cu13"].files["escape"] = "../../outside.so";
+  m.builds["cu13"_label].files["escape"] = "../../outside.so";
   Problem p = only_problem({loader(m)}, paths());
   CHECK(p.member == "pkg/_wheelmerge.py");
   CHECK(p.what == "manifest files of cu13 names a path outside the wheel");
@@ -133,7 +135,7 @@ TEST_CASE("verify: a manifest path that leaves the wheel") {
 
 TEST_CASE("verify: an absolute manifest path is outside the wheel too") {
   LoaderManifest m = manifest();
-  m.builds["cu12"].modules["pkg.abs"] = "/etc/passwd";
+  m.builds["cu12"_label].modules["pkg.abs"] = "/etc/passwd";
   Problem p = only_problem({loader(m)}, paths());
   CHECK(p.what == "manifest modules of cu12 names a path outside the wheel");
 }
@@ -154,9 +156,9 @@ TEST_CASE("verify: an __init__.py that does not import its loader") {
 
 TEST_CASE("verify: two loaders that disagree on the variants") {
   LoaderManifest other = manifest("pkg2");
-  other.variants = {"cu12"};
-  other.builds.erase("cu13");
-  other.extras = {{"cu12", {"cu12"}}};
+  other.variants = {"cu12"_label};
+  other.builds.erase("cu13"_label);
+  other.extras = {{"cu12"_label, {"cu12"}}};
   std::set<std::string> files = paths();
   files.merge(paths("pkg2"));
   files.erase("pkg2/" + kCu13);
@@ -180,7 +182,8 @@ TEST_CASE("verify: two loaders that agree pass, and are returned in the given or
 }
 
 TEST_CASE("verify: a labelled file that no manifest lists") {
-  for (std::string stray : {"pkg/extra.cu12.so", "pkg/kernels/k.cu13.cubin", "other/data.cu12", "pkg/.hidden.cu13.bin"}) {
+  for (std::string stray :
+       {"pkg/extra.cu12.so", "pkg/kernels/k.cu13.cubin", "other/data.cu12", "pkg/.hidden.cu13.bin"}) {
     CAPTURE(stray);
     std::set<std::string> files = paths();
     files.insert(stray);
@@ -230,7 +233,7 @@ TEST_CASE("verify: a loader or rules module other than what wheelmerge writes") 
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].what.starts_with("loader is not the one wheelmerge"));
   l = loader(manifest());
-  l.rules_source = render_rules("cpu", "pkg");
+  l.rules_source = render_rules(Selector::cpu, "pkg");
   problems.clear();
   check_loaders("m.whl", {l}, paths(), problems);
   REQUIRE(problems.size() == 1);
@@ -247,7 +250,7 @@ TEST_CASE("verify: find_loaders reads the loaders of a wheel, and skips modules 
   WheelBuilder b("pkg-1.0-cp311-cp311-linux_x86_64.whl",
                  {{"pkg/__init__.py", std::string(kLoaderImport)},
                   {"pkg/_wheelmerge.py", render_loader(manifest())},
-                  {"pkg/_wheelmerge_rules.py", render_rules("cuda", "pkg")},
+                  {"pkg/_wheelmerge_rules.py", render_rules(Selector::cuda, "pkg")},
                   {"pkg/" + kCu12, "12"},
                   {"pkg/" + kCu13, "13"},
                   {"other/__init__.py", ""},
@@ -259,7 +262,7 @@ TEST_CASE("verify: find_loaders reads the loaders of a wheel, and skips modules 
   CHECK(problems.empty());
   REQUIRE(found.size() == 1);
   CHECK(found[0].loader_path == "pkg/_wheelmerge.py");
-  CHECK(found[0].manifest.variants == std::vector<std::string>{"cu12", "cu13"});
+  CHECK(found[0].manifest.variants == std::vector<VariantLabel>{"cu12"_label, "cu13"_label});
 
   // Without one of the files its manifest names, the same wheel fails.
   b.files.erase("pkg/" + kCu13);
@@ -282,14 +285,14 @@ TEST_CASE("verify: a manifest naming another package, or a module outside its ow
   }
   {
     LoaderManifest m = manifest();
-    m.builds["cu12"].modules = {{"json", kCu12}};  // would take over `import json`
+    m.builds["cu12"_label].modules = {{"json", kCu12}};  // would take over `import json`
     Problem p = only_problem({loader(m)}, paths());
     CHECK(p.what == "manifest modules of cu12 names a module outside the package");
     CHECK(p.found == "json");
   }
   {  // "pkgx" starts like "pkg" but is another package
     LoaderManifest m = manifest();
-    m.builds["cu13"].modules = {{"pkgx._core", kCu13}};
+    m.builds["cu13"_label].modules = {{"pkgx._core", kCu13}};
     CHECK(only_problem({loader(m)}, paths()).found == "pkgx._core");
   }
   // A package under .data/platlib is named as it installs.

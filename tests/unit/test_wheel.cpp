@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 using namespace wm;
 using namespace wm::test;
@@ -21,7 +22,8 @@ WheelBuilder valid_wheel() {
                             {"pkg/sub/mod.py", "Y = 2\n"},
                             {"pkg/_core.cpython-311-x86_64-linux-gnu.so", "not really a module"},
                         });
-  b.metadata_extra = {"Summary: a test package", "Requires-Dist: numpy>=1.24", "Requires-Dist: scipy; python_version >= \"3.10\""};
+  b.metadata_extra = {"Summary: a test package", "Requires-Dist: numpy>=1.24",
+                      "Requires-Dist: scipy; python_version >= \"3.10\""};
   return b;
 }
 
@@ -64,7 +66,7 @@ TEST_CASE("wheel: a valid wheel reads with its files, index, dist-info, metadata
   CHECK(problems.empty());
   CHECK(w->warnings.empty());
   CHECK(w->display == kName);
-  CHECK(w->label.empty());
+  CHECK_FALSE(w->label);
   CHECK(w->name.name == "pkg");
   CHECK(w->name.version == "1.0");
   CHECK(w->dist_info == "pkg-1.0.dist-info");
@@ -163,7 +165,8 @@ TEST_CASE("wheel: a size that does not match RECORD is refused") {
   std::string record;
   for (const auto& [path, bytes] : b.members()) {
     if (path.ends_with("/RECORD")) continue;
-    record += path + ",sha256=" + sha256_b64(bytes) + "," + std::to_string(bytes.size() + (path == "pkg/util.py")) + "\n";
+    record +=
+        path + ",sha256=" + sha256_b64(bytes) + "," + std::to_string(bytes.size() + (path == "pkg/util.py")) + "\n";
   }
   record += b.dist_info() + "/RECORD,,\n";
   for (const auto& [path, bytes] : b.members()) b.unrecorded.insert(path);
@@ -265,23 +268,43 @@ TEST_CASE("wheel: a name that is no wheel file name is refused before the archiv
 }
 
 TEST_CASE("wheel: the label comes from PATH=LABEL, a .cuNN suffix, a +cuNN local version, or nowhere") {
-  CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.whl", "cu12"}) == "cu12");
+  // The label detected, as its text; "" for none.
+  auto detected = [](const WheelInput& input) {
+    auto found = detect_label(input);
+    if (!found) return std::string();
+    REQUIRE(found->label);
+    CHECK(found->label->str() == found->text);
+    return found->text;
+  };
+  CHECK(detected({"dist/pkg-1.0-cp311-cp311-linux_x86_64.whl", "cu12"}) == "cu12");
   // The explicit label comes first (read_inputs refuses an input whose sources disagree).
-  CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", "cu13"}) == "cu13");
-  CHECK(detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", ""}) == "cu12");
-  CHECK(detect_label({"/a/b.c/pkg-1.0+cu13-cp311-cp311-linux_x86_64.whl", ""}) == "cu13");
-  CHECK(detect_label({"pkg-1.0+cu13-1-cp311-cp311-linux_x86_64.whl", ""}) == "cu13");  // with a build tag
-  CHECK(detect_label({"pkg-1.0-cp311-cp311-linux_x86_64.whl", ""}).empty());
-  CHECK(detect_label({"pkg-1.0+cpu-cp311-cp311-linux_x86_64.whl", ""}).empty());
-  CHECK(detect_label({"pkg-1.0-cp311-cp311-linux_x86_64.cuda.whl", ""}).empty());
-  CHECK(detect_label({"pkg-1.0-cp311-cp311-linux_x86_64.cu012.whl", ""}).empty());
-  CHECK(detect_label({"pkg-1.0.tar.gz", ""}).empty());
+  CHECK(detected({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", "cu13"}) == "cu13");
+  CHECK(detected({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", ""}) == "cu12");
+  CHECK(detected({"/a/b.c/pkg-1.0+cu13-cp311-cp311-linux_x86_64.whl", ""}) == "cu13");
+  CHECK(detected({"pkg-1.0+cu13-1-cp311-cp311-linux_x86_64.whl", ""}) == "cu13");  // with a build tag
+  CHECK(detected({"pkg-1.0+torch210.cu12-cp311-cp311-linux_x86_64.whl", ""}) == "torch210_cu12");
+  CHECK(detected({"pkg-1.0-cp311-cp311-linux_x86_64.whl", ""}).empty());
+  CHECK(detected({"pkg-1.0+cpu-cp311-cp311-linux_x86_64.whl", ""}).empty());
+  CHECK(detected({"pkg-1.0-cp311-cp311-linux_x86_64.cuda.whl", ""}).empty());
+  CHECK(detected({"pkg-1.0-cp311-cp311-linux_x86_64.cu012.whl", ""}).empty());
+  CHECK(detected({"pkg-1.0.tar.gz", ""}).empty());
+}
+
+TEST_CASE("wheel: a PATH=LABEL that is no label is kept as given, with why, and no label") {
+  auto found = detect_label({"dist/pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl", "cu1x"});
+  REQUIRE(found);
+  CHECK(found->form == "PATH=LABEL");
+  CHECK(found->text == "cu1x");
+  CHECK_FALSE(found->label);
+  CHECK(found->why == "cu followed by the CUDA major");
+  // A suffix or local version that is no label is no source at all.
+  CHECK(label_sources({"pkg-1.0+cu1x-cp311-cp311-linux_x86_64.cu1x.whl", ""}).empty());
 }
 
 TEST_CASE("wheel: label_sources lists every place an input names a label, in order") {
   auto forms = [](const WheelInput& input) {
     std::vector<std::string> out;
-    for (const LabelSource& s : label_sources(input)) out.push_back(std::string(s.form) + ":" + s.label);
+    for (const LabelSource& s : label_sources(input)) out.push_back(std::string(s.form) + ":" + s.text);
     return out;
   };
   CHECK(forms({"pkg-1.0+cu12-cp311-cp311-linux_x86_64.cu13.whl", "cu14"}) ==
@@ -301,11 +324,29 @@ TEST_CASE("wheel: read_wheel keeps the label it detects") {
   auto c = read(suffix, dir, problems, "cu11");
   REQUIRE_MESSAGE(problems.empty(), describe(problems.front()));
   REQUIRE((a && b && c));
-  CHECK(a->label == "cu12");
-  CHECK(b->label == "cu13");
+  CHECK(a->label == VariantLabel::cuda(12));
+  CHECK(b->label == VariantLabel::cuda(13));
   CHECK(b->dist_info == "pkg-1.0+cu13.dist-info");
   CHECK(b->base_version() == "1.0");
-  CHECK(c->label == "cu11");
+  CHECK(c->label == VariantLabel::cuda(11));
+  CHECK(&c->build_label() == &*c->label);
+}
+
+TEST_CASE("wheel: a wheel read without a label has none, and build_label says so instead of reading it") {
+  TempDir dir;
+  WheelBuilder plain("pkg-1.0-cp311-cp311-linux_x86_64.whl", {{"pkg/__init__.py", ""}});
+  Problems problems;
+  auto none = read(plain, dir, problems);
+  auto invalid = read(plain, dir, problems, "cu1x");  // read_inputs refuses it; read_wheel reads the wheel
+  REQUIRE_MESSAGE(problems.empty(), describe(problems.front()));
+  REQUIRE((none && invalid));
+  CHECK_FALSE(none->label);
+  CHECK_FALSE(invalid->label);
+  CHECK_THROWS_AS(none->build_label(), std::logic_error);
+  // open_wheel takes the label its caller read.
+  auto opened = open_wheel(plain.write(dir.path), VariantLabel::cpu(3), problems);
+  REQUIRE(opened);
+  CHECK(opened->wheel.build_label() == VariantLabel::cpu(3));
 }
 
 TEST_CASE("wheel: signature files are dropped with a warning") {
@@ -354,9 +395,10 @@ TEST_CASE("wheel: opened wheels stream together, each keeping its own problems a
   bad_sha512.record_hash["pkg/sub/mod.py"] = "sha512=" + b64url_nopad(digest, length);
 
   std::vector<OpenedWheel> opened;
-  for (auto [builder, dir] : {std::pair(&bad_sha256, &a_dir), std::pair(&good, &b_dir), std::pair(&bad_sha512, &c_dir)}) {
+  for (auto [builder, dir] :
+       {std::pair(&bad_sha256, &a_dir), std::pair(&good, &b_dir), std::pair(&bad_sha512, &c_dir)}) {
     Problems problems;
-    auto o = open_wheel(WheelInput{builder->write(dir->path), {}}, problems);
+    auto o = open_wheel(builder->write(dir->path), std::nullopt, problems);
     REQUIRE_MESSAGE(o, (problems.empty() ? "" : describe(problems.front())));  // RECORD's claims are not checked yet
     opened.push_back(std::move(*o));
   }
@@ -378,7 +420,8 @@ TEST_CASE("wheel: opened wheels stream together, each keeping its own problems a
   }();
   CHECK(wheels[1]->files.size() == members.size());
   for (const WheelFile& f : wheels[1]->files)
-    if (f.path != "pkg-1.0.dist-info/RECORD") CHECK(base64url_nopad(*f.sha256) == sha256_b64(members.at(std::string(f.path))));
+    if (f.path != "pkg-1.0.dist-info/RECORD")
+      CHECK(base64url_nopad(*f.sha256) == sha256_b64(members.at(std::string(f.path))));
   CHECK_FALSE(wheels[2]);
   REQUIRE(problems[2].size() == 1);
   CHECK(problems[2][0].member == "pkg/sub/mod.py");
@@ -397,8 +440,11 @@ TEST_CASE("wheel: PE/COFF images are recognised by their MZ header pointing at a
   std::string not_mz = image;
   not_mz[0] = 'X';
   TempDir dir;
-  WheelBuilder b(kName, {{"pkg/__init__.py", ""}, {"pkg/_core.pyd", image}, {"pkg/odd.bin", image},
-                         {"pkg/bad.pyd", bad_offset}, {"pkg/text.txt", not_mz}});
+  WheelBuilder b(kName, {{"pkg/__init__.py", ""},
+                         {"pkg/_core.pyd", image},
+                         {"pkg/odd.bin", image},
+                         {"pkg/bad.pyd", bad_offset},
+                         {"pkg/text.txt", not_mz}});
   Problems problems;
   auto w = read(b, dir, problems);
   REQUIRE_MESSAGE(w, (problems.empty() ? "" : describe(problems.front())));

@@ -6,22 +6,23 @@ using namespace wm;
 
 TEST_CASE("wheel file names parse into their parts") {
   std::string why;
-  auto w = parse_wheel_filename("cuda_core-0.3.0+cu12-1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", why);
+  auto w =
+      parse_wheel_filename("cuda_core-0.3.0+cu12-1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", why);
   REQUIRE(w);
   CHECK(w->name == "cuda_core");
   CHECK(w->version == "0.3.0+cu12");
   CHECK(w->build == "1");
   CHECK(w->platform == std::vector<std::string>{"manylinux_2_17_x86_64", "manylinux2014_x86_64"});
-  CHECK(w->expanded_tags() == std::vector<std::string>{"cp311-cp311-manylinux2014_x86_64",
-                                                       "cp311-cp311-manylinux_2_17_x86_64"});
-  CHECK(w->suffix_label.empty());
+  CHECK(w->expanded_tags() ==
+        std::vector<std::string>{"cp311-cp311-manylinux2014_x86_64", "cp311-cp311-manylinux_2_17_x86_64"});
+  CHECK_FALSE(w->suffix_label);
 }
 
 TEST_CASE("a .cuNN suffix before .whl is the variant label") {
   std::string why;
   auto w = parse_wheel_filename("pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.cu13.whl", why);
   REQUIRE(w);
-  CHECK(w->suffix_label == "cu13");
+  CHECK(w->suffix_label == VariantLabel::cuda(13));
   CHECK(w->platform == std::vector<std::string>{"manylinux_2_28_x86_64"});
   CHECK(w->filename() == "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
 }
@@ -68,8 +69,11 @@ TEST_CASE("names normalise as wheel file names do") {
 }
 
 TEST_CASE("labels and local versions") {
-  CHECK(local_version_label("1.0+cu13") == "cu13");
-  CHECK(local_version_label("1.0+local") == "");
+  CHECK(local_version_label("1.0+cu13") == VariantLabel::cuda(13));
+  CHECK(local_version_label("1.0+torch210.cu12") == VariantLabel::torch(2, 10, 12));
+  CHECK(local_version_label("1.0+x86.64.v3") == VariantLabel::cpu(3));
+  CHECK_FALSE(local_version_label("1.0+local"));
+  CHECK_FALSE(local_version_label("1.0"));
   CHECK(strip_local_label("1.0+cu13") == "1.0");
   CHECK(strip_local_label("1.0+abc") == "1.0+abc");
 }
@@ -96,11 +100,12 @@ TEST_CASE("merged platforms are the most restrictive, never the union") {
 
 TEST_CASE("builds with the same platform tags keep them exactly") {
   std::string why;
-  auto merged = merge_platforms({{"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"},
-                                 {"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"}}, why);
+  auto merged = merge_platforms(
+      {{"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"}, {"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"}}, why);
   REQUIRE(merged);  // the publisher's order, where every build has it
   CHECK(*merged == std::vector<std::string>{"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"});
-  merged = merge_platforms({{"manylinux_2_17_x86_64", "manylinux2014_x86_64"}, {"manylinux2014_x86_64", "manylinux_2_17_x86_64"}}, why);
+  merged = merge_platforms(
+      {{"manylinux_2_17_x86_64", "manylinux2014_x86_64"}, {"manylinux2014_x86_64", "manylinux_2_17_x86_64"}}, why);
   REQUIRE(merged);  // orders differ: sorted, whatever the order of the inputs
   CHECK(*merged == std::vector<std::string>{"manylinux2014_x86_64", "manylinux_2_17_x86_64"});
 }
@@ -119,7 +124,8 @@ TEST_CASE("a distribution name's CUDA suffix gives the project and the label") {
     auto found = name_suffix_label(name);
     REQUIRE(found);
     CHECK(found->base == base);
-    CHECK(found->label == label);
+    CHECK(found->label.str() == label);
+    CHECK(found->label.selector() == Selector::cuda);
   };
   check("cupy-cuda12x", "cupy", "cu12");
   check("cupy_cuda13x", "cupy", "cu13");

@@ -62,7 +62,7 @@ TEST_CASE("the caller workflow: tag pushes, the publish job and the release of v
   REQUIRE(release != std::string::npos);
   CHECK(wheels < publish);
   CHECK(publish < release);
-  CHECK(text.find("id-token: write", publish) < release);     // trusted publishing, in the publish job
+  CHECK(text.find("id-token: write", publish) < release);  // trusted publishing, in the publish job
   CHECK(text.find("contents: write", release) != std::string::npos);
   o.variants = false;
   CHECK(caller_workflow(o).find("release-variants:") == std::string::npos);
@@ -132,14 +132,17 @@ TEST_CASE("workflow values are checked against their grammars before anything is
     CHECK_FALSE(fs::exists(dir / ".github"));
     return found[0].what;
   };
-  CHECK(refused([](WorkflowOptions& o) { o.import_name = "pkg${{ secrets.X }}"; }) == "invalid import name for the workflow");
+  CHECK(refused([](WorkflowOptions& o) { o.import_name = "pkg${{ secrets.X }}"; }) ==
+        "invalid import name for the workflow");
   CHECK(refused([](WorkflowOptions& o) { o.import_name = "a..b"; }) == "invalid import name for the workflow");
-  CHECK(refused([](WorkflowOptions& o) { o.python_versions = {"3.12\""}; }) == "invalid Python version for the workflow");
+  CHECK(refused([](WorkflowOptions& o) { o.python_versions = {"3.12\""}; }) ==
+        "invalid Python version for the workflow");
   CHECK(refused([](WorkflowOptions& o) { o.python_versions = {"3.12", "3.12"}; }) == "a Python version given twice");
   CHECK(refused([](WorkflowOptions& o) { o.python_versions.clear(); }) == "no Python versions for the workflow");
   CHECK(refused([](WorkflowOptions& o) { o.cuda_majors = {0}; }) == "invalid CUDA major for the workflow");
   CHECK(refused([](WorkflowOptions& o) { o.ref = "main${{ github.token }}"; }) == "invalid --ref");
   CHECK(refused([](WorkflowOptions& o) { o.ref = "../x"; }) == "invalid --ref");
   for (const char* glob : {"a b", "a\tb", "a\nb", "${{ github.token }}", "'x'", "\"x\"", "`id`", "a\\b", "{a,b}", ""})
-    CHECK(refused([&](WorkflowOptions& o) { o.variant_files = {glob}; }) == "variant-files glob the workflow cannot carry");
+    CHECK(refused([&](WorkflowOptions& o) { o.variant_files = {glob}; }) ==
+          "variant-files glob the workflow cannot carry");
 }

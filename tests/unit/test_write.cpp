@@ -39,10 +39,13 @@ struct Planned {
 
 std::string content(const ZipArchive& zip, const ZipEntry& e) {
   std::string out;
-  auto problem = stream_member(zip, e, [&](std::span<const uint8_t> c) {
-    out.append(c.begin(), c.end());
-    return true;
-  }, "out.whl", [&] { out.clear(); });
+  auto problem = stream_member(
+      zip, e,
+      [&](std::span<const uint8_t> c) {
+        out.append(c.begin(), c.end());
+        return true;
+      },
+      "out.whl", [&] { out.clear(); });
   REQUIRE_FALSE(problem);
   return out;
 }

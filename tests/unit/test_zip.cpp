@@ -1,17 +1,17 @@
 #include "merger/base/bytes.hpp"
-#include "merger/zip/member_stream.hpp"
 #include "merger/base/text.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "merger/zip/zip_archive.hpp"
 #include "merger/zip/zip_writer.hpp"
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <fcntl.h>
+#include <unistd.h>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <random>
-#include <unistd.h>
 
 using namespace wm;
 
@@ -44,10 +44,13 @@ struct TempZip {
 
 std::string content(const ZipArchive& zip, const ZipEntry& e) {
   std::string out;
-  auto problem = stream_member(zip, e, [&](std::span<const uint8_t> c) {
-    out.append(c.begin(), c.end());
-    return true;
-  }, "t.whl", [&] { out.clear(); });
+  auto problem = stream_member(
+      zip, e,
+      [&](std::span<const uint8_t> c) {
+        out.append(c.begin(), c.end());
+        return true;
+      },
+      "t.whl", [&] { out.clear(); });
   REQUIRE_FALSE(problem);
   return out;
 }
@@ -129,10 +132,13 @@ TEST_CASE("a declared size that lies stops inflating at the claim") {
   auto zip = z.read(problems);
   REQUIRE(zip);
   size_t delivered = 0;
-  auto problem = stream_member(*zip, zip->entries[1], [&](std::span<const uint8_t> c) {
-    delivered += c.size();
-    return true;
-  }, "t.whl", [&] { delivered = 0; });
+  auto problem = stream_member(
+      *zip, zip->entries[1],
+      [&](std::span<const uint8_t> c) {
+        delivered += c.size();
+        return true;
+      },
+      "t.whl", [&] { delivered = 0; });
   REQUIRE(problem);
   CHECK(problem->what == "more data than the declared uncompressed size");
   CHECK(delivered <= 10);
@@ -171,21 +177,27 @@ TEST_CASE("a sink that stops early ends the pass at once, without a problem and 
   std::remove(path.c_str());
   REQUIRE(zip);
   size_t calls = 0, bytes = 0;
-  auto whole = stream_member(*zip, zip->entries[0], [&](std::span<const uint8_t> c) {
-    ++calls;
-    bytes += c.size();
-    return true;
-  }, "t.whl", [&] { calls = bytes = 0; });
+  auto whole = stream_member(
+      *zip, zip->entries[0],
+      [&](std::span<const uint8_t> c) {
+        ++calls;
+        bytes += c.size();
+        return true;
+      },
+      "t.whl", [&] { calls = bytes = 0; });
   REQUIRE(whole);
   CHECK(whole->what == "CRC-32 mismatch");
   CHECK(calls > 1);
   CHECK(bytes == big.size());
   calls = bytes = 0;
-  auto stopped = stream_member(*zip, zip->entries[0], [&](std::span<const uint8_t> c) {
-    ++calls;
-    bytes += c.size();
-    return false;
-  }, "t.whl", [&] { calls = bytes = 0; });
+  auto stopped = stream_member(
+      *zip, zip->entries[0],
+      [&](std::span<const uint8_t> c) {
+        ++calls;
+        bytes += c.size();
+        return false;
+      },
+      "t.whl", [&] { calls = bytes = 0; });
   CHECK_FALSE(stopped);
   CHECK(calls == 1);
   CHECK(bytes < big.size());
@@ -266,12 +278,14 @@ TEST_CASE("name clashes: the sorted finder agrees with a check of every pair") {
   // entries: the finder reports a clash exactly where some pair of names clashes, and every
   // clash it reports is one.
   // "a-b" and "a.b" sort between a file "a" and the names under a directory "a/".
-  const std::vector<std::string> segments = {"a", "A", "b", "a-b", "a.b", "caf\xc3\xa9", "cafe\xcc\x81", "CAF\xc3\x89", "x.py"};
+  const std::vector<std::string> segments = {"a",           "A",   "b", "a-b", "a.b", "caf\xc3\xa9", "cafe\xcc\x81",
+                                             "CAF\xc3\x89", "x.py"};
   auto folded = [](std::string_view name) { return fold_case(std::string(name)); };
   // The directories of a name: every prefix before a '/'.
   auto dirs = [](std::string_view name) {
     std::vector<std::string_view> out;
-    for (size_t at = name.find('/'); at != std::string_view::npos; at = name.find('/', at + 1)) out.push_back(name.substr(0, at));
+    for (size_t at = name.find('/'); at != std::string_view::npos; at = name.find('/', at + 1))
+      out.push_back(name.substr(0, at));
     return out;
   };
   auto pair_clashes = [&](std::string_view a, std::string_view b) {
@@ -354,8 +368,9 @@ TEST_CASE("zip: a central directory larger than the reader's window, entries acr
 }
 
 TEST_CASE("zip: names Windows cannot create as written") {
-  for (const char* name : {"pkg/__init__.py::$DATA", "pkg/nul", "pkg/NUL.txt", "pkg/con .py", "pkg/Com9.py", "lpt\xc2\xb9.py",
-                           "pkg/a.", "pkg/a ", "pkg/dir./x.py", "pkg/a<b", "pkg/a\"b", "pkg/a*b", "pkg/a?b", "pkg/a|b"})
+  for (const char* name :
+       {"pkg/__init__.py::$DATA", "pkg/nul", "pkg/NUL.txt", "pkg/con .py", "pkg/Com9.py", "lpt\xc2\xb9.py", "pkg/a.",
+        "pkg/a ", "pkg/dir./x.py", "pkg/a<b", "pkg/a\"b", "pkg/a*b", "pkg/a?b", "pkg/a|b"})
     CHECK_MESSAGE(!windows_name_reason(name).empty(), name);
   for (const char* name : {"pkg/__init__.py", "pkg/nullable.py", "pkg/console.py", "pkg/com10.py", "pkg/lpt0x.py",
                            "pkg/a.b.c", "pkg/sub/", "pkg/.hidden", "pkg/auxiliary/x.py"})

@@ -13,9 +13,9 @@
 #include <openssl/evp.h>
 
 #include <fcntl.h>
-#include <algorithm>
 #include <stdlib.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -110,15 +110,15 @@ inline std::string sha256_b64(const std::string& bytes) {
 // and RECORD, RECORD last; a dist-info file given in `files` (an SBOM, LICENSE, or something a
 // wheel must not hold) goes with the payload.
 struct WheelBuilder {
-  std::string filename;                        // "pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl"
-  std::map<std::string, std::string> files;    // member path -> bytes
-  std::set<std::string> executable;            // members written with mode 0755
-  std::optional<std::string> wheel;            // WHEEL's text; default from the file name
-  std::optional<std::string> metadata;         // METADATA's text; default from the file name
-  std::vector<std::string> metadata_extra;     // lines added to the default METADATA ("Requires-Dist: x")
-  std::set<std::string> unrecorded;            // members RECORD leaves out
+  std::string filename;                            // "pkg-1.0-cp311-cp311-linux_x86_64.cu12.whl"
+  std::map<std::string, std::string> files;        // member path -> bytes
+  std::set<std::string> executable;                // members written with mode 0755
+  std::optional<std::string> wheel;                // WHEEL's text; default from the file name
+  std::optional<std::string> metadata;             // METADATA's text; default from the file name
+  std::vector<std::string> metadata_extra;         // lines added to the default METADATA ("Requires-Dist: x")
+  std::set<std::string> unrecorded;                // members RECORD leaves out
   std::map<std::string, std::string> record_hash;  // member -> the hash field RECORD gives instead
-  std::vector<std::string> extra_record_rows;  // rows added to RECORD as written ("a,b,c")
+  std::vector<std::string> extra_record_rows;      // rows added to RECORD as written ("a,b,c")
 
   explicit WheelBuilder(std::string name, std::map<std::string, std::string> members = {})
       : filename(std::move(name)), files(std::move(members)) {}
@@ -128,7 +128,8 @@ struct WheelBuilder {
     std::string stem = filename.substr(0, filename.size() - 4);
     std::vector<std::string> out;
     size_t at = 0;
-    for (size_t dash; (dash = stem.find('-', at)) != std::string::npos; at = dash + 1) out.push_back(stem.substr(at, dash - at));
+    for (size_t dash; (dash = stem.find('-', at)) != std::string::npos; at = dash + 1)
+      out.push_back(stem.substr(at, dash - at));
     out.push_back(stem.substr(at));
     return out;
   }
