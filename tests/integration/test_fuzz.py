@@ -77,6 +77,12 @@ def fuzz_build() -> Path:
     return BUILD
 
 
+# Harnesses run as GNU time's child, not this test worker's: a process forked from the worker
+# starts with the worker's peak RSS (kept across exec), which libFuzzer reads as its own and
+# takes for an out-of-memory on the first input once the worker has read a large wheel.
+FRESH = ["/usr/bin/time", "-q", "-o", os.devnull]
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WM_FUZZ_")}  # never skip known issues
     env["ASAN_OPTIONS"] = ASAN_OPTIONS
@@ -93,7 +99,7 @@ def test_short_fuzz_run(fuzz_build: Path, harness: str, tmp_path: Path) -> None:
     """SECONDS of fuzzing from the seed corpus: no crash, leak, timeout or property failure."""
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    command = [str(fuzz_build / harness), f"-max_total_time={SECONDS}", "-timeout=30", "-rss_limit_mb=4096",
+    command = [*FRESH, str(fuzz_build / harness), f"-max_total_time={SECONDS}", "-timeout=30", "-rss_limit_mb=4096",
                *make_corpus.flags(harness), f"-artifact_prefix={tmp_path}/", str(corpus),
                str(fuzz_build / "seeds" / harness)]
     result = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=SECONDS + 300)
@@ -111,7 +117,7 @@ def test_regression_input(fuzz_build: Path, case: Path) -> None:
     """A kept crash input runs through its harness without a crash or a property failure."""
     harness = case.parent.name
     assert harness in HARNESSES, f"{case}: no harness {harness}"
-    result = subprocess.run([str(fuzz_build / harness), str(case)], capture_output=True, text=True,
+    result = subprocess.run([*FRESH, str(fuzz_build / harness), str(case)], capture_output=True, text=True,
                             env=_env(), timeout=300)
     if result.returncode != 0:
         pytest.fail(f"{harness} {case} (exit {result.returncode}):\n{_tail(result.stderr)}", pytrace=False)

@@ -94,6 +94,16 @@ class Built:
     summary: dict
 
 
+def toolkit_identity(home: Path) -> str:
+    """A toolkit for a cache key: where it is, its version.json, and what its nvcc says."""
+    parts = [str(home.resolve())]
+    for name in ("version.json", "bin/nvcc"):
+        path = home / name
+        if path.is_file():
+            parts.append(path.read_text() if name.endswith(".json") else build_cache.tool_version(path, "--version"))
+    return "\n".join(parts)
+
+
 @pytest.fixture(scope="session")
 def built(envs: dict[str, TorchEnv], toolkits: dict[str, Path], wheelmerge_bin: Path,
           pytestconfig: pytest.Config) -> Built:
@@ -122,7 +132,7 @@ def built(envs: dict[str, TorchEnv], toolkits: dict[str, Path], wheelmerge_bin: 
 
     key = build_cache.key_of(
         [EXAMPLE], wheelmerge_bin, tool_python(), build_cache.tool_version(tool_python(), "--version"),
-        *(build_cache.tool_version(toolkits[label] / "bin" / "nvcc", "--version") for label in LABELS),
+        *(toolkit_identity(toolkits[label]) for label in LABELS),
         *(f"{label}={envs[label].version}+{envs[label].cuda}" for label in LABELS))
     base = build_cache.cached("torchdemo-build", key, build)
     summary = json.loads((base / "summary.json").read_text())
