@@ -8,7 +8,8 @@ Cache: `${WHEELMERGE_WHEEL_CACHE:-$HOME/.cache/wheelmerge}/builds/NAME/KEY/` (ou
 checkout, so a fresh clone of the same sources finds it). Parallel test workers (pytest-xdist)
 and concurrent runs take turns through a lock per NAME: the first builds, the others wait and
 use its result. An entry is complete only once renamed into place, and used only while its
-files match the sha256 list written with it; the three newest keys of a NAME are kept. WHEELMERGE_TEST_REBUILD=1 ignores every entry (and replaces it).
+files match the sha256 list written with it; the three newest keys of a NAME are kept.
+WHEELMERGE_TEST_REBUILD=1 ignores every entry (and replaces it).
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def _manifest(entry: Path) -> str:
 
 
 @contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
+def locked(directory: Path) -> Iterator[None]:
+    """Holds DIRECTORY/.lock (made with its directory if missing) for the block."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -94,7 +96,7 @@ def cached(name: str, key: str, build: Callable[[Path], None]) -> Path:
     fills a fresh directory, which is then kept under KEY."""
     home = cache_root() / name
     entry = home / key
-    with _locked(home):
+    with locked(home):
         if entry.is_dir() and os.environ.get("WHEELMERGE_TEST_REBUILD") != "1":
             if (entry / MANIFEST).is_file() and (entry / MANIFEST).read_text() == _manifest(entry):
                 os.utime(entry)

@@ -7,7 +7,6 @@ Names are prefixed by what they are about (`wheelmerge_bin`, `demo_wheels`, `whe
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -227,8 +226,7 @@ def wheel_cache(tmp_path_factory: pytest.TempPathFactory) -> WheelCache:
     WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
     constraints = tmp_path_factory.mktemp("wheel-cache") / "constraints.txt"
     constraints.write_text("".join(f"{c}\n" for c in CACHE_CONSTRAINTS))
-    with open(WHEEL_CACHE / ".lock", "w") as lock:  # parallel workers fill it one at a time
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with build_cache.locked(WHEEL_CACHE):  # parallel workers fill it one at a time
         _fill_wheel_cache(constraints)
     return WheelCache(WHEEL_CACHE)
 
@@ -306,50 +304,49 @@ class Suite:
     `torch` (torch wheels or environments: GBs), `qemu` (emulated CPUs), `gpu` (checks that change
     where a GPU is present), `slow` (minutes of compilers, pip or I/O). The quick tier
     (scripts/test.sh --quick) runs the suites without any of them, with the network cut off.
-    pytest-xdist runs each suite on one worker (--dist loadfile: module fixtures are made once);
-    `first`: scheduled before the others, being the longest. `cxx` (marker
-    `cxx`): the suite spends its time in wheelmerge's own code on inputs of many kinds, so
+    `cxx`: the suite spends its time in wheelmerge's own code on inputs of many kinds, so
     scripts/test.sh runs it again against the sanitizer build; the others spend theirs in
-    compilers, pip, torch or linters."""
+    compilers, pip, torch or linters. pytest-xdist runs each suite on one worker (--dist
+    loadfile: module fixtures are made once); `first`: scheduled before the others, being the
+    longest."""
 
     marks: tuple[str, ...] = ()
     first: bool = False
-    cxx: bool = False
 
 
 SUITES = {
     "test_backend": Suite(("network", "slow"), first=True),
-    "test_bad_inputs": Suite(cxx=True),
-    "test_build": Suite(("network", "slow"), cxx=True),
+    "test_bad_inputs": Suite(("cxx",)),
+    "test_build": Suite(("network", "slow", "cxx")),
     "test_ci": Suite(("network", "slow")),
-    "test_ci_init": Suite(cxx=True),
+    "test_ci_init": Suite(("cxx",)),
     "test_cpulevels": Suite(("qemu",)),
     "test_cudademo": Suite(("network", "gpu", "slow")),
     "test_cupy": Suite(("network", "slow"), first=True),
-    "test_data_layouts": Suite(cxx=True),
-    "test_faults": Suite(cxx=True),
+    "test_data_layouts": Suite(("cxx",)),
+    "test_faults": Suite(("cxx",)),
     "test_fuzz": Suite(("slow",)),
-    "test_fuzz_oracle": Suite(("slow",), cxx=True),
+    "test_fuzz_oracle": Suite(("slow", "cxx")),
     "test_gpu_code": Suite(("network", "torch", "slow"), first=True),
-    "test_hostile": Suite(cxx=True),
-    "test_hostile_arguments": Suite(cxx=True),
-    "test_hostile_variants": Suite(cxx=True),
-    "test_hostile_workflow": Suite(cxx=True),
-    "test_inject": Suite(cxx=True),
+    "test_hostile": Suite(("cxx",)),
+    "test_hostile_arguments": Suite(("cxx",)),
+    "test_hostile_variants": Suite(("cxx",)),
+    "test_hostile_workflow": Suite(("cxx",)),
+    "test_inject": Suite(("cxx",)),
     "test_layout": Suite(),
     "test_loader": Suite(("network",)),
     "test_loader_lint": Suite(("network",)),
     "test_loader_selectors": Suite(("network", "torch", "qemu")),
-    "test_merge_e2e": Suite(("network",), cxx=True),
+    "test_merge_e2e": Suite(("network", "cxx")),
     "test_own_wheel": Suite(("network", "slow")),
     "test_real_wheels": Suite(("network", "torch", "slow"), first=True),
     "test_requirements": Suite(("network", "torch")),
-    "test_scale": Suite(("slow",), cxx=True),
-    "test_single_build": Suite(("network",), cxx=True),
+    "test_scale": Suite(("slow", "cxx")),
+    "test_single_build": Suite(("network", "cxx")),
     "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), first=True),
-    "test_variants": Suite(("network",), cxx=True),
-    "test_verify": Suite(cxx=True),
-    "test_windows_aarch64": Suite(("network",), cxx=True),
+    "test_variants": Suite(("network", "cxx")),
+    "test_verify": Suite(("cxx",)),
+    "test_windows_aarch64": Suite(("network", "cxx")),
 }
 
 
@@ -362,7 +359,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"tests/integration/conftest.py: SUITES has no entry for {', '.join(missing)}")
     for item in items:
         suite = SUITES[item.path.stem]
-        for mark in suite.marks + (("cxx",) if suite.cxx else ()):
+        for mark in suite.marks:
             item.add_marker(getattr(pytest.mark, mark))
     items.sort(key=lambda item: not SUITES[item.path.stem].first)
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from measured_run import GNU_TIME
+
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "tests" / "fuzz"
 BUILD = Path(os.environ.get("WM_FUZZ_BUILD") or ROOT / "build-fuzz")
@@ -80,7 +82,7 @@ def fuzz_build() -> Path:
 # Harnesses run as GNU time's child, not this test worker's: a process forked from the worker
 # starts with the worker's peak RSS (kept across exec), which libFuzzer reads as its own and
 # takes for an out-of-memory on the first input once the worker has read a large wheel.
-FRESH = ["/usr/bin/time", "-q", "-o", os.devnull]
+FRESH = [GNU_TIME, "-q", "-o", os.devnull]
 
 
 def _env() -> dict[str, str]:

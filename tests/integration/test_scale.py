@@ -51,6 +51,7 @@ from typing import BinaryIO, Callable, Iterable, Mapping, Sequence
 import pytest
 
 from conftest import clean_env, run, tool_python
+from measured_run import GNU_TIME
 from wheelgen import (AS_WHEELMERGE_WRITES, CENTRAL_HEADER, DEFLATED, EOCD, LOCAL_HEADER, MADE_BY_UNIX,
                       SIG_CENTRAL, SIG_EOCD, SIG_LOCAL, SIG_ZIP64_EOCD, SIG_ZIP64_LOCATOR, STORED, U16,
                       U32, ZIP64_EOCD, ZIP64_LOCATOR, Stream, build_wheel, record_digest, zip64_extra)
@@ -60,7 +61,6 @@ REPORT = os.environ.get("WHEELMERGE_SCALE_REPORT")
 
 GIB = 1 << 30
 MIB = 1 << 20
-GNU_TIME = "/usr/bin/time"
 
 NAME = "scalepkg"
 VERSION = "1.0"
