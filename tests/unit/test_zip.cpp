@@ -144,21 +144,30 @@ TEST_CASE("a declared size that lies stops inflating at the claim") {
   CHECK(delivered <= 10);
 }
 
+// 3 MiB of letters from a seeded generator: deflate shrinks it little, so it spans many buffers.
+static std::string poorly_compressible_text(unsigned seed) {
+  std::mt19937 random(seed);
+  std::string text;
+  for (int i = 0; i < 3 << 20; ++i) text += static_cast<char>('a' + random() % 40);
+  return text;
+}
+
+// A temporary zip written by ZipWriter with these generated members, in order; its path.
+static std::string generated_zip(const std::vector<std::pair<std::string, std::string>>& members) {
+  char name[] = "/tmp/wm_unit_XXXXXX";
+  int fd = mkstemp(name);
+  File out(fd);
+  ZipWriter w(out, dos_time_from_epoch(1700000000));
+  for (const auto& [member, data] : members) REQUIRE(w.add_generated(member, as_bytes(data), false));
+  REQUIRE(w.finish());
+  return name;
+}
+
 TEST_CASE("a sink that stops early ends the pass at once, without a problem and without the end checks") {
   // 3 MB of poorly compressible text inflates in several chunks; its CRC-32 is wrong in both headers, which
   // only a pass to the end finds.
-  std::mt19937 random(11);
-  std::string big;
-  for (int i = 0; i < 3 << 20; ++i) big += static_cast<char>('a' + random() % 40);
-  char name[] = "/tmp/wm_unit_XXXXXX";
-  int fd = mkstemp(name);
-  const std::string path = name;
-  {
-    File out(fd);
-    ZipWriter w(out, dos_time_from_epoch(1700000000));
-    REQUIRE(w.add_generated("big.txt", as_bytes(big), false));
-    REQUIRE(w.finish());
-  }
+  const std::string big = poorly_compressible_text(11);
+  const std::string path = generated_zip({{"big.txt", big}});
   std::vector<uint8_t> data;
   {
     std::ifstream in(path, std::ios::binary);
@@ -232,19 +241,8 @@ TEST_CASE("zip: a generated member larger than the writer's buffer, its header r
   // 3 MB of poorly compressible text deflates through many 256 KiB buffers; the local header,
   // written before the data, must end up with the sizes the central directory has (read_zip
   // compares them), and the member after it must start where the data ends.
-  std::mt19937 random(7);
-  std::string big;
-  for (int i = 0; i < 3 << 20; ++i) big += static_cast<char>('a' + random() % 40);
-  char name[] = "/tmp/wm_unit_XXXXXX";
-  int fd = mkstemp(name);
-  const std::string path = name;
-  {
-    File out(fd);
-    ZipWriter w(out, dos_time_from_epoch(1700000000));
-    REQUIRE(w.add_generated("a/RECORD", as_bytes(big), false));
-    REQUIRE(w.add_generated("b.py", as_bytes("x = 1\n"), false));
-    REQUIRE(w.finish());
-  }
+  const std::string big = poorly_compressible_text(7);
+  const std::string path = generated_zip({{"a/RECORD", big}, {"b.py", "x = 1\n"}});
   Problems problems;
   auto zip = read_zip(path, "gen.whl", problems);
   std::remove(path.c_str());
