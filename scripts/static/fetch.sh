@@ -12,7 +12,7 @@ mkdir -p "$src"
 missing=()
 while read -r name package file sha256; do
   [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
-  if [ -f "$src/$file" ] && echo "$sha256  $src/$file" | sha256sum -c --quiet - 2>/dev/null; then continue; fi
+  if [ -f "$src/$file" ] && echo "$sha256  $src/$file" | sha256sum -c --quiet - >/dev/null 2>&1; then continue; fi
   missing+=("$package")
 done < "$here/sources.lock"
 if [ ${#missing[@]} -gt 0 ]; then
