@@ -7,8 +7,12 @@
 # build for this source and patch is already there.
 #
 #   scripts/isal.sh [PREFIX]        (default: .deps/isal in the repository)
+#   scripts/isal.sh --fetch         only fetch and check the source; print the tarball's path
+#                                   (scripts/static/deps.sh cross-builds it)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+fetch_only=false
+if [ "${1:-}" = --fetch ]; then fetch_only=true; shift; fi
 prefix=${1:-$root/.deps/isal}
 version=1.9.1
 sha256=d210dca02a689ef2af709d2c62d2daac2e36b5d2fa06e6dc0d023c83fee77e91
@@ -17,15 +21,14 @@ cache=${WHEELMERGE_CACHE:-$HOME/.cache/wheelmerge}/isal
 tarball=$cache/isal-$version.tar.gz
 stamp="isal-$version $sha256 $(sha256sum "$patch" | cut -d' ' -f1)"
 
-if [ -f "$prefix/stamp" ] && [ "$(cat "$prefix/stamp")" = "$stamp" ] && [ -f "$prefix/lib/libisal.a" ]; then
+if ! $fetch_only && [ -f "$prefix/stamp" ] && [ "$(cat "$prefix/stamp")" = "$stamp" ] && [ -f "$prefix/lib/libisal.a" ]; then
   exit 0
 fi
-command -v nasm >/dev/null || { echo "isal.sh: nasm is needed (apt-get install nasm)" >&2; exit 1; }
 python=${PYTHON:-$root/.venv/bin/python}
 [ -x "$python" ] || python=python3
 
 mkdir -p "$cache"
-if [ ! -f "$tarball" ] || ! echo "$sha256  $tarball" | sha256sum -c --quiet - 2>/dev/null; then
+if [ ! -f "$tarball" ] || ! echo "$sha256  $tarball" | sha256sum -c --quiet - >/dev/null 2>&1; then
   rm -f "$tarball"
   # pip, as configured here (index, proxy); else the index's JSON API, for a Python without pip.
   "$python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
@@ -40,6 +43,8 @@ with urllib.request.urlopen(url, timeout=300) as r, open(dest, "wb") as out:
 PY
 fi
 echo "$sha256  $tarball" | sha256sum -c --quiet - || { echo "isal.sh: $tarball: unexpected sha256" >&2; exit 1; }
+if $fetch_only; then echo "$tarball"; exit 0; fi
+command -v nasm >/dev/null || { echo "isal.sh: nasm is needed (apt-get install nasm)" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the self-contained wheelmerge executable for TARGET (see deps.sh) with the pinned zig,
+# against the static libraries of deps.sh: on Linux a fully static musl executable (no libc, no
+# loader needed), on macOS one that links only the system's libSystem. Kept in
+# ${WHEELMERGE_CACHE:-~/.cache/wheelmerge}/static/build/TARGET-KEY, keyed by the sources and the
+# libraries' prefix; prints the executable's path. With WHEELMERGE_STATIC_UNITS=1 it also builds
+# the doctest unit tests beside it (unit_tests), for running under qemu-user.
+#
+#   scripts/static/build.sh TARGET
+set -euo pipefail
+target=${1:?usage: build.sh TARGET}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cache=${WHEELMERGE_CACHE:-$HOME/.cache/wheelmerge}/static
+prefix=$("$here/deps.sh" "$target")
+zigbin=$("$here/zig.sh" "$target")
+units=${WHEELMERGE_STATIC_UNITS:-0}
+
+# The key: every file the executable is made from (tracked or not, as git sees the tree), the
+# libraries' prefix (itself keyed) and these scripts.
+key=$(cd "$root" && { git ls-files -co --exclude-standard -- CMakeLists.txt cmake merger cli driver ci templates \
+        tests/unit | LC_ALL=C sort | while read -r f; do [ -f "$f" ] && sha256sum "$f"; done
+      echo "$prefix $units"; cat "$here/build.sh" "$here/toolchain.cmake"; } | sha256sum | cut -c1-16)
+out=$cache/build/$target-$key
+if [ -x "$out/wheelmerge" ] && { [ "$units" = 0 ] || [ -x "$out/unit_tests" ]; }; then echo "$out/wheelmerge"; exit 0; fi
+
+isal=(-DWHEELMERGE_ISAL=ON -DWHEELMERGE_ISAL_ROOT="$prefix")
+# ISA-L's x86_64 assembly is built for ELF only (nasm's macho64 output is not wired into its
+# Makefile); macOS builds inflate with zlib: the same verdicts, at zlib's speed.
+[ -f "$prefix/lib/libisal.a" ] || isal=(-DWHEELMERGE_ISAL=OFF)
+work=$cache/build/.work-$target
+rm -rf "$work" && mkdir -p "$work"
+echo "build.sh [$target]: wheelmerge (${isal[0]#-D})" >&2
+cmake -S "$root" -B "$work" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="$here/toolchain.cmake" -DWM_TARGET="$target" -DWM_ZIG_BIN="$zigbin" -DWM_PREFIX="$prefix" \
+  -DOPENSSL_ROOT_DIR="$prefix" -DOPENSSL_USE_STATIC_LIBS=TRUE "${isal[@]}" \
+  -DWHEELMERGE_TESTS="$([ "$units" = 1 ] && echo ON || echo OFF)" -DCMAKE_EXE_LINKER_FLAGS=-s >"$work/../.log-$target" 2>&1 ||
+  { tail -30 "$work/../.log-$target" >&2; exit 1; }
+targets=(wheelmerge)
+[ "$units" = 1 ] && targets+=(unit_tests)
+cmake --build "$work" -j"${WHEELMERGE_JOBS:-$(nproc)}" --target "${targets[@]}" >>"$work/../.log-$target" 2>&1 ||
+  { grep -m20 -B2 -A6 "error" "$work/../.log-$target" >&2 || tail -30 "$work/../.log-$target" >&2; exit 1; }
+rm -rf "$out" && mkdir -p "$out"
+for t in "${targets[@]}"; do cp "$work/$t" "$out/"; done
+rm -rf "$work" && mkdir -p "$work"
+echo "$out/wheelmerge"
