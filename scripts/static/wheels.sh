@@ -4,14 +4,14 @@
 # The wheels are made by the project's own PEP 517 build (scikit-build-core) with
 # WHEELMERGE_PREBUILT naming the executable, then given their platform tag (`wheel tags`):
 #
-#   x86_64-linux-musl    manylinux_2_17_x86_64.manylinux2014_x86_64.musllinux_1_1_x86_64
-#   aarch64-linux-musl   manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64
+#   x86_64-linux-musl    manylinux2014_x86_64.manylinux_2_17_x86_64.musllinux_1_1_x86_64
+#   aarch64-linux-musl   manylinux2014_aarch64.manylinux_2_17_aarch64.musllinux_1_1_aarch64
 #   x86_64-macos.10.15   macosx_10_15_x86_64
 #   aarch64-macos.11.0   macosx_11_0_arm64
 #
 # A static musl executable needs no libc at all, so one wheel serves glibc (>= 2.17) and musl
-# Linux, as ziglang's own wheels on the index do. Reproducible: SOURCE_DATE_EPOCH is the last
-# commit's time unless set. Prints the paths written.
+# Linux, as ziglang's own wheels on the index do (`wheel tags` writes the tags sorted).
+# Reproducible: SOURCE_DATE_EPOCH is the last commit's time unless set. Prints the paths written.
 #
 #   scripts/static/wheels.sh [DIST] [TARGET...]      (default: the four targets above)
 set -euo pipefail
@@ -27,8 +27,8 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%
 
 platform_tag() {
   case $1 in
-    x86_64-linux-musl) echo manylinux_2_17_x86_64.manylinux2014_x86_64.musllinux_1_1_x86_64 ;;
-    aarch64-linux-musl) echo manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64 ;;
+    x86_64-linux-musl) echo manylinux2014_x86_64.manylinux_2_17_x86_64.musllinux_1_1_x86_64 ;;
+    aarch64-linux-musl) echo manylinux2014_aarch64.manylinux_2_17_aarch64.musllinux_1_1_aarch64 ;;
     x86_64-macos.10.15) echo macosx_10_15_x86_64 ;;
     aarch64-macos.11.0) echo macosx_11_0_arm64 ;;
     *) echo "wheels.sh: no platform tag for $1" >&2; return 1 ;;
