@@ -74,7 +74,7 @@ def _build_wheelmerge_wheel(out: Path) -> None:
     # it: the sdist must hold everything (ISA-L is then built from the package index's source).
     work = Path(tempfile.mkdtemp(prefix="wheelmerge-wheel-"))
     run([PY, "-m", "build", "--sdist", "--outdir", work / "sdist", ROOT], timeout=600)
-    (sdist,) = work.glob("sdist/wheelmerge-*.tar.gz")
+    (sdist,) = work.glob("sdist/wheelmerge_cuda-*.tar.gz")
     run([PY, "-m", "pip", "wheel", "--no-deps", "-w", out, sdist], timeout=3600)
     shutil.rmtree(work)
 
@@ -89,7 +89,7 @@ def wheelmerge_wheel() -> Path:
         return given
     key = build_cache.key_of(WHEEL_SOURCES, build_cache.tool_version(PY, "-m", "pip", "--version"),
                              build_cache.tool_version("c++", "--version"))
-    built = sorted(build_cache.cached("wheelmerge-wheel", key, _build_wheelmerge_wheel).glob("wheelmerge-*.whl"))
+    built = sorted(build_cache.cached("wheelmerge-wheel", key, _build_wheelmerge_wheel).glob("wheelmerge_cuda-*.whl"))
     assert len(built) == 1, f"pip wheel made {built}"
     return built[0]
 
@@ -180,7 +180,7 @@ def frontend(command: Sequence[str | Path], env: Mapping[str, str], cwd: Path,
 # --- projects ----------------------------------------------------------------------------------
 
 WMDEMO_BUILD_SYSTEM = """[build-system]
-requires = ["wheelmerge", "setuptools>=77"]
+requires = ["wheelmerge-cuda", "setuptools>=77"]
 build-backend = "wheelmerge.backend"
 
 """
@@ -292,7 +292,7 @@ def test_wheel_installs_the_command_and_the_module(wheelmerge_wheel, make_venv):
 
 
 def test_wheel_is_a_valid_wheel(wheelmerge_wheel, wheelmerge_bin, tmp_path):
-    assert re.fullmatch(rf"wheelmerge-{re.escape(VERSION)}-[^-]+-[^-]+-[^-]+\.whl", wheelmerge_wheel.name), wheelmerge_wheel
+    assert re.fullmatch(rf"wheelmerge_cuda-{re.escape(VERSION)}-[^-]+-[^-]+-[^-]+\.whl", wheelmerge_wheel.name), wheelmerge_wheel
     inspected = run([wheelmerge_bin, "inspect", wheelmerge_wheel], check=False)
     assert inspected.returncode == 0, output(inspected)
     verified = run([wheelmerge_bin, "verify", wheelmerge_wheel], check=False)
@@ -303,13 +303,13 @@ def test_wheel_is_a_valid_wheel(wheelmerge_wheel, wheelmerge_bin, tmp_path):
         executable = z.getinfo("wheelmerge/_bin/wheelmerge")
         assert (executable.external_attr >> 16) & 0o111, oct(executable.external_attr >> 16)
         assert z.read("wheelmerge/_bin/wheelmerge")[:4] == b"\x7fELF"
-        entry_points = z.read(f"wheelmerge-{VERSION}.dist-info/entry_points.txt").decode()
+        entry_points = z.read(f"wheelmerge_cuda-{VERSION}.dist-info/entry_points.txt").decode()
     assert {"wheelmerge/__init__.py", "wheelmerge/__main__.py", "wheelmerge/backend.py"} <= names, names
     assert re.search(r"^wheelmerge = wheelmerge\.__main__:main$", entry_points, re.M), entry_points
 
     unpacked = run([PY, "-m", "wheel", "unpack", "-d", tmp_path / "unpacked", wheelmerge_wheel], check=False)
     assert unpacked.returncode == 0, output(unpacked)
-    tree = tmp_path / "unpacked" / f"wheelmerge-{VERSION}"
+    tree = tmp_path / "unpacked" / f"wheelmerge_cuda-{VERSION}"
     assert os.access(tree / "wheelmerge" / "_bin" / "wheelmerge", os.X_OK)
     if "WHEELMERGE_WHEEL" not in os.environ:
         assert (tree / "wheelmerge" / "backend.py").read_bytes() == (ROOT / "python" / "wheelmerge" / "backend.py").read_bytes()
@@ -589,7 +589,7 @@ def backend_venv(make_venv, find_links):
     """wheelmerge with the inner backends the hook tests name: setuptools, scikit-build-core,
     wmtest-backends."""
     venv = make_venv("backend-hooks")
-    venv.pip("install", "--quiet", "--find-links", find_links, "wheelmerge", "wmtest-backends", "setuptools>=77",
+    venv.pip("install", "--quiet", "--find-links", find_links, "wheelmerge-cuda", "wmtest-backends", "setuptools>=77",
              "scikit-build-core==1.1.2")
     return venv
 
@@ -668,7 +668,7 @@ def test_pip_install_from_the_source_tree(make_venv, tmp_path):
     venv = make_venv("wheelmerge-from-source")
     result = run([PY, "-m", "pip", "--python", venv.python, "install", ROOT],
                  env=clean_env({"TMPDIR": str(tmp_path)}), timeout=3600)
-    assert "Successfully installed wheelmerge" in result.stdout, output(result)
+    assert "Successfully installed wheelmerge-cuda-" in result.stdout, output(result)
     assert venv.run("-m", "wheelmerge", "--version").stdout.strip() == VERSION
     on_path = run(["wheelmerge", "--version"], env=clean_env({"PATH": f"{venv.path / 'bin'}:{os.environ['PATH']}"}),
                   cwd=venv.path)

@@ -306,10 +306,10 @@ def merge_step(job: Path, artifacts: str, wheelmerge: Path | str, *, check: bool
 def stub_wheelmerge(directory: Path, binary: Path) -> Path:
     """A wheel installing a `wheelmerge` command that runs `binary`: what the action's pip
     install gives, without building wheelmerge."""
-    script = "wheelmerge-0.1.0.data/scripts/wheelmerge"
-    return wheelgen.build_wheel(directory / "wheelmerge-0.1.0-py3-none-any.whl",
+    script = "wheelmerge_cuda-0.1.0.data/scripts/wheelmerge"
+    return wheelgen.build_wheel(directory / "wheelmerge_cuda-0.1.0-py3-none-any.whl",
                                 {script: f'#!/bin/sh\nexec "{binary}" "$@"\n'.encode()},
-                                name="wheelmerge", version="0.1.0", tags="py3-none-any",
+                                name="wheelmerge-cuda", version="0.1.0", tags="py3-none-any",
                                 root_is_purelib=True, entry={script: {"mode": 0o755}})
 
 
@@ -335,7 +335,7 @@ def test_action_installs_then_merges(tmp_path: Path, wheelmerge_bin: Path, demo_
     assert "| `wheel-py3.11-cu12/" in summary and "Variants: cu12, cu13" in summary
 
     bad = run_step(ACTION, "install", tmp_path / "job2", check=False, job_env={"GITHUB_ACTION_PATH": str(CI)},
-                   WM_SPEC="wheelmerge", WM_BUILD_DEPS="sometimes", WM_PYTHON="python3")
+                   WM_SPEC="wheelmerge-cuda", WM_BUILD_DEPS="sometimes", WM_PYTHON="python3")
     assert bad.returncode == 1 and "install-build-deps must be auto, true or false" in bad.stderr
 
 

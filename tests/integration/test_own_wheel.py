@@ -3,7 +3,7 @@
 scripts/build-wheel.sh repairs the wheel of this source tree (test_backend.py's fixture: `pip
 wheel` of the repository) with auditwheel from the package index: the shared libraries the
 executable links (libzip, yaml-cpp, fmt, toml++, libunistring, libbz2, libcrypto) are copied into
-`wheelmerge.libs/` and the tag becomes the oldest manylinux policy its glibc and libstdc++
+`wheelmerge_cuda.libs/` and the tag becomes the oldest manylinux policy its glibc and libstdc++
 symbols allow (manylinux_2_34 when built on Debian 12). `auditwheel show` must agree with the
 tag. Then, in a clean Debian 12 root (scripts/clean-root.sh: debootstrap's minbase with python3,
 nothing else), pip installs it into a venv, and it merges the bundled example's two builds into
@@ -38,12 +38,12 @@ def manylinux_wheel(wheelmerge_wheel: Path, tmp_path_factory: pytest.TempPathFac
 
 
 def test_auditwheel_tags_it_manylinux_and_show_agrees(manylinux_wheel: Path) -> None:
-    found = re.fullmatch(r"wheelmerge-[0-9.]+-py3-none-(manylinux_2_(\d+)_x86_64)\.whl", manylinux_wheel.name)
+    found = re.fullmatch(r"wheelmerge_cuda-[0-9.]+-py3-none-(manylinux_2_(\d+)_x86_64)\.whl", manylinux_wheel.name)
     assert found, manylinux_wheel.name
     shown = " ".join(run([tool_python(), "-m", "auditwheel", "show", manylinux_wheel]).stdout.split())
     assert f'is consistent with the following platform tag: "{found[1]}"' in shown, shown
     with zipfile.ZipFile(manylinux_wheel) as z:
-        libraries = {n.split("/", 1)[1].split("-", 1)[0] for n in z.namelist() if n.startswith("wheelmerge.libs/")}
+        libraries = {n.split("/", 1)[1].split("-", 1)[0] for n in z.namelist() if n.startswith("wheelmerge_cuda.libs/")}
     assert {"libzip", "libyaml", "libfmt"} <= libraries, libraries
 
 
