@@ -41,6 +41,7 @@ import pytest
 import build_cache
 import wheelgen
 from conftest import CUDA_BINDINGS, ROOT, clean_env, run, tool_python
+from test_licenses import assert_licenses_in_sdist, assert_licenses_in_wheel
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,8 +56,8 @@ LABELS = ("cu12", "cu13")
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 # What goes into the wheelmerge wheel: its cache key hashes these (files, or every file below).
-WHEEL_SOURCES = ("pyproject.toml", "CMakeLists.txt", "README.md", "cmake", "merger", "cli", "driver", "ci", "python",
-                 "templates", "third_party", "scripts/isal.sh")
+WHEEL_SOURCES = ("pyproject.toml", "CMakeLists.txt", "README.md", "LICENSE", "THIRD_PARTY_NOTICES.md", "cmake", "merger",
+                 "cli", "driver", "ci", "python", "templates", "third_party", "scripts/isal.sh")
 # Variables that would pick a toolkit or a major if they leaked in from outside.
 _TOOLKIT_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_ROOT", "CUDAToolkit_ROOT",
                       "WMDEMO_CUDA_MAJOR", "WHEELMERGE_BUILD_CUDA_MAJOR", "WMTEST_RECORD")
@@ -275,6 +276,14 @@ def install_and_import(wheel: Path, project: str, make_venv, wheel_cache, toolki
 
 # --- (1) the wheelmerge wheel and its installation ---------------------------------------------
 
+def test_sdist_is_wheelmerge_cuda_with_its_license_files(tmp_path):
+    run([PY, "-m", "build", "--sdist", "--outdir", tmp_path, ROOT], timeout=600)
+    (sdist,) = tmp_path.glob("wheelmerge_cuda-*.tar.gz")
+    assert_licenses_in_sdist(sdist)
+    checked = run([PY, "-m", "twine", "check", "--strict", sdist], check=False)
+    assert checked.returncode == 0, output(checked)
+
+
 def test_wheel_installs_the_command_and_the_module(wheelmerge_wheel, make_venv):
     venv = make_venv("wheelmerge-from-wheel")
     venv.install(wheelmerge_wheel)
@@ -306,6 +315,11 @@ def test_wheel_is_a_valid_wheel(wheelmerge_wheel, wheelmerge_bin, tmp_path):
         entry_points = z.read(f"wheelmerge_cuda-{VERSION}.dist-info/entry_points.txt").decode()
     assert {"wheelmerge/__init__.py", "wheelmerge/__main__.py", "wheelmerge/backend.py"} <= names, names
     assert re.search(r"^wheelmerge = wheelmerge\.__main__:main$", entry_points, re.M), entry_points
+    # The distribution is wheelmerge-cuda; its license and the third-party notices are in
+    # .dist-info/licenses/ (PEP 639).
+    assert_licenses_in_wheel(wheelmerge_wheel)
+    checked = run([PY, "-m", "twine", "check", "--strict", wheelmerge_wheel], check=False)
+    assert checked.returncode == 0, output(checked)
 
     unpacked = run([PY, "-m", "wheel", "unpack", "-d", tmp_path / "unpacked", wheelmerge_wheel], check=False)
     assert unpacked.returncode == 0, output(unpacked)
