@@ -3,9 +3,10 @@
 # into a virtual environment of its own, so that the job's Python stays as it was.
 #
 # Environment (the action's inputs):
-#   WM_SPEC        the pip requirement to install; empty: the action's own checkout (this
-#                  directory's parent, $GITHUB_ACTION_PATH/..), so that the tool is the one of
-#                  the ref the action was taken from
+#   WM_SPEC        the pip requirement to install (the distribution is wheelmerge-cuda, e.g.
+#                  wheelmerge-cuda==0.2.0); empty: the action's own checkout (this directory's
+#                  parent, $GITHUB_ACTION_PATH/..), so that the tool is the one of the ref the
+#                  action was taken from
 #   WM_BUILD_DEPS  auto (default), true or false: install the distribution packages that building
 #                  wheelmerge from source needs. auto: when WM_SPEC is built from source (a local
 #                  directory, a source archive, or a VCS URL such as git+https://...)

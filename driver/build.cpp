@@ -4,6 +4,8 @@
 
 #include "merger/base/interrupt.hpp"
 #include "merger/base/text.hpp"
+#include "merger/format/requirement.hpp"
+#include "merger/format/wheel_name.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -504,7 +506,14 @@ VariantBackend variant_backend(const ProjectConfig& project, const std::string& 
                           "build-backend is wheelmerge.backend but no inner backend is configured",
                           "[tool.wheelmerge] backend = \"setuptools.build_meta\" (or another)",
                           "none"});
-    std::erase_if(b.requirements, [](const std::string& r) { return r.starts_with("wheelmerge"); });
+    // The inner backend builds each variant and needs no wheelmerge: a requirement on it goes,
+    // under the distribution's name (wheelmerge-cuda) or the command's (wheelmerge).
+    std::erase_if(b.requirements, [](const std::string& text) {
+      std::string error;
+      const std::optional<Requirement> r = parse_requirement(text, error);
+      const std::string name = r ? normalize_name(r->name) : "";
+      return name == "wheelmerge_cuda" || name == "wheelmerge";
+    });
   }
   return b;
 }

@@ -2,7 +2,7 @@
 # Builds wheelmerge's own wheel for publishing: `pip wheel` of this repository (scikit-build-core),
 # then `auditwheel repair` (pinned in scripts/requirements-test.txt), which copies the shared
 # libraries the executable links from the distribution (libzip, libcrypto, yaml-cpp, fmt, ...)
-# into wheelmerge.libs/ and tags the wheel with the oldest manylinux policy its glibc and
+# into wheelmerge_cuda.libs/ and tags the wheel with the oldest manylinux policy its glibc and
 # libstdc++ symbols allow. The wheel then installs and runs where none of those libraries are
 # (tests/integration/test_own_wheel.py installs it in a clean Debian root).
 #
@@ -26,7 +26,7 @@ else
   "$python" -m pip wheel --no-deps --disable-pip-version-check -w "$work" "$root" >&2
 fi
 shopt -s nullglob
-built=("$work"/wheelmerge-*.whl)
+built=("$work"/wheelmerge_cuda-*.whl)
 [ "${#built[@]}" -eq 1 ] || { echo "build-wheel: expected one wheel, found ${built[*]:-none}" >&2; exit 1; }
 "$python" -m auditwheel repair -w "$work/repaired" "${built[0]}" >&2
 repaired=("$work"/repaired/*.whl)

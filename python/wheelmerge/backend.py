@@ -3,7 +3,7 @@
 Use it from a project's ``pyproject.toml``::
 
     [build-system]
-    requires = ["wheelmerge", "setuptools>=70"]
+    requires = ["wheelmerge-cuda", "setuptools>=70"]
     build-backend = "wheelmerge.backend"
 
     [tool.wheelmerge]

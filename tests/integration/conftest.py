@@ -334,6 +334,7 @@ SUITES = {
     "test_hostile_workflow": Suite(("cxx",)),
     "test_inject": Suite(("cxx",)),
     "test_layout": Suite(),
+    "test_licenses": Suite(("network",)),
     "test_loader": Suite(("network",)),
     "test_loader_lint": Suite(("network",)),
     "test_loader_selectors": Suite(("network", "torch", "qemu")),

@@ -41,6 +41,7 @@ import pytest
 import build_cache
 import wheelgen
 from conftest import CUDA_BINDINGS, ROOT, clean_env, run, tool_python
+from test_licenses import assert_licenses_in_sdist, assert_licenses_in_wheel
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,8 +56,8 @@ LABELS = ("cu12", "cu13")
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 # What goes into the wheelmerge wheel: its cache key hashes these (files, or every file below).
-WHEEL_SOURCES = ("pyproject.toml", "CMakeLists.txt", "README.md", "cmake", "merger", "cli", "driver", "ci", "python",
-                 "templates", "third_party", "scripts/isal.sh")
+WHEEL_SOURCES = ("pyproject.toml", "CMakeLists.txt", "README.md", "LICENSE", "THIRD_PARTY_NOTICES.md", "cmake", "merger",
+                 "cli", "driver", "ci", "python", "templates", "third_party", "scripts/isal.sh")
 # Variables that would pick a toolkit or a major if they leaked in from outside.
 _TOOLKIT_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_ROOT", "CUDAToolkit_ROOT",
                       "WMDEMO_CUDA_MAJOR", "WHEELMERGE_BUILD_CUDA_MAJOR", "WMTEST_RECORD")
@@ -74,7 +75,7 @@ def _build_wheelmerge_wheel(out: Path) -> None:
     # it: the sdist must hold everything (ISA-L is then built from the package index's source).
     work = Path(tempfile.mkdtemp(prefix="wheelmerge-wheel-"))
     run([PY, "-m", "build", "--sdist", "--outdir", work / "sdist", ROOT], timeout=600)
-    (sdist,) = work.glob("sdist/wheelmerge-*.tar.gz")
+    (sdist,) = work.glob("sdist/wheelmerge_cuda-*.tar.gz")
     run([PY, "-m", "pip", "wheel", "--no-deps", "-w", out, sdist], timeout=3600)
     shutil.rmtree(work)
 
@@ -89,7 +90,7 @@ def wheelmerge_wheel() -> Path:
         return given
     key = build_cache.key_of(WHEEL_SOURCES, build_cache.tool_version(PY, "-m", "pip", "--version"),
                              build_cache.tool_version("c++", "--version"))
-    built = sorted(build_cache.cached("wheelmerge-wheel", key, _build_wheelmerge_wheel).glob("wheelmerge-*.whl"))
+    built = sorted(build_cache.cached("wheelmerge-wheel", key, _build_wheelmerge_wheel).glob("wheelmerge_cuda-*.whl"))
     assert len(built) == 1, f"pip wheel made {built}"
     return built[0]
 
@@ -180,7 +181,7 @@ def frontend(command: Sequence[str | Path], env: Mapping[str, str], cwd: Path,
 # --- projects ----------------------------------------------------------------------------------
 
 WMDEMO_BUILD_SYSTEM = """[build-system]
-requires = ["wheelmerge", "setuptools>=77"]
+requires = ["wheelmerge-cuda", "setuptools>=77"]
 build-backend = "wheelmerge.backend"
 
 """
@@ -275,6 +276,14 @@ def install_and_import(wheel: Path, project: str, make_venv, wheel_cache, toolki
 
 # --- (1) the wheelmerge wheel and its installation ---------------------------------------------
 
+def test_sdist_is_wheelmerge_cuda_with_its_license_files(tmp_path):
+    run([PY, "-m", "build", "--sdist", "--outdir", tmp_path, ROOT], timeout=600)
+    (sdist,) = tmp_path.glob("wheelmerge_cuda-*.tar.gz")
+    assert_licenses_in_sdist(sdist)
+    checked = run([PY, "-m", "twine", "check", "--strict", sdist], check=False)
+    assert checked.returncode == 0, output(checked)
+
+
 def test_wheel_installs_the_command_and_the_module(wheelmerge_wheel, make_venv):
     venv = make_venv("wheelmerge-from-wheel")
     venv.install(wheelmerge_wheel)
@@ -292,7 +301,7 @@ def test_wheel_installs_the_command_and_the_module(wheelmerge_wheel, make_venv):
 
 
 def test_wheel_is_a_valid_wheel(wheelmerge_wheel, wheelmerge_bin, tmp_path):
-    assert re.fullmatch(rf"wheelmerge-{re.escape(VERSION)}-[^-]+-[^-]+-[^-]+\.whl", wheelmerge_wheel.name), wheelmerge_wheel
+    assert re.fullmatch(rf"wheelmerge_cuda-{re.escape(VERSION)}-[^-]+-[^-]+-[^-]+\.whl", wheelmerge_wheel.name), wheelmerge_wheel
     inspected = run([wheelmerge_bin, "inspect", wheelmerge_wheel], check=False)
     assert inspected.returncode == 0, output(inspected)
     verified = run([wheelmerge_bin, "verify", wheelmerge_wheel], check=False)
@@ -303,13 +312,18 @@ def test_wheel_is_a_valid_wheel(wheelmerge_wheel, wheelmerge_bin, tmp_path):
         executable = z.getinfo("wheelmerge/_bin/wheelmerge")
         assert (executable.external_attr >> 16) & 0o111, oct(executable.external_attr >> 16)
         assert z.read("wheelmerge/_bin/wheelmerge")[:4] == b"\x7fELF"
-        entry_points = z.read(f"wheelmerge-{VERSION}.dist-info/entry_points.txt").decode()
+        entry_points = z.read(f"wheelmerge_cuda-{VERSION}.dist-info/entry_points.txt").decode()
     assert {"wheelmerge/__init__.py", "wheelmerge/__main__.py", "wheelmerge/backend.py"} <= names, names
     assert re.search(r"^wheelmerge = wheelmerge\.__main__:main$", entry_points, re.M), entry_points
+    # The distribution is wheelmerge-cuda; its license and the third-party notices are in
+    # .dist-info/licenses/ (PEP 639).
+    assert_licenses_in_wheel(wheelmerge_wheel)
+    checked = run([PY, "-m", "twine", "check", "--strict", wheelmerge_wheel], check=False)
+    assert checked.returncode == 0, output(checked)
 
     unpacked = run([PY, "-m", "wheel", "unpack", "-d", tmp_path / "unpacked", wheelmerge_wheel], check=False)
     assert unpacked.returncode == 0, output(unpacked)
-    tree = tmp_path / "unpacked" / f"wheelmerge-{VERSION}"
+    tree = tmp_path / "unpacked" / f"wheelmerge_cuda-{VERSION}"
     assert os.access(tree / "wheelmerge" / "_bin" / "wheelmerge", os.X_OK)
     if "WHEELMERGE_WHEEL" not in os.environ:
         assert (tree / "wheelmerge" / "backend.py").read_bytes() == (ROOT / "python" / "wheelmerge" / "backend.py").read_bytes()
@@ -589,7 +603,7 @@ def backend_venv(make_venv, find_links):
     """wheelmerge with the inner backends the hook tests name: setuptools, scikit-build-core,
     wmtest-backends."""
     venv = make_venv("backend-hooks")
-    venv.pip("install", "--quiet", "--find-links", find_links, "wheelmerge", "wmtest-backends", "setuptools>=77",
+    venv.pip("install", "--quiet", "--find-links", find_links, "wheelmerge-cuda", "wmtest-backends", "setuptools>=77",
              "scikit-build-core==1.1.2")
     return venv
 
@@ -668,7 +682,7 @@ def test_pip_install_from_the_source_tree(make_venv, tmp_path):
     venv = make_venv("wheelmerge-from-source")
     result = run([PY, "-m", "pip", "--python", venv.python, "install", ROOT],
                  env=clean_env({"TMPDIR": str(tmp_path)}), timeout=3600)
-    assert "Successfully installed wheelmerge" in result.stdout, output(result)
+    assert "Successfully installed wheelmerge-cuda-" in result.stdout, output(result)
     assert venv.run("-m", "wheelmerge", "--version").stdout.strip() == VERSION
     on_path = run(["wheelmerge", "--version"], env=clean_env({"PATH": f"{venv.path / 'bin'}:{os.environ['PATH']}"}),
                   cwd=venv.path)

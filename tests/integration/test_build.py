@@ -1150,7 +1150,9 @@ def test_pep517_backend_isolates_variants_with_their_own_requirements(wheelmerge
     """build-backend = "wheelmerge.backend" and a variant with build-requires: the frontend's
     one environment cannot hold both variants' pins, so build_wheel lets `wheelmerge build`
     make an environment per variant (without it, --no-isolation would refuse build-requires).
-    The package is the source tree's python/wheelmerge with this binary as its executable."""
+    The package is the source tree's python/wheelmerge with this binary as its executable. The
+    project requires wheelmerge-cuda, as a project using the backend does: the variants' own
+    environments leave it out (the inner backend does not need it)."""
     site = tmp_path / "site"
     shutil.copytree(ROOT / "python" / "wheelmerge", site / "wheelmerge",
                     ignore=shutil.ignore_patterns("__pycache__", "_bin"))
@@ -1160,6 +1162,7 @@ def test_pep517_backend_isolates_variants_with_their_own_requirements(wheelmerge
     text = (project / "pyproject.toml").read_text()
     (project / "pyproject.toml").write_text(
         text.replace('build-backend = "setuptools.build_meta"', 'build-backend = "wheelmerge.backend"')
+            .replace('requires = ["setuptools>=70"', 'requires = ["WheelMerge_CUDA>=0.1", "setuptools>=70"')
             .replace("[tool.wheelmerge]\n", '[tool.wheelmerge]\nbackend = "setuptools.build_meta"\n'))
     out = tmp_path / "out"
     hook = ("import sys, wheelmerge.backend as b; print(b.build_wheel(sys.argv[1], "
@@ -1173,3 +1176,5 @@ def test_pep517_backend_isolates_variants_with_their_own_requirements(wheelmerge
     assert info["x86_64_v1"]["PACKAGING"] not in (None, "24.0"), info
     assert re.search(r"\[x86_64_v3\] installing build requirements: .*packaging>=23.*, packaging==24\.0",
                      result.stderr), result.stderr
+    installed = re.findall(r"installing build requirements: (.*)", result.stderr)
+    assert len(installed) == 2 and not any("wheelmerge" in line.lower() for line in installed), installed

@@ -10,7 +10,8 @@ ci/merge.sh), the callers `wheelmerge ci init` writes (ci/examples/), and the lo
 - Negative controls: broken copies (an unknown key, a bad expression, a shell mistake, an unknown
   input, a broken action) are rejected, so the checks are shown to check.
 - ci/step.py reads the marked steps exactly as a YAML parser does; the references to wheelmerge's
-  own workflow and action name one ref; ci/install.sh installs what scripts/setup.sh installs.
+  own workflow and action name one ref; ci/install.sh installs what scripts/setup.sh installs;
+  the release workflow publishes only tags, with the OIDC token alone and pinned actions.
 - The action's steps, the plan step and the build step run here as written.
 - ci/rehearse.sh runs the whole pipeline on examples/wmdemo: cu12 and cu13 are selected.
 
@@ -41,6 +42,7 @@ LINT_VENV = ROOT / "tests" / ".cache" / "ci-tools"
 CI = ROOT / "ci"
 REUSABLE = ROOT / ".github" / "workflows" / "wheelmerge-wheels.yml"
 CI_WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 ACTION = CI / "action.yml"
 EXAMPLES = sorted((CI / "examples").glob("*.yml"))
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + EXAMPLES
@@ -271,6 +273,56 @@ def test_self_references_name_one_ref_that_set_ref_moves(tmp_path: Path) -> None
     assert bad.returncode == 2 and "not a git ref name" in bad.stderr
 
 
+def test_release_publishes_only_tags_with_the_token_alone(linters: Linters) -> None:
+    """release.yml (linted with the other workflows above): tags v* build and publish,
+    workflow_dispatch only builds; the workflow reads the repository and nothing else, the publish
+    job holds the OIDC token permission alone, in the environment the PyPI project trusts; every
+    action is pinned to a commit; the published artifact is the one the build uploads."""
+    release = linters.yaml(RELEASE)
+    triggers = release["on"]
+    assert set(triggers) == {"push", "workflow_dispatch"} and triggers["push"] == {"tags": ["v*"]}, triggers
+    assert release["permissions"] == {"contents": "read"}
+    build, publish = release["jobs"]["build"], release["jobs"]["publish"]
+    assert "permissions" not in build
+    assert any("bash scripts/static/wheels.sh dist" in s.get("run", "") for s in build["steps"]), build["steps"]
+    assert publish["needs"] == "build"
+    assert publish["if"] == "github.event_name == 'push' && startsWith(github.ref, 'refs/tags/v')"
+    assert publish["environment"]["name"] == "pypi"
+    assert publish["environment"]["url"] == "https://pypi.org/project/wheelmerge-cuda/"
+    assert publish["permissions"] == {"id-token": "write"}
+    assert not any("run" in s for s in publish["steps"]), "the job holding the token runs no script"
+    uses = [s["uses"] for job in release["jobs"].values() for s in job["steps"] if "uses" in s]
+    assert any(u.startswith("pypa/gh-action-pypi-publish@") for u in uses), uses
+    for action in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", action), f"not pinned to a commit: {action}"
+    upload = next(s for s in build["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    download = next(s for s in publish["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    publish_step = next(s for s in publish["steps"] if s["uses"].startswith("pypa/gh-action-pypi-publish@"))
+    assert upload["with"]["name"] == download["with"]["name"]
+    assert download["with"]["path"] == publish_step["with"]["packages-dir"]
+
+
+def test_release_refuses_a_tag_that_is_not_the_version(tmp_path: Path) -> None:
+    """The release's version step, as written: the tag must be v + pyproject's version, and
+    CMakeLists.txt (what `wheelmerge --version` prints) must say the same."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", tree)
+    shutil.copy(ROOT / "CMakeLists.txt", tree)
+    version = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+
+    def step(tag: str) -> subprocess.CompletedProcess[str]:
+        return run_step(RELEASE, "tag-version", tmp_path / f"job-{tag}", tree, check=False,
+                        job_env={"GITHUB_REF_NAME": tag})
+
+    assert step(f"v{version}").returncode == 0
+    wrong = step("v99.0.0")
+    assert wrong.returncode == 1 and f"tag v99.0.0, pyproject.toml {version}, CMakeLists.txt {version}" in wrong.stderr
+    (tree / "CMakeLists.txt").write_text((ROOT / "CMakeLists.txt").read_text().replace(
+        f"project(wheelmerge VERSION {version} ", "project(wheelmerge VERSION 99.0.0 ", 1))
+    assert step(f"v{version}").returncode == 1
+
+
 def test_install_sh_installs_what_setup_sh_installs() -> None:
     def packages(path: Path) -> list[str]:
         match = re.search(r"^apt_packages=\((.*?)\)", path.read_text(), re.M | re.S)
@@ -306,10 +358,10 @@ def merge_step(job: Path, artifacts: str, wheelmerge: Path | str, *, check: bool
 def stub_wheelmerge(directory: Path, binary: Path) -> Path:
     """A wheel installing a `wheelmerge` command that runs `binary`: what the action's pip
     install gives, without building wheelmerge."""
-    script = "wheelmerge-0.1.0.data/scripts/wheelmerge"
-    return wheelgen.build_wheel(directory / "wheelmerge-0.1.0-py3-none-any.whl",
+    script = "wheelmerge_cuda-0.1.0.data/scripts/wheelmerge"
+    return wheelgen.build_wheel(directory / "wheelmerge_cuda-0.1.0-py3-none-any.whl",
                                 {script: f'#!/bin/sh\nexec "{binary}" "$@"\n'.encode()},
-                                name="wheelmerge", version="0.1.0", tags="py3-none-any",
+                                name="wheelmerge-cuda", version="0.1.0", tags="py3-none-any",
                                 root_is_purelib=True, entry={script: {"mode": 0o755}})
 
 
@@ -335,7 +387,7 @@ def test_action_installs_then_merges(tmp_path: Path, wheelmerge_bin: Path, demo_
     assert "| `wheel-py3.11-cu12/" in summary and "Variants: cu12, cu13" in summary
 
     bad = run_step(ACTION, "install", tmp_path / "job2", check=False, job_env={"GITHUB_ACTION_PATH": str(CI)},
-                   WM_SPEC="wheelmerge", WM_BUILD_DEPS="sometimes", WM_PYTHON="python3")
+                   WM_SPEC="wheelmerge-cuda", WM_BUILD_DEPS="sometimes", WM_PYTHON="python3")
     assert bad.returncode == 1 and "install-build-deps must be auto, true or false" in bad.stderr
 
 

@@ -3,12 +3,13 @@
 scripts/build-wheel.sh repairs the wheel of this source tree (test_backend.py's fixture: `pip
 wheel` of the repository) with auditwheel from the package index: the shared libraries the
 executable links (libzip, yaml-cpp, fmt, toml++, libunistring, libbz2, libcrypto) are copied into
-`wheelmerge.libs/` and the tag becomes the oldest manylinux policy its glibc and libstdc++
+`wheelmerge_cuda.libs/` and the tag becomes the oldest manylinux policy its glibc and libstdc++
 symbols allow (manylinux_2_34 when built on Debian 12). `auditwheel show` must agree with the
 tag. Then, in a clean Debian 12 root (scripts/clean-root.sh: debootstrap's minbase with python3,
 nothing else), pip installs it into a venv, and it merges the bundled example's two builds into
 the same bytes as the executable of this build tree; the wheel as `pip wheel` made it, installed
-the same way, cannot even start there.
+the same way, cannot even start there. Each library it carries has its section in
+THIRD_PARTY_NOTICES.md, and the repaired wheel keeps the license files (test_licenses.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pytest
 
 from conftest import ROOT, DemoWheels, clean_env, run, tool_python
 from test_backend import wheelmerge_wheel  # noqa: F401  (the fixture)
+from test_licenses import assert_bundled_libraries_noticed, assert_licenses_in_wheel
 from test_merge_e2e import wheelmerge
 
 
@@ -38,13 +40,17 @@ def manylinux_wheel(wheelmerge_wheel: Path, tmp_path_factory: pytest.TempPathFac
 
 
 def test_auditwheel_tags_it_manylinux_and_show_agrees(manylinux_wheel: Path) -> None:
-    found = re.fullmatch(r"wheelmerge-[0-9.]+-py3-none-(manylinux_2_(\d+)_x86_64)\.whl", manylinux_wheel.name)
+    found = re.fullmatch(r"wheelmerge_cuda-[0-9.]+-py3-none-(manylinux_2_(\d+)_x86_64)\.whl", manylinux_wheel.name)
     assert found, manylinux_wheel.name
     shown = " ".join(run([tool_python(), "-m", "auditwheel", "show", manylinux_wheel]).stdout.split())
     assert f'is consistent with the following platform tag: "{found[1]}"' in shown, shown
     with zipfile.ZipFile(manylinux_wheel) as z:
-        libraries = {n.split("/", 1)[1].split("-", 1)[0] for n in z.namelist() if n.startswith("wheelmerge.libs/")}
+        libraries = {n.split("/", 1)[1].split("-", 1)[0] for n in z.namelist()
+                     if n.startswith("wheelmerge_cuda.libs/") and not n.endswith("/")}
     assert {"libzip", "libyaml", "libfmt"} <= libraries, libraries
+    # What it carries has its license in THIRD_PARTY_NOTICES.md, which the repair kept.
+    assert_bundled_libraries_noticed(libraries)
+    assert_licenses_in_wheel(manylinux_wheel)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ TEST_CASE("the schema from TOML") {
   BuildSystem bs;
   auto c = parse_toml_config(R"(
 [build-system]
-requires = ["wheelmerge", "setuptools>=70"]
+requires = ["wheelmerge-cuda", "setuptools>=70"]
 build-backend = "wheelmerge.backend"
 
 [tool.wheelmerge]
@@ -36,7 +36,7 @@ env = { TORCH_CUDA_ARCH_LIST = "7.0;8.0" }
   CHECK(c->variants.at(VariantLabel::cuda(12)).toolkit == "/opt/cuda-12");
   CHECK(c->variants.at(VariantLabel::cuda(12)).env.at("TORCH_CUDA_ARCH_LIST") == "7.0;8.0");
   CHECK(bs.backend == "wheelmerge.backend");
-  CHECK(bs.requirements == std::vector<std::string>{"wheelmerge", "setuptools>=70"});
+  CHECK(bs.requirements == std::vector<std::string>{"wheelmerge-cuda", "setuptools>=70"});
 }
 
 TEST_CASE("the same schema from YAML") {
@@ -162,7 +162,7 @@ TEST_CASE("the configuration as `wheelmerge config` prints it") {
   ProjectConfig project;
   auto c = parse_toml_config(R"(
 [build-system]
-requires = ["wheelmerge"]
+requires = ["wheelmerge-cuda"]
 build-backend = "wheelmerge.backend"
 backend-path = ["."]
 
@@ -194,7 +194,7 @@ env = { B = "2" }
     "env": {"A": "1"},
     "variants": {"cu9": {"toolkit": "", "env": {"B": "2"}, "build-requires": []},
                  "cu12": {"toolkit": "/opt/cuda-12", "env": {}, "build-requires": []}},
-    "build-system": {"requires": ["wheelmerge"], "build-backend": "wheelmerge.backend", "backend-path": ["."]}
+    "build-system": {"requires": ["wheelmerge-cuda"], "build-backend": "wheelmerge.backend", "backend-path": ["."]}
   })"));
   // Empty parts are still there, as empty lists, objects and strings.
   CHECK(config_json(ProjectConfig{}) == nlohmann::json::parse(R"({
