@@ -1,0 +1,240 @@
+"""wheelmerge's binary wheels (scripts/static/wheels.sh): one self-contained executable per
+platform, built with the pinned zig from the package index against libraries built from pinned
+sources, in `py3-none-PLATFORM` wheels like ruff's and uv's.
+
+What each test proves:
+- the Linux executables are fully static (no program interpreter, no DT_NEEDED: readelf) and
+  `auditwheel show` agrees with the wheels' manylinux tags; pip and packaging pick the one wheel
+  for glibc and for musl platforms alike;
+- the x86_64 executable merges the bundled example in an empty root (nothing but itself and the
+  wheels: no libc, no /usr, no /proc) into the same bytes as this build tree's executable;
+- the aarch64 executable does the same under qemu-aarch64;
+- the wheel installs with the pip of a clean Debian 11 root (glibc 2.31, Python 3.9, pip 20.3)
+  and merges there into the same bytes;
+- the macOS executables are Mach-O files for their architecture and minimum OS (nothing here can
+  run them);
+- every wheel carries LICENSE and the third-party notices in `.dist-info/licenses/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, DemoWheels, clean_env, run, tool_python
+from test_licenses import assert_licenses_in_sdist, assert_licenses_in_wheel
+
+STATIC = ROOT / "scripts" / "static"
+LINUX = {"x86_64": "x86_64-linux-musl", "aarch64": "aarch64-linux-musl"}
+MACOS = {"x86_64": "x86_64-macos.10.15", "arm64": "aarch64-macos.11.0"}
+TAGS = {
+    "x86_64-linux-musl": "manylinux2014_x86_64.manylinux_2_17_x86_64.musllinux_1_1_x86_64",
+    "aarch64-linux-musl": "manylinux2014_aarch64.manylinux_2_17_aarch64.musllinux_1_1_aarch64",
+    "x86_64-macos.10.15": "macosx_10_15_x86_64",
+    "aarch64-macos.11.0": "macosx_11_0_arm64",
+}
+
+
+@dataclass(frozen=True)
+class Built:
+    wheels: dict[str, Path]  # by zig target
+    sdist: Path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """Every wheel and the sdist, from the script a release runs (the static builds are cached by
+    source key under ~/.cache/wheelmerge/static; a cold build takes several minutes a target)."""
+    out = tmp_path_factory.mktemp("dist")
+    result = run(["bash", STATIC / "wheels.sh", out, *TAGS], timeout=5400)
+    paths = [Path(p) for p in result.stdout.split()]
+    wheels = {t: next(p for p in paths if p.name.endswith(f"-{tag}.whl")) for t, tag in TAGS.items()}
+    return Built(wheels, next(p for p in paths if p.name.endswith(".tar.gz")))
+
+
+def executable_of(wheel: Path, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as z:
+        path = dest / "wheelmerge"
+        path.write_bytes(z.read("wheelmerge/_bin/wheelmerge"))
+        mode = z.getinfo("wheelmerge/_bin/wheelmerge").external_attr >> 16
+    assert mode & 0o111, f"{wheel.name}: the executable is not marked executable ({oct(mode)})"
+    path.chmod(0o755)
+    return path
+
+
+def test_the_wheels_are_named_for_their_platforms(built: Built) -> None:
+    for target, wheel in built.wheels.items():
+        assert wheel.name.startswith("wheelmerge") and wheel.name.endswith(f"-py3-none-{TAGS[target]}.whl")
+        with zipfile.ZipFile(wheel) as z:
+            names = z.namelist()
+            wheel_file = next(n for n in names if n.endswith(".dist-info/WHEEL"))
+            tags = [line.split(": ", 1)[1] for line in z.read(wheel_file).decode().splitlines()
+                    if line.startswith("Tag: ")]
+        assert tags == [f"py3-none-{t}" for t in TAGS[target].split(".")], tags
+        assert [n for n in names if "/_bin/" in n] == ["wheelmerge/_bin/wheelmerge"], names
+
+
+@pytest.mark.parametrize("arch", sorted(LINUX))
+def test_the_linux_executables_are_static(built: Built, arch: str, tmp_path: Path) -> None:
+    exe = executable_of(built.wheels[LINUX[arch]], tmp_path)
+    header = run(["readelf", "-h", exe]).stdout
+    assert {"x86_64": "Advanced Micro Devices X86-64", "aarch64": "AArch64"}[arch] in header
+    program_headers = run(["readelf", "-lW", exe]).stdout
+    assert "INTERP" not in program_headers, program_headers
+    dynamic = run(["readelf", "-dW", exe]).stdout
+    assert "NEEDED" not in dynamic, dynamic
+
+
+@pytest.mark.parametrize("arch", sorted(LINUX))
+def test_auditwheel_show_agrees_with_the_tags(built: Built, arch: str) -> None:
+    wheel = built.wheels[LINUX[arch]]
+    shown = " ".join(run([tool_python(), "-m", "auditwheel", "show", wheel]).stdout.split())
+    # auditwheel finds no libc in a static executable, so it takes it for glibc and names the
+    # oldest policy: any manylinux_2_N with N <= 17 means the manylinux_2_17 tag is allowed.
+    policy = re.search(r'is consistent with the following platform tag: "manylinux_2_(\d+)_(\w+)"', shown)
+    assert policy and int(policy[1]) <= 17 and policy[2] == arch, shown
+    assert "The wheel requires no external shared libraries!" in shown, shown
+    assert "references no external versioned symbols" in shown, shown
+
+
+@pytest.mark.parametrize("platform", ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_31_x86_64",
+                                      "musllinux_1_1_x86_64", "musllinux_1_2_x86_64", "manylinux2014_aarch64",
+                                      "musllinux_1_2_aarch64"])
+def test_pip_picks_the_one_wheel_for_glibc_and_musl(built: Built, platform: str, tmp_path: Path) -> None:
+    arch = "aarch64" if platform.endswith("aarch64") else "x86_64"
+    links = tmp_path / "links"
+    links.mkdir()
+    for wheel in built.wheels.values():
+        shutil.copy2(wheel, links / wheel.name)
+    target = tmp_path / "target"
+    run([tool_python(), "-m", "pip", "install", "--no-index", "--find-links", links, "--only-binary", ":all:",
+         "--platform", platform, "--python-version", "3.9", "--target", target, "wheelmerge-cuda"],
+        env=clean_env({"PIP_NO_CACHE_DIR": "1"}))
+    installed = next(target.glob("*.dist-info/WHEEL")).read_text()
+    assert f"Tag: py3-none-manylinux_2_17_{arch}" in installed and f"musllinux_1_1_{arch}" in installed
+
+
+def merge_in(root: Path, exe: Path, demo_wheels: DemoWheels, runner: list[str]) -> bytes:
+    """Merges the example's two builds with `exe` copied into the empty `root`, chrooted there
+    with `runner` (qemu-user or nothing) in front; returns the merged wheel's bytes."""
+    (root / "in").mkdir(parents=True)
+    (root / "out").mkdir()
+    shutil.copy2(exe, root / "wheelmerge")
+    for wheel in (demo_wheels.cu12, demo_wheels.cu13):
+        shutil.copy2(wheel, root / "in" / wheel.name)
+    if runner:
+        shutil.copy2(shutil.which(runner[0]), root / runner[0])
+    argv = [f"/{runner[0]}"] * bool(runner) + ["/wheelmerge", "merge", f"/in/{demo_wheels.cu12.name}",
+                                               f"/in/{demo_wheels.cu13.name}", "-o", "/out", "--json"]
+    result = run(["unshare", "--mount", "--fork", "chroot", root, *argv], env={"SOURCE_DATE_EPOCH": "315532800"})
+    return (root / "out" / Path(json.loads(result.stdout)["output"]).name).read_bytes()
+
+
+def native_merge(wheelmerge_bin: Path, demo_wheels: DemoWheels, out: Path) -> bytes:
+    result = run([wheelmerge_bin, "merge", demo_wheels.cu12, demo_wheels.cu13, "-o", out, "--json"],
+                 env=clean_env({"SOURCE_DATE_EPOCH": "315532800"}))
+    return Path(json.loads(result.stdout)["output"]).read_bytes()
+
+
+def test_x86_64_merges_in_an_empty_root_like_the_native_build(built: Built, demo_wheels: DemoWheels,
+                                                               wheelmerge_bin: Path, tmp_path: Path) -> None:
+    assert os.geteuid() == 0, "chroot needs root"
+    exe = executable_of(built.wheels["x86_64-linux-musl"], tmp_path / "exe")
+    root = tmp_path / "root"
+    merged = merge_in(root, exe, demo_wheels, [])
+    assert sorted(p.name for p in root.iterdir()) == ["in", "out", "wheelmerge"]  # nothing else was there
+    assert merged == native_merge(wheelmerge_bin, demo_wheels, tmp_path / "native")
+
+
+@pytest.mark.skipif(shutil.which("qemu-aarch64") is None, reason="qemu-user (scripts/setup.sh installs it)")
+def test_aarch64_merges_under_qemu_like_the_native_build(built: Built, demo_wheels: DemoWheels,
+                                                          wheelmerge_bin: Path, tmp_path: Path) -> None:
+    exe = executable_of(built.wheels["aarch64-linux-musl"], tmp_path / "exe")
+    merged = merge_in(tmp_path / "root", exe, demo_wheels, ["qemu-aarch64"])
+    assert merged == native_merge(wheelmerge_bin, demo_wheels, tmp_path / "native")
+    version = run(["qemu-aarch64", exe, "--version"]).stdout
+    assert version == run([wheelmerge_bin, "--version"]).stdout
+
+
+@pytest.fixture(scope="module")
+def bullseye_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    assert os.geteuid() == 0, "installing into a clean root needs chroot, so root"
+    tarball = Path(run(["bash", ROOT / "scripts" / "clean-root.sh", "bullseye"], timeout=1800).stdout.split()[-1])
+    root = tmp_path_factory.mktemp("bullseye")
+    with tarfile.open(tarball) as tar:
+        tar.extractall(root, filter="fully_trusted")
+    return root
+
+
+def in_root(root: Path, script: str) -> subprocess.CompletedProcess[str]:
+    mount_then_chroot = 'mount -t proc proc "$1/proc" && exec chroot "$1" /bin/sh -ec "$2"'
+    return run(["unshare", "--mount", "--fork", "sh", "-c", mount_then_chroot, "sh", root, script],
+               env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+                    "SOURCE_DATE_EPOCH": "315532800"})
+
+
+def test_pip_of_debian_11_installs_it_and_it_merges_the_same(built: Built, bullseye_root: Path,
+                                                             demo_wheels: DemoWheels, wheelmerge_bin: Path,
+                                                             tmp_path: Path) -> None:
+    libc = in_root(bullseye_root, "ldd --version | head -1").stdout
+    assert "2.31" in libc, libc
+    assert not list((bullseye_root / "usr" / "bin").glob("*gcc*")), "the root has a compiler"
+    wheel = built.wheels["x86_64-linux-musl"]
+    inputs = bullseye_root / "tmp" / "in"
+    inputs.mkdir(parents=True)
+    for path in (wheel, demo_wheels.cu12, demo_wheels.cu13):
+        shutil.copy2(path, inputs / path.name)
+    result = in_root(bullseye_root, f"""
+        python3 -m venv /opt/wm
+        /opt/wm/bin/pip --version
+        /opt/wm/bin/pip install --no-index --disable-pip-version-check -q /tmp/in/{wheel.name}
+        /opt/wm/bin/wheelmerge merge /tmp/in/{demo_wheels.cu12.name} /tmp/in/{demo_wheels.cu13.name} -o /tmp/out \
+            --json >/tmp/merge.json
+        /opt/wm/bin/python -m wheelmerge verify /tmp/out/*.whl
+    """)
+    assert result.stdout.startswith("pip 20.3"), result.stdout
+    merged = bullseye_root / "tmp" / "out" / Path(json.loads((bullseye_root / "tmp" / "merge.json").read_text())["output"]).name
+    assert merged.read_bytes() == native_merge(wheelmerge_bin, demo_wheels, tmp_path / "native")
+
+
+def macho_header(data: bytes) -> tuple[int, int, int | None]:
+    """(cputype, filetype, minimum macOS as 0xXXYYZZ or None) of a thin 64-bit Mach-O file."""
+    magic, cputype, _sub, filetype, ncmds, _size, _flags = struct.unpack_from("<IiiIIII", data, 0)
+    assert magic == 0xFEEDFACF, f"not a 64-bit little-endian Mach-O file: {magic:#x}"
+    offset, minos = 32, None
+    for _ in range(ncmds):
+        cmd, cmdsize = struct.unpack_from("<II", data, offset)
+        if cmd == 0x32:  # LC_BUILD_VERSION: platform, minos, sdk, ntools
+            platform, minos = struct.unpack_from("<II", data, offset + 8)
+            assert platform == 1, f"LC_BUILD_VERSION platform {platform}, not macOS"
+        elif cmd == 0x24:  # LC_VERSION_MIN_MACOSX: version, sdk
+            (minos,) = struct.unpack_from("<I", data, offset + 8)
+        offset += cmdsize
+    return cputype, filetype, minos
+
+
+@pytest.mark.parametrize("arch", sorted(MACOS))
+def test_the_macos_executables_are_mach_o_for_their_cpu(built: Built, arch: str) -> None:
+    with zipfile.ZipFile(built.wheels[MACOS[arch]]) as z:
+        data = z.read("wheelmerge/_bin/wheelmerge")
+    cputype, filetype, minos = macho_header(data)
+    assert cputype == {"x86_64": 0x01000007, "arm64": 0x0100000C}[arch]
+    assert filetype == 2  # MH_EXECUTE
+    assert minos == {"x86_64": 0x000A0F00, "arm64": 0x000B0000}[arch], hex(minos or 0)
+
+
+def test_every_wheel_and_the_sdist_carry_the_licenses(built: Built) -> None:
+    for wheel in built.wheels.values():
+        assert_licenses_in_wheel(wheel)
+    assert_licenses_in_sdist(built.sdist)
