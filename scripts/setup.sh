@@ -10,7 +10,7 @@ cd "$root"
 # loader under emulated CPUs that lack AVX2 or AVX-512, debootstrap makes the clean root that
 # wheelmerge's own wheel is installed in (scripts/clean-root.sh).
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
-              libfmt-dev libunistring-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
+              libfmt-dev libutf8proc-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
               python3-venv nasm)
 test_packages=(strace clang-19 libclang-rt-19-dev qemu-user debootstrap time)
 missing=()

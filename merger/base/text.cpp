@@ -3,11 +3,11 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <unicase.h>
-#include <uninorm.h>
+#include <utf8proc.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 
 namespace wm {
 
@@ -63,28 +63,49 @@ bool is_valid_utf8(std::string_view s) {
 }
 
 namespace {
-// libunistring's result buffers are malloc'd.
-std::string take(uint8_t* text, size_t length) {
-  std::string out(reinterpret_cast<const char*>(text), length);
-  free(text);
-  return out;
+// U+11A7 HANGUL JUNGSEONG O-YAE. Hangul composition joins an LV syllable and a trailing consonant
+// U+11A8..U+11C2 only, but utf8proc 2.8.0 also takes U+11A7 (TIndex 0) and so drops it: "\uAC00\u11A7"
+// becomes "\uAC00" (fixed upstream after 2.8.0, JuliaStrings/utf8proc#317).
+constexpr std::string_view kHangulOYae = "\xE1\x86\xA7";
+
+// Valid UTF-8 `text` mapped by utf8proc with `options`; false where utf8proc fails (out of memory).
+// U+11A7 has no decomposition and no case folding, and composes with nothing before or after it
+// (nor can a mark be reordered across it, a starter), so the pieces between U+11A7s are mapped
+// one by one and U+11A7 is kept as it is.
+bool map(std::string_view text, utf8proc_option_t options, std::string& out) {
+  for (size_t start = 0;;) {
+    size_t end = text.find(kHangulOYae, start);
+    std::string_view piece = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    utf8proc_uint8_t* mapped = nullptr;
+    utf8proc_ssize_t length = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(piece.data()),
+                                           static_cast<utf8proc_ssize_t>(piece.size()), &mapped, options);
+    if (length < 0) return false;
+    std::unique_ptr<utf8proc_uint8_t, decltype(&free)> owner(mapped, &free);  // utf8proc's buffers are malloc'd
+    out.append(reinterpret_cast<const char*>(mapped), static_cast<size_t>(length));
+    if (end == std::string_view::npos) return true;
+    out += kHangulOYae;
+    start = end + kHangulOYae.size();
+  }
 }
 }  // namespace
 
 std::string fold_case(const std::string& name) {
   if (!is_valid_utf8(name)) return name;  // not UTF-8: compared as bytes
-  size_t length = 0;
-  uint8_t* folded =
-      u8_casefold(reinterpret_cast<const uint8_t*>(name.data()), name.size(), nullptr, UNINORM_NFC, nullptr, &length);
-  return folded ? take(folded, length) : name;
+  // NFC(toCasefold(NFD(name))), Unicode's canonical caseless match (D145). utf8proc folds each
+  // character before it orders the marks, hence the NFD first: folded first, U+0345 (a mark of
+  // class 240) becomes the letter U+03B9 and no longer moves past the marks of lower class that
+  // follow it, so "\u0345\u0301" and its NFD "\u0301\u0345" would fold apart.
+  std::string decomposed, folded;
+  if (!map(name, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE), decomposed) ||
+      !map(decomposed, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_CASEFOLD), folded))
+    return name;
+  return folded;
 }
 
 std::string nfc(const std::string& name) {
   if (!is_valid_utf8(name)) return name;
-  size_t length = 0;
-  uint8_t* normal =
-      u8_normalize(UNINORM_NFC, reinterpret_cast<const uint8_t*>(name.data()), name.size(), nullptr, &length);
-  return normal ? take(normal, length) : name;
+  std::string normal;
+  return map(name, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE), normal) ? normal : name;
 }
 
 bool has_hidden_controls(std::string_view text) {

@@ -19,7 +19,8 @@ bool is_valid_utf8(std::string_view text);
 void append_utf8(std::string& out, char32_t cp);
 
 // The key under which names are one file on case-insensitive or normalising file systems
-// (Windows, macOS): full Unicode case folding of the NFC form ("Straße" and "STRASSE" match).
+// (Windows, macOS): the NFC form of the full Unicode case folding of the NFD form ("Straße" and
+// "STRASSE" match; so do any two canonically equivalent spellings).
 // Invalid UTF-8 is returned unchanged.
 std::string fold_case(const std::string& name);
 // Whether UTF-8 `text` holds characters that move or hide text on a terminal: C1 controls

@@ -56,17 +56,16 @@ PINNED_LICENSE_FILES = {"zlib": "LICENSE", "libzip": "LICENSE", "openssl": "LICE
 # find_library): what the executables are built from.
 CMAKE_DEPENDENCIES = {"LIBZIP": "libzip", "OpenSSL": "OpenSSL", "ZLIB": "zlib", "fmt": "fmt",
                       "nlohmann_json": "nlohmann-json", "CLI11": "CLI11", "yaml-cpp": "yaml-cpp",
-                      "tomlplusplus": "toml++", "UNISTRING_LIBRARY": "libunistring"}
+                      "tomlplusplus": "toml++", "UTF8PROC_LIBRARY": "utf8proc"}
 CMAKE_NOT_LINKED = {"PkgConfig", "Threads", "doctest"}  # a build tool, the C library's threads, the unit tests
 # The Debian packages whose copyright file is a section's license text: section -> package.
 DEBIAN_COPYRIGHT = {"nlohmann-json": "nlohmann-json3-dev", "CLI11": "libcli11-dev", "toml++": "libtomlplusplus-dev",
-                    "bzip2 (libbz2)": "libbz2-1.0", "libunistring": "libunistring2"}
-APPENDIX = {"GNU Lesser General Public License 3.0 (for libunistring)": "/usr/share/common-licenses/LGPL-3",
-            "GNU General Public License 3.0 (for libunistring)": "/usr/share/common-licenses/GPL-3"}
+                    "bzip2 (libbz2)": "libbz2-1.0"}
+APPENDIX: dict[str, str] = {}  # license texts a section refers to: title -> the file it is copied from
 # The shared libraries auditwheel copies into the manylinux wheel (file name up to the first
 # "-"), each with the notices section whose license covers it.
 BUNDLED = {"libzip": "libzip", "libcrypto": "OpenSSL", "libfmt": "fmt", "libyaml": "yaml-cpp",
-           "libtomlplusplus": "toml++", "libunistring": "libunistring", "libbz2": "bzip2 (libbz2)"}
+           "libtomlplusplus": "toml++", "libutf8proc": "utf8proc", "libbz2": "bzip2 (libbz2)"}
 ZIG_TARGET = "x86_64-linux-musl"
 
 

@@ -2,7 +2,7 @@
 
 scripts/build-wheel.sh repairs the wheel of this source tree (test_backend.py's fixture: `pip
 wheel` of the repository) with auditwheel from the package index: the shared libraries the
-executable links (libzip, yaml-cpp, fmt, toml++, libunistring, libbz2, libcrypto) are copied into
+executable links (libzip, yaml-cpp, fmt, toml++, libutf8proc, libbz2, libcrypto) are copied into
 `wheelmerge_cuda.libs/` and the tag becomes the oldest manylinux policy its glibc and libstdc++
 symbols allow (manylinux_2_34 when built on Debian 12). `auditwheel show` must agree with the
 tag. Then, in a clean Debian 12 root (scripts/clean-root.sh: debootstrap's minbase with python3,
