@@ -63,6 +63,9 @@ cmake_dep() {  # cmake_dep NAME [-D...]: configure, build and install a CMake pr
 
 log "zlib"
 dir=$(unpack zlib)
+# zutil.h takes macOS (whose headers define TARGET_OS_MAC) for classic Mac OS and defines fdopen
+# away, which breaks the SDK's stdio.h; zlib 1.2.13.1 tests MACOS alone, as here.
+sed -i 's/#if defined(MACOS) || defined(TARGET_OS_MAC)/#if defined(MACOS)/' "$dir/zutil.h"
 (cd "$dir" && quiet zlib ./configure --static --prefix="$prefix" && quiet zlib make -j"$jobs" libz.a &&
   quiet zlib make install)
 
@@ -94,8 +97,10 @@ dir=$(echo "$work"/isal-*/src/isal/isa-l)
 for p in "$root"/third_party/isal/*.patch; do patch -s -d "$dir" -p1 < "$p"; done
 mkdir -p "$prefix/include/isa-l"
 if [ ${#isal[@]} -gt 0 ]; then
-  quiet isal make -C "$dir" -f Makefile.unx -j"$jobs" lib "${isal[@]}" CC="$CC" \
-    AS="$([ "$processor" = x86_64 ] && echo nasm || echo "$CC")"
+  # x86_64 assembles with nasm; aarch64 with the C compiler, as ISA-L's make.inc sets it (AS=$(CC)
+  # -D__ASSEMBLY__), which an AS given here would replace.
+  [ "$processor" = x86_64 ] && isal+=(AS=nasm)
+  quiet isal make -C "$dir" -f Makefile.unx -j"$jobs" lib "${isal[@]}" CC="$CC"
   cp "$dir/bin/isa-l.a" "$prefix/lib/libisal.a"
   cp "$dir"/include/*.h "$prefix/include/isa-l/"
 fi
@@ -106,7 +111,7 @@ header_only() {  # header_only PACKAGE TARGET DIR...: headers into the prefix, a
   for d in "$@"; do cp -r "/usr/include/$d" "$prefix/include/"; done
   mkdir -p "$prefix/lib/cmake/$package"
   printf 'if(NOT TARGET %s)\n  add_library(%s INTERFACE IMPORTED)\n  set_target_properties(%s PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "%s")\nendif()\n' \
-    "$name" "$name" "$name" "$prefix/include" > "$prefix/lib/cmake/$package/${package}Config.cmake"
+    "$name" "$name" "$name" '${CMAKE_CURRENT_LIST_DIR}/../../../include' > "$prefix/lib/cmake/$package/${package}Config.cmake"
 }
 header_only nlohmann_json nlohmann_json::nlohmann_json nlohmann
 header_only CLI11 CLI11::CLI11 CLI
