@@ -21,6 +21,10 @@ constexpr uint16_t kMadeByUnix = 3 << 8;
 constexpr uint16_t kFlagUtf8 = 0x0800;
 // A central directory record at its largest: fixed fields, a name, a ZIP64 extra of three values.
 constexpr size_t kCentralRecordMax = 46 + 0xFFFF + 4 + 3 * 8;
+// copy_file_range's offsets are loff_t, which glibc declares in <sys/types.h> and musl only as a
+// macro in <fcntl.h>: off_t itself, 64 bits on every 64-bit target and on musl (the build sets
+// no _FILE_OFFSET_BITS).
+static_assert(sizeof(off_t) == 8, "offsets of members past 2 GiB need a 64-bit off_t");
 
 bool needs_utf8_flag(std::string_view name) {
   for (char c : name)
@@ -93,7 +97,7 @@ bool ZipWriter::add_copy(std::string_view name, const ZipArchive& from, const Zi
             entry.uncompressed_size, offset_,      executable};
   if (!write_local_header(w)) return false;
   // The kernel copies the bytes between files (no trip through user space where it can).
-  loff_t in_off = static_cast<loff_t>(entry.data_offset);
+  off_t in_off = static_cast<off_t>(entry.data_offset);
   uint64_t left = entry.compressed_size;
   while (left > 0) {
     ssize_t n = ::copy_file_range(from.file->fd(), &in_off, out_.fd(), nullptr, left, 0);
@@ -105,7 +109,7 @@ bool ZipWriter::add_copy(std::string_view name, const ZipArchive& from, const Zi
   while (left > 0) {  // file systems without copy_file_range between these files
     buffer.resize(std::min<uint64_t>(left, 1 << 20));
     if (!from.file->read_at(static_cast<uint64_t>(in_off), buffer) || !out_.write_all(buffer)) return false;
-    in_off += static_cast<loff_t>(buffer.size());
+    in_off += static_cast<off_t>(buffer.size());
     left -= buffer.size();
   }
   offset_ += entry.compressed_size;
