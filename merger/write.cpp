@@ -147,11 +147,12 @@ void check_written(const std::string& path, const std::string& display, const Me
 namespace {
 
 // The output file as it is written: unnamed in its directory, or, where the file system has
-// no O_TMPFILE, under `temp_name`.
+// no O_TMPFILE or /proc is not mounted, under `temp_name`. `self`: a path that opens it.
 struct Output {
   Dir dir;
   File file;
   std::string temp_name;
+  std::string self;
   void discard() const {
     if (!temp_name.empty()) ::unlinkat(dir.fd, temp_name.c_str(), 0);
   }
@@ -162,6 +163,23 @@ bool write_failed(Problems& problems, const std::string& target, std::string wha
                   std::string detail = std::strerror(errno)) {
   problems.push_back({ProblemKind::other, target, {}, std::move(what), {}, std::move(detail)});
   return false;
+}
+
+// An unnamed file in the directory `dir_fd` (O_TMPFILE), which is read back and linked into
+// place through its /proc/self/fd path (`self`): a closed File where the file system has no
+// O_TMPFILE, or where that path does not name the file (no /proc mounted, as in a chroot or a
+// container, or another process's /proc), so that a named temporary file is used instead.
+File open_unnamed(int dir_fd, std::string& self) {
+  File file(::openat(dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
+  if (!file.is_open()) return file;
+  std::string path = fmt::format("/proc/self/fd/{}", file.fd());
+  struct stat by_fd {};
+  struct stat by_path {};
+  if (::fstat(file.fd(), &by_fd) != 0 || ::stat(path.c_str(), &by_path) != 0 || by_fd.st_dev != by_path.st_dev ||
+      by_fd.st_ino != by_path.st_ino)
+    return File();
+  self = std::move(path);
+  return file;
 }
 
 // The output directory created and opened, and the file to write in it; never an input's path.
@@ -183,9 +201,10 @@ bool open_output(const std::string& out_dir, const std::string& filename, const 
   if (out.dir.fd < 0) return write_failed(problems, target, "cannot open the output directory");
 
   // An unnamed file: killed at any moment, the merge leaves nothing behind.
-  out.file = File(::openat(out.dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
+  out.file = open_unnamed(out.dir.fd, out.self);
   if (!out.file.is_open()) {
     out.temp_name = fmt::format(".{}.{}.tmp", filename, ::getpid());
+    out.self = (std::filesystem::path(out_dir) / out.temp_name).string();
     out.file = File(::openat(out.dir.fd, out.temp_name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666));
     if (!out.file.is_open())
       return write_failed(problems, target, "cannot create a temporary file in the output directory");
@@ -222,12 +241,11 @@ bool write_members(const MergePlan& plan, std::span<const Wheel> inputs, DosTime
 
 // Into place under its name, with no other name on the way: an older output of that name is
 // removed first, so whenever the run is killed the path holds nothing or a whole wheel, and
-// nothing stray lies beside it. `self`: the file's path as written.
-bool move_into_place(const Output& out, const std::string& self, const std::string& filename, const std::string& target,
-                     Problems& problems) {
+// nothing stray lies beside it.
+bool move_into_place(const Output& out, const std::string& filename, const std::string& target, Problems& problems) {
   if (out.temp_name.empty()) {
     for (int attempt = 0;; ++attempt) {
-      if (::linkat(AT_FDCWD, self.c_str(), out.dir.fd, filename.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+      if (::linkat(AT_FDCWD, out.self.c_str(), out.dir.fd, filename.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
       if (errno != EEXIST || attempt == 3) return write_failed(problems, target, "cannot link the output into place");
       if (::unlinkat(out.dir.fd, filename.c_str(), 0) != 0 && errno != ENOENT)
         return write_failed(problems, target, "cannot replace the older output");
@@ -249,10 +267,8 @@ std::optional<std::string> write_wheel(const MergePlan& plan, std::span<const Wh
   if (!open_output(out_dir, plan.filename, target, inputs, out, problems)) return std::nullopt;
   if (!write_members(plan, inputs, time, target, out, problems)) return std::nullopt;
   if (hooks.copied) hooks.copied();
-  const std::string self = out.temp_name.empty() ? fmt::format("/proc/self/fd/{}", out.file.fd())
-                                                 : (fs::path(out_dir) / out.temp_name).string();
   const size_t before = problems.size();
-  check_written(self, target, plan, problems, hooks.read_back);
+  check_written(out.self, target, plan, problems, hooks.read_back);
   if (problems.size() != before) {
     out.discard();
     return std::nullopt;
@@ -263,7 +279,7 @@ std::optional<std::string> write_wheel(const MergePlan& plan, std::span<const Wh
     problems.push_back(interruption(target, {}, signal));
     return std::nullopt;
   }
-  if (!move_into_place(out, self, plan.filename, target, problems)) return std::nullopt;
+  if (!move_into_place(out, plan.filename, target, problems)) return std::nullopt;
   return target;
 }
 

@@ -1,7 +1,8 @@
 // Writes a merge plan: into an unnamed temporary file in the output directory, checked, then
 // linked into place, so the output path holds either nothing or the complete wheel, and no
-// other file is ever left beside it. (Where the file system has no O_TMPFILE, a named
-// temporary file is used and removed on failure; only a kill can leave that one behind.)
+// other file is ever left beside it. (Where the file system has no O_TMPFILE, or no /proc is
+// mounted to link the unnamed file through, a named temporary file is used and removed on
+// failure or interruption; only a kill can leave that one behind.)
 #pragma once
 
 #include "merger/base/problem.hpp"

@@ -9,7 +9,7 @@ must have; ``python -m wheel unpack`` checks that reference against its RECORD o
 
 Some checks need what not every machine has; they skip, saying why: strace (signals injected
 at a chosen system call), root and mount (a tiny tmpfs as a full disk), setpriv (a run as an
-unprivileged user, since root writes anywhere).
+unprivileged user, since root writes anywhere), root and unshare (a run with /proc hidden).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pytest
 
 from conftest import clean_env, run, tool_python
 from test_scale import (LABELS, MIB, NAME, OUTPUT_NAME, common_small_members, input_path,
-                        random_block, stored_repeated, write_wheel_streaming)
+                        random_block, sanitized_binary, stored_repeated, write_wheel_streaming)
 
 STRACE = shutil.which("strace")
 SETPRIV = shutil.which("setpriv")
@@ -459,7 +459,61 @@ def test_output_under_proc(wheelmerge_bin: Path, public_inputs: Inputs, out: str
     public_inputs.assert_untouched()
 
 
-# --- (e) the output would replace an input ------------------------------------------------------------
+# --- (e) no /proc: a named temporary file ---------------------------------------------------------
+
+UNSHARE = shutil.which("unshare")
+
+
+def without_proc(command: Sequence[str]) -> list[str]:
+    """The command with an empty tmpfs over /proc, in a mount namespace of its own (as in a
+    chroot or container without /proc): the unnamed output file has no /proc/self/fd path."""
+    return [UNSHARE, "--mount", "--fork", "sh", "-c", 'mount -t tmpfs none /proc && exec "$@"', "sh", *command]
+
+
+@pytest.fixture
+def proc_hidden(wheelmerge_bin: Path) -> None:
+    if UNSHARE is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare to hide /proc in a mount namespace")
+    if sanitized_binary(wheelmerge_bin):
+        pytest.skip("the sanitizer runtime reads /proc/self/maps when it starts")
+
+
+@pytest.mark.parametrize("case", ["complete", "replacing an older output", "file size limit", "SIGINT"])
+def test_without_proc(wheelmerge_bin: Path, public_inputs: Inputs, tmp_path: Path, proc_hidden: None,
+                      case: str) -> None:
+    """With /proc hidden the output is written under a named temporary file and renamed into
+    place: the same bytes as a run with /proc, and on a failure (EFBIG half way) or SIGINT
+    (at the first member copy) nothing is left in the directory."""
+    expected = tmp_path / "with-proc"
+    run(merge_command(wheelmerge_bin, public_inputs.paths, expected), env=wheelmerge_env())
+    out = tmp_path / "out"
+    command = merge_command(wheelmerge_bin, public_inputs.paths, out)
+    if case == "replacing an older output":
+        older_digest = older_output(wheelmerge_bin, public_inputs, out)
+        assert older_digest != sha256_file(expected / OUTPUT_NAME)
+    preexec = None
+    if case == "file size limit":
+        preexec = _limit_file_size((expected / OUTPUT_NAME).stat().st_size // 2)
+    elif case == "SIGINT":
+        if STRACE is None:
+            pytest.skip("strace is not installed (a signal at a chosen system call)")
+        command = strace_kill_at("copy_file_range", "SIGINT", command)
+    result = subprocess.run(without_proc(command), capture_output=True, text=True, env=wheelmerge_env(),
+                            preexec_fn=preexec, timeout=300)
+    if case == "file size limit":
+        assert_clear_failure(result, out / OUTPUT_NAME, os.strerror(errno.EFBIG))
+        assert listing(out) == [], f"left behind: {listing(out)}"
+    elif case == "SIGINT":
+        assert result.returncode == 128 + signal.SIGINT, (result.returncode, result.stderr)
+        assert listing(out) == [], f"left behind: {listing(out)}"
+    else:
+        assert result.returncode == 0, result.stderr
+        assert listing(out) == [OUTPUT_NAME]
+        assert sha256_file(out / OUTPUT_NAME) == sha256_file(expected / OUTPUT_NAME)
+    public_inputs.assert_untouched()
+
+
+# --- (f) the output would replace an input ------------------------------------------------------------
 
 @pytest.fixture
 def inputs_named_like_the_output(tmp_path: Path) -> list[Path]:
