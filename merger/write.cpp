@@ -88,7 +88,7 @@ void check_written_loaders(const MergePlan& plan, const CheckFailures& fail) {
   }
   auto content_of = [&](const std::string& path) {
     auto it = by_path.find(path);
-    return it == by_path.end() ? std::string() : it->second->content;
+    return it == by_path.end() ? std::string() : std::string(it->second->content);
   };
   for (const std::string& package : plan.loader_packages) {
     LoaderFiles l{package + "/" + std::string(kLoaderModule), {}, {}, {}};
