@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>  // mkdtemp (<stdlib.h> on Linux, <unistd.h> on macOS)
 #include <algorithm>
 #include <atomic>
 #include <cerrno>

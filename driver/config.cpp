@@ -5,6 +5,15 @@
 #include "merger/format/label.hpp"
 #include "merger/format/requirement.hpp"
 
+#include <cfloat>
+// toml++ asserts FLT_RADIX == 2. With libc++ and the macOS headers under -std=c++20, <math.h>
+// includes <float.h> for INFINITY and NAN alone (__need_infinity_nan), and libc++'s include
+// guard then keeps <cfloat> from defining the rest (llvm/llvm-project#172539): the compiler's
+// own value stands in.
+#ifndef FLT_RADIX
+#define FLT_RADIX __FLT_RADIX__
+#endif
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <toml++/toml.h>

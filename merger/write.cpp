@@ -169,7 +169,11 @@ bool write_failed(Problems& problems, const std::string& target, std::string wha
 // place through its /proc/self/fd path (`self`): a closed File where the file system has no
 // O_TMPFILE, or where that path does not name the file (no /proc mounted, as in a chroot or a
 // container, or another process's /proc), so that a named temporary file is used instead.
-File open_unnamed(int dir_fd, std::string& self) {
+// Both are Linux's: elsewhere the named file is the only way.
+File open_unnamed([[maybe_unused]] int dir_fd, [[maybe_unused]] std::string& self) {
+#ifndef __linux__
+  return File();
+#else
   File file(::openat(dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
   if (!file.is_open()) return file;
   std::string path = fmt::format("/proc/self/fd/{}", file.fd());
@@ -180,6 +184,7 @@ File open_unnamed(int dir_fd, std::string& self) {
     return File();
   self = std::move(path);
   return file;
+#endif
 }
 
 // The output directory created and opened, and the file to write in it; never an input's path.

@@ -21,8 +21,9 @@ constexpr uint16_t kMadeByUnix = 3 << 8;
 constexpr uint16_t kFlagUtf8 = 0x0800;
 // A central directory record at its largest: fixed fields, a name, a ZIP64 extra of three values.
 constexpr size_t kCentralRecordMax = 46 + 0xFFFF + 4 + 3 * 8;
-// copy_file_range's offset is a loff_t (glibc's name, not musl's): off_t where off_t is 64 bits,
-// as on every 64-bit target and musl (no _FILE_OFFSET_BITS is set by the build).
+// copy_file_range's offsets (Linux) are loff_t, which glibc declares in <sys/types.h> and musl
+// only as a macro in <fcntl.h>: off_t itself, 64 bits on every 64-bit target, on musl and on
+// macOS (the build sets no _FILE_OFFSET_BITS).
 static_assert(sizeof(off_t) == 8, "offsets of members past 2 GiB need a 64-bit off_t");
 
 bool needs_utf8_flag(std::string_view name) {
@@ -95,17 +96,19 @@ bool ZipWriter::add_copy(std::string_view name, const ZipArchive& from, const Zi
   Written w{names_.add(name),        entry.method, entry.crc32, entry.compressed_size,
             entry.uncompressed_size, offset_,      executable};
   if (!write_local_header(w)) return false;
-  // The kernel copies the bytes between files (no trip through user space where it can).
   off_t in_off = static_cast<off_t>(entry.data_offset);
   uint64_t left = entry.compressed_size;
+#ifdef __linux__
+  // The kernel copies the bytes between files (no trip through user space where it can).
   while (left > 0) {
     ssize_t n = ::copy_file_range(from.file->fd(), &in_off, out_.fd(), nullptr, left, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     left -= static_cast<uint64_t>(n);
   }
+#endif
   std::vector<uint8_t> buffer;
-  while (left > 0) {  // file systems without copy_file_range between these files
+  while (left > 0) {  // other systems, and file systems without copy_file_range between these files
     buffer.resize(std::min<uint64_t>(left, 1 << 20));
     if (!from.file->read_at(static_cast<uint64_t>(in_off), buffer) || !out_.write_all(buffer)) return false;
     in_off += static_cast<off_t>(buffer.size());

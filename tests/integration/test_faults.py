@@ -237,14 +237,19 @@ def test_sigkill_at_random_moments(wheelmerge_bin: Path, inputs: Inputs, referen
 needs_strace = pytest.mark.skipif(STRACE is None, reason="strace is not installed (signals at a chosen system call)")
 
 
-def strace_kill_at(syscall: str, signame: str, command: Sequence[str]) -> list[str]:
-    """The command under strace, ``signame`` injected on entry to the first ``syscall``.
+def strace_inject(syscall: str, inject: str, command: Sequence[str]) -> list[str]:
+    """The command under strace, with ``inject`` (strace's -e inject=SYSCALL:...) at ``syscall``.
     LeakSanitizer cannot run under ptrace, so a sanitizer build's leak check is left off here
     (the rest of the suite runs it)."""
     asan = os.environ.get("ASAN_OPTIONS", "")
     return ["env", f"ASAN_OPTIONS={asan}:detect_leaks=0" if asan else "ASAN_OPTIONS=detect_leaks=0",
             STRACE, "-f", "-qq", "-o", "/dev/null", "-e", f"trace={syscall}",
-            "-e", f"inject={syscall}:signal={signame}:when=1", *command]
+            "-e", f"inject={syscall}:{inject}", *command]
+
+
+def strace_kill_at(syscall: str, signame: str, command: Sequence[str]) -> list[str]:
+    """The command under strace, ``signame`` injected on entry to the first ``syscall``."""
+    return strace_inject(syscall, f"signal={signame}:when=1", command)
 
 
 @needs_strace
@@ -259,6 +264,24 @@ def test_sigkill_at_a_chosen_step(wheelmerge_bin: Path, inputs: Inputs, referenc
     assert result.returncode in (137, -signal.SIGKILL), (result.returncode, result.stderr)
     assert check_outcome(out, reference) == "nothing"
     inputs.assert_untouched(hash_them=False)
+
+
+@needs_strace
+@pytest.mark.parametrize("when", ["1+", "3+"])
+def test_without_copy_file_range(wheelmerge_bin: Path, public_inputs: Inputs, tmp_path: Path,
+                                 when: str) -> None:
+    """copy_file_range failing with EXDEV (as between some file systems; other systems have no
+    such call): members are copied through a buffer instead, from the first call or part way
+    through (from the third), and the output has the same bytes."""
+    expected = tmp_path / "expected"
+    run(merge_command(wheelmerge_bin, public_inputs.paths, expected), env=wheelmerge_env())
+    out = tmp_path / "out"
+    command = strace_inject("copy_file_range", f"error=EXDEV:when={when}",
+                            merge_command(wheelmerge_bin, public_inputs.paths, out))
+    run(command, env=wheelmerge_env())
+    assert listing(out) == [OUTPUT_NAME]
+    assert sha256_file(out / OUTPUT_NAME) == sha256_file(expected / OUTPUT_NAME)
+    public_inputs.assert_untouched()
 
 
 def older_output(binary: Path, inputs: Inputs, out: Path) -> str:
