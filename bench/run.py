@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """wheelmerge benchmark: wheelmerge against the wheel unpack / wheel pack baseline and a copy floor.
 
-One run measures, on this machine, three parts (each figure a ratio against baselines measured
+One run measures, on this machine, these parts (each figure a ratio against baselines measured
 in the same run):
 
 - **big**: the two ~206 MB synthetic wheels of bench/make_wheels.py. wheelmerge, the baseline
@@ -17,6 +17,12 @@ in the same run):
   split back into its cu12 / cu13 builds (bench/make_real.py). wheelmerge, the baseline and
   the copy floor; figures only, and the target that wheelmerge's output passes the checks. When
   the wheel cannot be fetched (no network, nothing cached), the part is skipped with a message.
+- **static** (only when named in --only): the static musl executable of scripts/static/build.sh
+  (--static PATH, else the path build.sh prints) against the native build (--wheelmerge), on
+  big's inputs and the many part's main pair, alternately, with SOURCE_DATE_EPOCH fixed.
+  Targets per input: static median CPU time (user + sys) / native median CPU time <= 1.10, and
+  every run of both wrote the same bytes (sha256 of the merged wheel).
+- **import**: the loader's import time (bench/import_time.py).
 
 Each timed command runs as a child process: wall time measured around it, peak RSS and CPU
 time from GNU time (/usr/bin/time), else from os.wait4; `sync` before each run (untimed), then
@@ -30,7 +36,8 @@ run passes.
 The page cache cannot be dropped on the machine this was written for, so the figures are
 warm-cache: the inputs were just generated or hashed, so they sit in memory.
 
-Usage: python bench/run.py [--reps N] [--only big,many,real] [--wheelmerge PATH]
+Usage: python bench/run.py [--reps N] [--only big,many,real,import,static] [--wheelmerge PATH]
+                           [--static PATH]
                            [--baseline-only] [--baseline-copy] [--variant-file GLOB]
                            [--skip-many-baseline] [--many-entries N] [--many-rss-entries N]
                            [--many-base-entries N] [--no-verify] [--retry-noisy K]
@@ -66,7 +73,8 @@ import make_wheels  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
-PARTS = ("big", "many", "real", "import")
+PARTS = ("big", "many", "real", "import", "static")
+DEFAULT_PARTS = ("big", "many", "real", "import")  # static: only when named in --only
 TARGET_SPEEDUP = 25.0          # big: baseline median / wheelmerge median, at least
 TARGET_CP_RATIO = 2.0          # big: wheelmerge median / copy-floor median, at most
 TARGET_RSS_MIB = 64.0          # big: wheelmerge peak RSS, at most
@@ -77,6 +85,9 @@ MIN_NOISE_WALL_S = 0.5         # shorter runs are never judged noisy (tick resol
 REAL_MIN_REPS = 5              # the real part's runs are short: at least this many reps
 DEFAULT_VARIANT_GLOB = "fatpkg/kernels/*.fatbin"
 MIB = 1 << 20
+STATIC_TARGET = "x86_64-linux-musl"  # static: scripts/static/build.sh's target
+STATIC_SOURCE_DATE_EPOCH = "1700000000"  # static: both executables write this timestamp
+TARGET_STATIC_CPU_RATIO = 1.10  # static: static median CPU / native median CPU, at most
 
 
 # --------------------------------------------------------------------------- measuring
@@ -184,6 +195,8 @@ class Cmd:
     argv: list[str]
     out_dir: Path
     timings: bool = False  # the baseline: pass --timings FILE and keep its phase timings
+    env: dict | None = None  # the child's environment (None: this process's)
+    hash_output: bool = False  # record the sha256 of each run's output wheel(s), untimed
 
 
 class Timer:
@@ -204,7 +217,9 @@ class Timer:
         tfile = self.logs / f"{tag}.timings.json"
         if c.timings:
             argv += ["--timings", str(tfile)]
-        r = measure(argv, self.logs / tag)
+        r = measure(argv, self.logs / tag, env=c.env)
+        if c.hash_output and r["rc"] == 0:  # untimed: after the child has exited
+            r["output_sha256"] = {w.name: file_sha256(w) for w in sorted(c.out_dir.glob("*.whl"))}
         if c.timings and tfile.exists():
             r["phases"] = json.loads(tfile.read_text())
         r["rep"], r["attempt"], r["load_before_cores"] = rep, attempt, idle_load
@@ -214,12 +229,16 @@ class Timer:
                       and r["wall_s"] >= MIN_NOISE_WALL_S)
         ph = r.get("phases", {})
         print(f"run: [{part}] rep {rep + 1}/{reps}" + (f" (retry {attempt})" if attempt else "")
-              + f" {c.label}: rc {r['rc']}, {r['wall_s']:.2f} s, {r['maxrss_mib']:.1f} MiB"
+              + f" {c.label}: rc {r['rc']}, {r['wall_s']:.2f} s (CPU {r['user_s'] + r['sys_s']:.2f} s),"
+              + f" {r['maxrss_mib']:.1f} MiB"
               + (f" (unpack {ph['unpack_total']:.1f} s, pack {ph['pack']:.1f} s)" if ph else "")
               + noise(r), file=sys.stderr)
         return r
 
-    def run(self, part: str, cmds: list[Cmd], reps: int) -> dict[str, list[dict]]:
+    def run(self, part: str, cmds: list[Cmd], reps: int,
+            retry_noisy: int | None = None) -> dict[str, list[dict]]:
+        """retry_noisy: how many times a noisy attempt is repeated (default --retry-noisy)."""
+        retries = self.args.retry_noisy if retry_noisy is None else retry_noisy
         runs: dict[str, list[dict]] = {c.key: [] for c in cmds}
         failed: set[str] = set()
         for rep in range(reps):
@@ -231,7 +250,7 @@ class Timer:
                 while True:
                     r = self.one(part, c, rep, reps, len(attempts))
                     attempts.append(r)
-                    if r["rc"] != 0 or not r["noisy"] or len(attempts) > self.args.retry_noisy:
+                    if r["rc"] != 0 or not r["noisy"] or len(attempts) > retries:
                         break
                 if r["rc"] == 0:  # count the least disturbed attempt
                     r = min(attempts, key=lambda a: a.get("other_load_cores") or 0.0)
@@ -282,13 +301,21 @@ def strip(runs: list[dict]) -> list[dict]:  # keep logs short in the JSON
 # --------------------------------------------------------------------------- verifying
 
 
-def record_hash_file(path: Path) -> str:
-    """The RECORD hash (sha256) of a file's bytes."""
+def sha256_of(path: Path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)
-    return wg.record_digest(h.digest())
+    return h
+
+
+def record_hash_file(path: Path) -> str:
+    """The RECORD hash (sha256) of a file's bytes."""
+    return wg.record_digest(sha256_of(path).digest())
+
+
+def file_sha256(path: Path) -> str:
+    return sha256_of(path).hexdigest()
 
 
 def input_records(wheel: Path) -> list[tuple[str, str, int]]:
@@ -733,6 +760,179 @@ def run_part_real(args, timer: Timer, wm: Path) -> dict:
             "figures": figures, "verification": ver, "targets": targets}
 
 
+def binary_info(path: Path) -> dict:
+    """What identifies an executable: sha256, size, mtime, --version and how it is linked."""
+    info: dict = {"path": str(path), "sha256": file_sha256(path), "size_bytes": path.stat().st_size,
+                  "mtime_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))}
+    q = subprocess.run([str(path), "--version"], capture_output=True, text=True, check=False)
+    info["version"] = (q.stdout + q.stderr).strip()[:200]
+    q = subprocess.run(["ldd", str(path)], capture_output=True, text=True, check=False)
+    text = q.stdout + q.stderr
+    info["linkage"] = ("static" if re.search(r"not a dynamic executable|statically linked", text)
+                       else "dynamic: " + ", ".join(sorted(ln.split()[0] for ln in q.stdout.splitlines()
+                                                           if "=>" in ln)))
+    return info
+
+
+def static_executable(args) -> tuple[Path | None, str]:
+    """--static PATH, else the path scripts/static/build.sh prints (cached; built when missing)."""
+    if args.static:
+        path = args.static.resolve()
+        return (path, "--static") if path.is_file() and os.access(path, os.X_OK) else (
+            None, f"--static {path}: not an executable file")
+    cmd = ["bash", str(ROOT / "scripts" / "static" / "build.sh"), STATIC_TARGET]
+    print(f"run: [static] {' '.join(cmd[1:])} (instant when built; else it builds) ...", file=sys.stderr)
+    q = subprocess.run(cmd, cwd=str(ROOT), stdout=subprocess.PIPE, text=True,
+                       check=False)  # stderr: progress
+    lines = q.stdout.strip().splitlines()
+    path = Path(lines[-1]) if q.returncode == 0 and lines else None
+    if path is None or not (path.is_file() and os.access(path, os.X_OK)):
+        return None, f"{' '.join(cmd)} ended with {q.returncode} and printed {q.stdout.strip()[-500:]!r}"
+    return path, " ".join(cmd[1:])
+
+
+def zip_difference(a: Path, b: Path, limit: int = 20) -> list[str]:
+    """Where two zips differ, member by member (name, order, CRC, sizes, method, time)."""
+    with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
+        ia, ib = za.infolist(), zb.infolist()
+    out = []
+    if [i.filename for i in ia] != [i.filename for i in ib]:
+        na, nb = {i.filename for i in ia}, {i.filename for i in ib}
+        out.append(f"member lists differ: {len(ia)} vs {len(ib)} entries; only in the first "
+                   f"{sorted(na - nb)[:limit]}, only in the second {sorted(nb - na)[:limit]}"
+                   + ("; same names in another order" if na == nb else ""))
+    fields = ("CRC", "compress_size", "file_size", "compress_type", "date_time", "external_attr",
+              "extra", "comment")
+    by_name = {i.filename: i for i in ib}
+    for x in ia:
+        y = by_name.get(x.filename)
+        if y is None:
+            continue
+        diff = [f"{f} {getattr(x, f)!r} / {getattr(y, f)!r}" for f in fields if getattr(x, f) != getattr(y, f)]
+        if diff:
+            out.append(f"{x.filename}: " + "; ".join(diff))
+            if len(out) >= limit:
+                break
+    return out or ["the member tables agree: the difference is in the bytes between them"]
+
+
+def run_part_static(args, timer: Timer, wm: Path) -> dict:
+    """The static musl executable against the native build: CPU time, wall, RSS, identical output.
+
+    On big's inputs and the many part's main pair (--many-entries), both executables merge the
+    same inputs alternately (--reps each, the order swapped every repetition), with
+    SOURCE_DATE_EPOCH fixed; the sha256 of every run's merged wheel is taken (untimed). The
+    figure is CPU time (user + sys), so a run disturbed by other work is recorded (its other
+    load) but not repeated. Targets per input: static median CPU / native median CPU <= 1.10,
+    and every run of either wrote the same bytes."""
+    if args.baseline_only:
+        return {"skipped": "--baseline-only: the static part compares two wheelmerge builds",
+                "targets": []}
+    st, origin = static_executable(args)
+    if st is None:
+        print(f"run: [static] FAILED: no static executable: {origin}", file=sys.stderr)
+        return {"skipped": f"no static executable: {origin}",
+                "targets": [target("static", "static executable available", "no", False)]}
+    binaries = {"native": binary_info(wm), "static": {**binary_info(st), "from": origin}}
+    print(f"run: [static] native {wm} ({binaries['native']['linkage']}), static {st} "
+          f"({binaries['static']['linkage']})", file=sys.stderr)
+    t0 = time.perf_counter()
+    n = args.many_entries
+    sets = [("big", "big", make_wheels.ensure(), args.variant_file or [DEFAULT_VARIANT_GLOB],
+             Spec("fatpkg", "fatpkg/__init__.py", "fatpkg/_wheelmerge.py", "fatpkg")),
+            (f"many_{n}", f"many {n:,}", make_many.ensure([n])[n], [make_many.VARIANT_GLOB],
+             Spec(make_many.NAME, f"{make_many.NAME}/__init__.py", f"{make_many.NAME}/_wheelmerge.py",
+                  make_many.NAME))]
+    t_gen = time.perf_counter() - t0
+    env = dict(os.environ, SOURCE_DATE_EPOCH=STATIC_SOURCE_DATE_EPOCH)
+    results, figures, ver, commands, targets = {}, {}, {}, {}, []
+    all_inputs: list[Path] = []
+    for name, title, inputs, globs, spec in sets:
+        all_inputs += inputs
+        cmds = [Cmd(f"{kind}_{name}", f"{kind} {title}",
+                    wm_argv(exe, inputs, merged_dir("static", f"{kind}_{name}"), globs),
+                    merged_dir("static", f"{kind}_{name}"), env=env, hash_output=True)
+                for kind, exe in (("native", wm), ("static", st))]
+        runs = timer.run("static", cmds, args.reps, retry_noisy=0)
+        sums = {k: summarize(v) for k, v in runs.items()}
+        nat, sta = sums[cmds[0].key], sums[cmds[1].key]
+        commands |= {c.key: c.argv for c in cmds}
+        results |= {k: {**sums[k], "runs": strip(runs[k])} for k in runs}
+
+        # Byte-identical: every run of both wrote one wheel, and all of them have one name and sha256.
+        outputs = {c.key: [tuple(sorted((r.get("output_sha256") or {}).items())) for r in runs[c.key]
+                           if r["rc"] == 0] for c in cmds}
+        distinct = {o for outs in outputs.values() for o in outs}
+        ran_all = all(len(outputs[c.key]) == len(runs[c.key]) == args.reps for c in cmds)
+        identical = ran_all and len(distinct) == 1 and len(next(iter(distinct))) == 1
+        if identical:
+            (wheel_name, digest), = next(iter(distinct))
+            same = f"yes: {digest[:16]}... ({wheel_name}), all {2 * args.reps} runs"
+        else:
+            same = "NO: " + "; ".join(f"{k}: " + ", ".join(
+                "+".join(f"{w} {d[:12]}" for w, d in o) or "no wheel" for o in outs) for k, outs in outputs.items())
+            if not ran_all:
+                same += " (not every run succeeded)"
+            detail = []
+            last = [sorted(c.out_dir.glob("*.whl")) for c in cmds]
+            if all(len(x) == 1 for x in last):
+                detail = zip_difference(last[0][0], last[1][0])
+            print("run: [static] " + "!" * 70 + f"\nrun: [static] ERROR: {title}: the native and the "
+                  f"static executable did not write the same bytes\nrun: [static]   {same}\n"
+                  + "".join(f"run: [static]   {d}\n" for d in detail)
+                  + f"run: [static]   the last outputs are kept in {merged_dir('static', '')}\n"
+                  + "run: [static] " + "!" * 70, file=sys.stderr)
+            figures[f"{title}: where the last outputs differ"] = (
+                " | ".join(detail[:5]) + (f" | ... ({len(detail)} listed on stderr)" if len(detail) > 5 else "")
+                if detail else "-")
+        if identical and not args.no_verify:  # one check covers both: the same bytes
+            (out,) = sorted(cmds[1].out_dir.glob("*.whl"))
+            print(f"run: [static] verifying the merged {title} wheel ...", file=sys.stderr)
+            tv = time.perf_counter()
+            ver[cmds[1].key] = verify(out, inputs, args.python, "wheelmerge", spec)
+            ver[cmds[1].key]["check_s"] = round(time.perf_counter() - tv, 2)
+        checked = args.no_verify or ver.get(cmds[1].key, {}).get("ok", False)
+
+        cpu = ratio(sta, nat, "median_cpu_s")
+        pairs = [s["user_s"] + s["sys_s"] for s in runs[cmds[1].key]], \
+                [r["user_s"] + r["sys_s"] for r in runs[cmds[0].key]]
+        per_rep = [a / b for a, b in zip(*pairs) if b > 0] if ran_all else []
+        loads = [r.get("other_load_cores") for c in cmds for r in runs[c.key]
+                 if r.get("other_load_cores") is not None]
+        figures |= {
+            f"{title}: CPU s (user + sys), native, median": nat.get("median_cpu_s"),
+            f"{title}: CPU s (user + sys), static, median": sta.get("median_cpu_s"),
+            f"{title}: static / native CPU (medians)": cpu,
+            f"{title}: static / native CPU, per repetition (min - max)": (
+                f"{min(per_rep):.3f} - {max(per_rep):.3f}" if per_rep else None),
+            f"{title}: wall s, native / static (medians)": (
+                f"{f2(nat.get('median_wall_s'))} / {f2(sta.get('median_wall_s'))}"),
+            f"{title}: peak RSS MiB, native / static": (
+                f"{f2(nat.get('peak_rss_mib'), '.1f')} / {f2(sta.get('peak_rss_mib'), '.1f')}"),
+            f"{title}: outputs byte-identical (sha256 of every run's wheel)": same,
+            f"{title}: other load during the runs, cores (min - max)": (
+                f"{min(loads):.2f} - {max(loads):.2f}" if loads else None),
+        }
+        targets += [
+            target("static", f"{title}: static CPU / native CPU (medians) <= {TARGET_STATIC_CPU_RATIO:.2f}",
+                   None if cpu is None else round(cpu, 3),
+                   cpu is not None and cpu <= TARGET_STATIC_CPU_RATIO and identical and checked, "x"),
+            target("static", f"{title}: every run's output byte-identical between the two"
+                             + ("" if args.no_verify else ", and it passes the checks"),
+                   "yes" if identical and checked else "no", identical and checked),
+        ]
+    after = {k: file_sha256(Path(b["path"])) for k, b in binaries.items()}
+    for k, digest in after.items():
+        if digest != binaries[k]["sha256"]:
+            binaries[k]["changed_during_run"] = digest
+            figures[f"WARNING: the {k} executable changed during the part"] = digest[:16]
+            print(f"run: [static] WARNING: {binaries[k]['path']} changed during the part", file=sys.stderr)
+    return {"binaries": binaries, "source_date_epoch": STATIC_SOURCE_DATE_EPOCH, "many_entries": n,
+            "inputs": describe_inputs(all_inputs), "input_generation_or_check_s": round(t_gen, 2),
+            "commands": commands, "results": results, "figures": figures,
+            "verification": ver, "targets": targets}
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -741,6 +941,8 @@ def f2(x, fmt=".2f", none="-") -> str:
 
 
 LABELS = {"wheelmerge": "wheelmerge", "baseline": "baseline (wheel unpack+pack)",
+          "native_big": "native, big", "static_big": "static (musl), big",
+          "native_many": "native, many", "static_many": "static (musl), many",
           "cp_floor": "copy floor (cp + sync)", "cp_nosync": "cp alone, no sync (info)",
           "verify_only": "wheelmerge verify of both inputs (info)"}
 
@@ -836,6 +1038,12 @@ def markdown(results: dict) -> str:
         else:
             L.append("Inputs: " + ", ".join(f"`{i['name']}` ({i['bytes'] / 1e6:.1f} MB, "
                                             f"{i['entries']} entries)" for i in ins))
+        if "binaries" in part:  # static
+            L.append("Executables: " + "; ".join(
+                f"{k} `{b['path']}` ({b['linkage']}, {b['size_bytes'] / 1e6:.1f} MB, sha256 "
+                f"{b['sha256'][:12]}, mtime {b['mtime_utc']})" for k, b in part["binaries"].items())
+                + f"; SOURCE_DATE_EPOCH={part['source_date_epoch']}; the two alternate, order "
+                  "swapped each repetition; noisy runs are counted, not repeated.")
         L.append("")
         L += results_table(part)
         L.append("")
@@ -896,10 +1104,14 @@ def parse_only(text: str) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description="wheelmerge vs wheel unpack/pack and cp benchmark")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--only", type=parse_only, default=list(PARTS), metavar="PARTS",
-                    help="comma-separated parts to run: big, many, real, import (default: all)")
+    ap.add_argument("--only", type=parse_only, default=list(DEFAULT_PARTS), metavar="PARTS",
+                    help="comma-separated parts to run: big, many, real, import, static "
+                         "(default: all but static)")
     ap.add_argument("--wheelmerge", type=Path,
                     default=Path(os.environ.get("WHEELMERGE", ROOT / "build" / "wheelmerge")))
+    ap.add_argument("--static", type=Path, metavar="PATH",
+                    help="static part: the static executable (default: the path "
+                         f"`scripts/static/build.sh {STATIC_TARGET}` prints, building it when missing)")
     ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"),
                     help="interpreter with `wheel` installed (baseline and checks)")
     ap.add_argument("--baseline-only", action="store_true",
@@ -950,7 +1162,7 @@ def main() -> int:
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     timer = Timer(args, logs)
     runners = {"big": run_part_big, "many": run_part_many, "real": run_part_real,
-               "import": run_part_import}
+               "import": run_part_import, "static": run_part_static}
     parts = {}
     for name in args.only:
         print(f"run: === part {name} ===", file=sys.stderr)
