@@ -16,6 +16,11 @@ set(CMAKE_RANLIB "${WM_ZIG_BIN}/${WM_TARGET}-ranlib" CACHE FILEPATH "")
 # zig links for the target itself: macOS builds need no SDK, and no sysroot is wanted.
 set(CMAKE_OSX_SYSROOT "" CACHE PATH "")
 set(CMAKE_OSX_DEPLOYMENT_TARGET "" CACHE STRING "")
+# CMake wants install_name_tool for any Darwin target; nothing here installs a shared library, so
+# a tool that does nothing stands in (zig has none).
+if(CMAKE_SYSTEM_NAME STREQUAL "Darwin")
+  set(CMAKE_INSTALL_NAME_TOOL "/bin/true" CACHE FILEPATH "")
+endif()
 set(CMAKE_FIND_ROOT_PATH "${WM_PREFIX}")
 set(CMAKE_PREFIX_PATH "${WM_PREFIX}")
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
