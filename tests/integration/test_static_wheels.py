@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, DemoWheels, clean_env, run, tool_python
 from test_licenses import assert_licenses_in_sdist, assert_licenses_in_wheel
 
@@ -208,11 +207,20 @@ def test_pip_of_debian_11_installs_it_and_it_merges_the_same(built: Built, bulls
     assert merged.read_bytes() == native_merge(wheelmerge_bin, demo_wheels, tmp_path / "native")
 
 
-def macho_header(data: bytes) -> tuple[int, int, int | None]:
-    """(cputype, filetype, minimum macOS as 0xXXYYZZ or None) of a thin 64-bit Mach-O file."""
+@dataclass(frozen=True)
+class MachO:
+    cputype: int
+    filetype: int
+    minos: int | None  # the minimum macOS, 0xXXYYZZ
+    dylibs: list[str]  # LC_LOAD_DYLIB
+    signed: bool  # LC_CODE_SIGNATURE: arm64 macOS runs no unsigned executable (an ad-hoc signature does)
+
+
+def macho(data: bytes) -> MachO:
+    """The header and load commands of a thin 64-bit little-endian Mach-O file."""
     magic, cputype, _sub, filetype, ncmds, _size, _flags = struct.unpack_from("<IiiIIII", data, 0)
     assert magic == 0xFEEDFACF, f"not a 64-bit little-endian Mach-O file: {magic:#x}"
-    offset, minos = 32, None
+    offset, minos, dylibs, signed = 32, None, [], False
     for _ in range(ncmds):
         cmd, cmdsize = struct.unpack_from("<II", data, offset)
         if cmd == 0x32:  # LC_BUILD_VERSION: platform, minos, sdk, ntools
@@ -220,21 +228,40 @@ def macho_header(data: bytes) -> tuple[int, int, int | None]:
             assert platform == 1, f"LC_BUILD_VERSION platform {platform}, not macOS"
         elif cmd == 0x24:  # LC_VERSION_MIN_MACOSX: version, sdk
             (minos,) = struct.unpack_from("<I", data, offset + 8)
+        elif cmd == 0xC:  # LC_LOAD_DYLIB: the name's offset in the command
+            (name_at,) = struct.unpack_from("<I", data, offset + 8)
+            dylibs.append(data[offset + name_at:offset + cmdsize].split(b"\0", 1)[0].decode())
+        elif cmd == 0x1D:
+            signed = True
         offset += cmdsize
-    return cputype, filetype, minos
+    return MachO(cputype, filetype, minos, dylibs, signed)
 
 
 @pytest.mark.parametrize("arch", sorted(MACOS))
 def test_the_macos_executables_are_mach_o_for_their_cpu(built: Built, arch: str) -> None:
     with zipfile.ZipFile(built.wheels[MACOS[arch]]) as z:
-        data = z.read("wheelmerge/_bin/wheelmerge")
-    cputype, filetype, minos = macho_header(data)
-    assert cputype == {"x86_64": 0x01000007, "arm64": 0x0100000C}[arch]
-    assert filetype == 2  # MH_EXECUTE
-    assert minos == {"x86_64": 0x000A0F00, "arm64": 0x000B0000}[arch], hex(minos or 0)
+        found = macho(z.read("wheelmerge/_bin/wheelmerge"))
+    assert found.cputype == {"x86_64": 0x01000007, "arm64": 0x0100000C}[arch]
+    assert found.filetype == 2  # MH_EXECUTE
+    assert found.minos == {"x86_64": 0x000A0F00, "arm64": 0x000B0000}[arch], hex(found.minos or 0)
+    assert found.dylibs == ["/usr/lib/libSystem.B.dylib"], found.dylibs  # libc++ is linked in
+    assert found.signed or arch == "x86_64"
 
 
 def test_every_wheel_and_the_sdist_carry_the_licenses(built: Built) -> None:
     for wheel in built.wheels.values():
         assert_licenses_in_wheel(wheel)
     assert_licenses_in_sdist(built.sdist)
+
+
+@pytest.mark.parametrize("how", ["pip-wheel", "uv-build"])
+def test_the_backend_runs_from_the_static_wheel(built: Built, how: str, tmp_path: Path) -> None:
+    """test_backend's check that settings reach the inner backend, with the build environment's
+    wheelmerge-cuda taken from the static x86_64 wheel (WHEELMERGE_WHEEL puts it in the
+    frontends' --find-links; PIP_ONLY_BINARY and UV_NO_BUILD_PACKAGE forbid building it), so
+    nothing of wheelmerge is compiled; the inner backend (recpkg) is pure Python."""
+    result = run([tool_python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", tmp_path / "inner",
+                  f"{ROOT}/tests/integration/test_backend.py::test_inner_settings_reach_the_inner_backend[{how}]"],
+                 env=clean_env({"WHEELMERGE_WHEEL": str(built.wheels["x86_64-linux-musl"]), "PIP_ONLY_BINARY": "wheelmerge-cuda",
+                                "UV_NO_BUILD_PACKAGE": "wheelmerge-cuda"}), cwd=ROOT / "tests" / "integration", check=False, timeout=1800)
+    assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout[-4000:] + result.stderr[-2000:]
