@@ -22,7 +22,13 @@ key=$(cd "$root" && { git ls-files -co --exclude-standard -- CMakeLists.txt cmak
         tests/unit | LC_ALL=C sort | while read -r f; do [ -f "$f" ] && sha256sum "$f"; done
       echo "$prefix $units"; cat "$here/build.sh" "$here/toolchain.cmake"; } | sha256sum | cut -c1-16)
 out=$cache/build/$target-$key
-if [ -x "$out/wheelmerge" ] && { [ "$units" = 0 ] || [ -x "$out/unit_tests" ]; }; then echo "$out/wheelmerge"; exit 0; fi
+built() { [ -x "$out/wheelmerge" ] && { [ "$units" = 0 ] || [ -x "$out/unit_tests" ]; }; }
+if built; then echo "$out/wheelmerge"; exit 0; fi
+# One build of a target at a time (a second caller waits, then finds it done).
+mkdir -p "$cache/build"
+exec 9>"$cache/build/.lock-$target"
+flock 9
+if built; then echo "$out/wheelmerge"; exit 0; fi
 
 isal=(-DWHEELMERGE_ISAL=ON -DWHEELMERGE_ISAL_ROOT="$prefix")
 # ISA-L's x86_64 assembly is built for ELF only (nasm's macho64 output is not wired into its
@@ -40,7 +46,8 @@ targets=(wheelmerge)
 [ "$units" = 1 ] && targets+=(unit_tests)
 cmake --build "$work" -j"${WHEELMERGE_JOBS:-$(nproc)}" --target "${targets[@]}" >>"$work/../.log-$target" 2>&1 ||
   { grep -m20 -B2 -A6 "error" "$work/../.log-$target" >&2 || tail -30 "$work/../.log-$target" >&2; exit 1; }
-rm -rf "$out" && mkdir -p "$out"
-for t in "${targets[@]}"; do cp "$work/$t" "$out/"; done
+rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+for t in "${targets[@]}"; do cp "$work/$t" "$out.tmp/"; done
+rm -rf "$out" && mv "$out.tmp" "$out"  # whole, or not there
 rm -rf "$work" && mkdir -p "$work"
 echo "$out/wheelmerge"

@@ -34,6 +34,11 @@ key=$(cat "$here/sources.lock" "$here/deps.sh" "$here/toolchain.cmake" "$root"/t
         "$zigbin/$target-cc" | sha256sum | cut -c1-16)
 prefix=$cache/deps/$target-$key
 if [ -f "$prefix/stamp" ]; then echo "$prefix"; exit 0; fi
+# One build of a target at a time (a second caller waits, then finds it done).
+mkdir -p "$cache/deps"
+exec 9>"$cache/deps/.lock-$target"
+flock 9
+if [ -f "$prefix/stamp" ]; then echo "$prefix"; exit 0; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/wheelmerge-deps.XXXXXX")
 trap 'rm -rf "$work"' EXIT
