@@ -4,11 +4,12 @@ sources, in `py3-none-PLATFORM` wheels like ruff's and uv's.
 
 What each test proves:
 - the Linux executables are fully static (no program interpreter, no DT_NEEDED: readelf) and
-  `auditwheel show` agrees with the wheels' manylinux tags; pip and packaging pick the one wheel
-  for glibc and for musl platforms alike;
+  `auditwheel show` agrees with the wheels' manylinux tags; pip reads each tag of the compressed
+  tag set, and uv picks the one wheel for glibc (2.17 to 2.31 and its own) and musl systems;
 - the x86_64 executable merges the bundled example in an empty root (nothing but itself and the
   wheels: no libc, no /usr, no /proc) into the same bytes as this build tree's executable;
-- the aarch64 executable does the same under qemu-aarch64;
+- the aarch64 executable does the same under qemu-aarch64 (this machine has no aarch64 libc);
+- the PEP 517 backend works from the static wheel in pip's and uv's build environments;
 - the wheel installs with the pip of a clean Debian 11 root (glibc 2.31, Python 3.9, pip 20.3)
   and merges there into the same bytes;
 - the macOS executables are Mach-O files for their architecture and minimum OS (nothing here can
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, DemoWheels, clean_env, run, tool_python
+from test_backend import uv  # noqa: F401  (the fixture)
 from test_licenses import assert_licenses_in_sdist, assert_licenses_in_wheel
 
 STATIC = ROOT / "scripts" / "static"
@@ -107,36 +109,55 @@ def test_auditwheel_show_agrees_with_the_tags(built: Built, arch: str) -> None:
     assert "references no external versioned symbols" in shown, shown
 
 
-@pytest.mark.parametrize("platform", ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_31_x86_64",
-                                      "musllinux_1_1_x86_64", "musllinux_1_2_x86_64", "manylinux2014_aarch64",
-                                      "musllinux_1_2_aarch64"])
-def test_pip_picks_the_one_wheel_for_glibc_and_musl(built: Built, platform: str, tmp_path: Path) -> None:
-    arch = "aarch64" if platform.endswith("aarch64") else "x86_64"
+def install_target(built: Built, tmp_path: Path, command: list[str | Path]) -> str:
+    """Installs wheelmerge-cuda with `command` (a pip or uv install, to which a find-links
+    directory holding every built wheel, `--target` and the requirement are added); returns the
+    installed wheel's WHEEL file."""
     links = tmp_path / "links"
     links.mkdir()
     for wheel in built.wheels.values():
         shutil.copy2(wheel, links / wheel.name)
     target = tmp_path / "target"
-    run([tool_python(), "-m", "pip", "install", "--no-index", "--find-links", links, "--only-binary", ":all:",
-         "--platform", platform, "--python-version", "3.9", "--target", target, "wheelmerge-cuda"],
-        env=clean_env({"PIP_NO_CACHE_DIR": "1"}))
-    installed = next(target.glob("*.dist-info/WHEEL")).read_text()
+    run([*command, "--no-index", "--find-links", links, "--target", target, "wheelmerge-cuda"],
+        env=clean_env({"PIP_NO_CACHE_DIR": "1", "UV_NO_CACHE": "1"}))
+    return next(target.glob("*.dist-info/WHEEL")).read_text()
+
+
+@pytest.mark.parametrize("platform", ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "musllinux_1_1_x86_64",
+                                      "manylinux2014_aarch64", "manylinux_2_17_aarch64", "musllinux_1_1_aarch64"])
+def test_pip_reads_every_tag_of_the_compressed_set(built: Built, platform: str, tmp_path: Path) -> None:
+    """pip's --platform is one exact tag: each of the file name's tags is found."""
+    arch = "aarch64" if platform.endswith("aarch64") else "x86_64"
+    installed = install_target(built, tmp_path, [tool_python(), "-m", "pip", "install", "--only-binary", ":all:",
+                                                 "--platform", platform, "--python-version", "3.9"])
     assert f"Tag: py3-none-manylinux_2_17_{arch}" in installed and f"musllinux_1_1_{arch}" in installed
 
 
-def merge_in(root: Path, exe: Path, demo_wheels: DemoWheels, runner: list[str]) -> bytes:
+@pytest.mark.parametrize("platform", ["x86_64-manylinux_2_17", "x86_64-manylinux_2_31", "x86_64-unknown-linux-gnu",
+                                      "x86_64-unknown-linux-musl", "aarch64-manylinux_2_28",
+                                      "aarch64-unknown-linux-musl"])
+def test_uv_picks_the_one_wheel_for_glibc_and_musl_systems(built: Built, platform: str, uv: Path,  # noqa: F811
+                                                           tmp_path: Path) -> None:
+    """uv's --python-platform stands for a whole system (every tag it accepts, newest glibc or
+    musl first): the one Linux wheel of the architecture is chosen on glibc and musl alike."""
+    arch = platform.split("-", 1)[0]
+    installed = install_target(built, tmp_path, [uv, "pip", "install", "--python", tool_python(),
+                                                 "--python-platform", platform, "--python-version", "3.9"])
+    assert f"Tag: py3-none-manylinux_2_17_{arch}" in installed and f"musllinux_1_1_{arch}" in installed
+
+
+def merge_in(root: Path, exe: Path, demo_wheels: DemoWheels) -> bytes:
     """Merges the example's two builds with `exe` copied into the empty `root`, chrooted there
-    with `runner` (qemu-user or nothing) in front; returns the merged wheel's bytes."""
+    (a mount namespace of its own: no /proc); returns the merged wheel's bytes."""
     (root / "in").mkdir(parents=True)
     (root / "out").mkdir()
     shutil.copy2(exe, root / "wheelmerge")
     for wheel in (demo_wheels.cu12, demo_wheels.cu13):
         shutil.copy2(wheel, root / "in" / wheel.name)
-    if runner:
-        shutil.copy2(shutil.which(runner[0]), root / runner[0])
-    argv = [f"/{runner[0]}"] * bool(runner) + ["/wheelmerge", "merge", f"/in/{demo_wheels.cu12.name}",
-                                               f"/in/{demo_wheels.cu13.name}", "-o", "/out", "--json"]
-    result = run(["unshare", "--mount", "--fork", "chroot", root, *argv], env={"SOURCE_DATE_EPOCH": "315532800"})
+    argv = ["/wheelmerge", "merge", f"/in/{demo_wheels.cu12.name}", f"/in/{demo_wheels.cu13.name}", "-o", "/out",
+            "--json"]
+    result = run(["unshare", "--mount", "--fork", "chroot", root, *argv],
+                 env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SOURCE_DATE_EPOCH": "315532800"})
     return (root / "out" / Path(json.loads(result.stdout)["output"]).name).read_bytes()
 
 
@@ -151,16 +172,21 @@ def test_x86_64_merges_in_an_empty_root_like_the_native_build(built: Built, demo
     assert os.geteuid() == 0, "chroot needs root"
     exe = executable_of(built.wheels["x86_64-linux-musl"], tmp_path / "exe")
     root = tmp_path / "root"
-    merged = merge_in(root, exe, demo_wheels, [])
+    merged = merge_in(root, exe, demo_wheels)
     assert sorted(p.name for p in root.iterdir()) == ["in", "out", "wheelmerge"]  # nothing else was there
     assert merged == native_merge(wheelmerge_bin, demo_wheels, tmp_path / "native")
 
 
-@pytest.mark.skipif(shutil.which("qemu-aarch64") is None, reason="qemu-user (scripts/setup.sh installs it)")
 def test_aarch64_merges_under_qemu_like_the_native_build(built: Built, demo_wheels: DemoWheels,
                                                           wheelmerge_bin: Path, tmp_path: Path) -> None:
+    """Under qemu-user (scripts/setup.sh installs it). This machine has no aarch64 libc or
+    loader at all, so only a static executable can start here."""
+    assert shutil.which("qemu-aarch64"), "qemu-user is missing: scripts/setup.sh installs it"
     exe = executable_of(built.wheels["aarch64-linux-musl"], tmp_path / "exe")
-    merged = merge_in(tmp_path / "root", exe, demo_wheels, ["qemu-aarch64"])
+    assert not Path("/lib/ld-linux-aarch64.so.1").exists()
+    result = run(["qemu-aarch64", exe, "merge", demo_wheels.cu12, demo_wheels.cu13, "-o", tmp_path / "out", "--json"],
+                 env=clean_env({"SOURCE_DATE_EPOCH": "315532800"}))
+    merged = Path(json.loads(result.stdout)["output"]).read_bytes()
     assert merged == native_merge(wheelmerge_bin, demo_wheels, tmp_path / "native")
     version = run(["qemu-aarch64", exe, "--version"]).stdout
     assert version == run([wheelmerge_bin, "--version"]).stdout
