@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import tarfile
 import zipfile
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import pytest
 from conftest import ROOT, DemoWheels, clean_env, run, tool_python
 from test_backend import uv  # noqa: F401  (the fixture)
 from test_licenses import assert_licenses_in_sdist, assert_licenses_in_wheel
+from test_own_wheel import in_root
 
 STATIC = ROOT / "scripts" / "static"
 LINUX = {"x86_64": "x86_64-linux-musl", "aarch64": "aarch64-linux-musl"}
@@ -202,13 +202,6 @@ def bullseye_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def in_root(root: Path, script: str) -> subprocess.CompletedProcess[str]:
-    mount_then_chroot = 'mount -t proc proc "$1/proc" && exec chroot "$1" /bin/sh -ec "$2"'
-    return run(["unshare", "--mount", "--fork", "sh", "-c", mount_then_chroot, "sh", root, script],
-               env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
-                    "SOURCE_DATE_EPOCH": "315532800"})
-
-
 def test_pip_of_debian_11_installs_it_and_it_merges_the_same(built: Built, bullseye_root: Path,
                                                              demo_wheels: DemoWheels, wheelmerge_bin: Path,
                                                              tmp_path: Path) -> None:
@@ -221,6 +214,7 @@ def test_pip_of_debian_11_installs_it_and_it_merges_the_same(built: Built, bulls
     for path in (wheel, demo_wheels.cu12, demo_wheels.cu13):
         shutil.copy2(path, inputs / path.name)
     result = in_root(bullseye_root, f"""
+        export SOURCE_DATE_EPOCH=315532800
         python3 -m venv /opt/wm
         /opt/wm/bin/pip --version
         /opt/wm/bin/pip install --no-index --disable-pip-version-check -q /tmp/in/{wheel.name}
