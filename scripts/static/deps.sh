@@ -22,11 +22,14 @@ zigbin=$("$here/zig.sh" "$target")
 isal_tarball=$(bash "$root/scripts/isal.sh" --fetch)
 jobs=${WHEELMERGE_JOBS:-$(nproc)}
 
+# OpenSSL's configuration, and ISA-L's make arguments (none: no ISA-L). x86_64 assembles with
+# nasm; aarch64 with the C compiler, as ISA-L's make.inc sets it (AS=$(CC) -D__ASSEMBLY__), which
+# an AS given here would replace.
 case $target in
-  x86_64-linux-*) system=Linux processor=x86_64 openssl=linux-x86_64 isal=(host_cpu=x86_64) ;;
-  aarch64-linux-*) system=Linux processor=aarch64 openssl=linux-aarch64 isal=(host_cpu=aarch64 arch=aarch64) ;;
-  x86_64-macos*) system=Darwin processor=x86_64 openssl=darwin64-x86_64-cc isal=() ;;
-  aarch64-macos*) system=Darwin processor=arm64 openssl=darwin64-arm64-cc isal=() ;;
+  x86_64-linux-*) openssl=linux-x86_64 isal=(host_cpu=x86_64 AS=nasm) ;;
+  aarch64-linux-*) openssl=linux-aarch64 isal=(host_cpu=aarch64 arch=aarch64) ;;
+  x86_64-macos*) openssl=darwin64-x86_64-cc isal=() ;;
+  aarch64-macos*) openssl=darwin64-arm64-cc isal=() ;;
   *) echo "deps.sh: unsupported target $target" >&2; exit 1 ;;
 esac
 
@@ -97,14 +100,11 @@ log "utf8proc"
 cmake_dep utf8proc -DUTF8PROC_ENABLE_TESTING=OFF
 
 log "ISA-L"
-tar xzf "$isal_tarball" -C "$work"
-dir=$(echo "$work"/isal-*/src/isal/isa-l)
-for p in "$root"/third_party/isal/*.patch; do patch -s -d "$dir" -p1 < "$p"; done
-mkdir -p "$prefix/include/isa-l"
 if [ ${#isal[@]} -gt 0 ]; then
-  # x86_64 assembles with nasm; aarch64 with the C compiler, as ISA-L's make.inc sets it (AS=$(CC)
-  # -D__ASSEMBLY__), which an AS given here would replace.
-  [ "$processor" = x86_64 ] && isal+=(AS=nasm)
+  tar xzf "$isal_tarball" -C "$work"
+  dir=$(echo "$work"/isal-*/src/isal/isa-l)
+  for p in "$root"/third_party/isal/*.patch; do patch -s -d "$dir" -p1 < "$p"; done
+  mkdir -p "$prefix/include/isa-l"
   quiet isal make -C "$dir" -f Makefile.unx -j"$jobs" lib "${isal[@]}" CC="$CC"
   cp "$dir/bin/isa-l.a" "$prefix/lib/libisal.a"
   cp "$dir"/include/*.h "$prefix/include/isa-l/"
