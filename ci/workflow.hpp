@@ -4,6 +4,7 @@
 #pragma once
 
 #include "merger/base/problem.hpp"
+#include "merger/version.hpp"
 
 #include <optional>
 #include <string>
@@ -25,7 +26,10 @@ struct WorkflowOptions {
   bool variants = false;
   std::vector<std::string> variant_files;
   bool driver_fallback = false;
-  std::string ref = "main";  // of wheelmerge's reusable workflow
+  // The ref of wheelmerge's reusable workflow (which names its action at the same ref): the
+  // release tag of the wheelmerge writing the workflow, so that a project's CI changes only when
+  // it moves to a newer release (`ci init --force` with that release, or the tag edited by hand).
+  std::string ref = "v" + std::string(kVersion);
 };
 
 // Every value of `options` that came from a configuration or the command line, checked against

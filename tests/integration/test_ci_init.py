@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run
+from conftest import run, wheelmerge_version
 from test_ci import EXAMPLES, REUSABLE, Linters, assert_clean, linters  # noqa: F401  (fixture)
 
 OPTION_SETS = {
@@ -58,7 +58,25 @@ def test_documented_examples_are_what_init_writes(wheelmerge_bin, linters: Linte
     project.mkdir()
     (project / "pyproject.toml").write_text('[project]\nname = "mypkg"\n')
     run([wheelmerge_bin, "ci", "init", project, *command])
-    assert linters.yaml(project / ".github" / "workflows" / "wheels.yml") == linters.yaml(example)
+    written = linters.yaml(project / ".github" / "workflows" / "wheels.yml")
+    shipped = linters.yaml(example)
+    # The written call names the release of the wheelmerge that wrote it; the shipped example
+    # names the ref that ci/set-ref.sh gives every shipped file (main between releases).
+    uses, ref = written["jobs"]["wheels"]["uses"].rsplit("@", 1)
+    assert ref == f"v{wheelmerge_version()}"
+    assert shipped["jobs"]["wheels"]["uses"].rsplit("@", 1)[0] == uses
+    shipped["jobs"]["wheels"]["uses"] = written["jobs"]["wheels"]["uses"]
+    assert written == shipped
+
+
+def test_pinned_to_the_release_that_wrote_it(wheelmerge_bin, project):
+    init(wheelmerge_bin, project)
+    text = (project / ".github" / "workflows" / "wheels.yml").read_text()
+    version = wheelmerge_version()
+    assert f"wheelmerge-wheels.yml@v{version}\n" in text
+    assert f"pinned at v{version}" in text and "wheelmerge ci init --force" in text  # how to move on
+    init(wheelmerge_bin, project, "--force", "--ref", "main")
+    assert "wheelmerge-wheels.yml@main\n" in (project / ".github" / "workflows" / "wheels.yml").read_text()
 
 
 def test_inputs_follow_the_project(wheelmerge_bin, linters: Linters, project):
