@@ -74,7 +74,8 @@ def test_pinned_to_the_release_that_wrote_it(wheelmerge_bin, project):
     text = (project / ".github" / "workflows" / "wheels.yml").read_text()
     version = wheelmerge_version()
     assert f"wheelmerge-wheels.yml@v{version}\n" in text
-    assert f"pinned at v{version}" in text and "wheelmerge ci init --force" in text  # how to move on
+    assert f"pinned at v{version}" in text  # and how to move on, with the options that wrote it:
+    assert "`wheelmerge ci init --python 3.10,3.11,3.12,3.13 --cuda 12,13 --import-name mypkg --force`" in text
     init(wheelmerge_bin, project, "--force", "--ref", "main")
     assert "wheelmerge-wheels.yml@main\n" in (project / ".github" / "workflows" / "wheels.yml").read_text()
 
