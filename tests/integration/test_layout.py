@@ -1,6 +1,6 @@
 """The source tree's rooms: merger/base, merger/zip, merger/format, the merge stages in merger/,
 then driver/, ci/ and cli/. A file may include only files of its own room or of rooms before it,
-so the include graph reads bottom-up (README "Layout")."""
+so the include graph reads bottom-up (ARCHITECTURE.md, "Folder map")."""
 import re
 
 from conftest import ROOT
