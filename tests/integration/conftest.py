@@ -324,6 +324,7 @@ SUITES = {
     "test_cudademo": Suite(("network", "gpu", "slow")),
     "test_cupy": Suite(("network", "slow"), first=True),
     "test_data_layouts": Suite(("cxx",)),
+    "test_docs": Suite(),
     "test_faults": Suite(("cxx",)),
     "test_fuzz": Suite(("slow",)),
     "test_fuzz_oracle": Suite(("slow", "cxx")),
