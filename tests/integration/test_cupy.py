@@ -289,6 +289,10 @@ def test_import_selects_the_build_of_the_installed_runtime_wheels(
     # CuPy reads its preload configuration by path, which the merged wheel stores per build:
     # docs/real-wheels.md ("CuPy") says what that costs (cuTENSOR and NCCL are not preloaded).
     assert seen["preload_config"] is None
+    # The README's quick start ends with the diagnosis: it names the build and why.
+    report = run([python, "-m", "cupy._wheelmerge"], env=clean_env({"LD_LIBRARY_PATH": str(broken_driver)}),
+                 cwd=python.parent)
+    assert f"selected: {label}, because " in report.stdout and RUNTIME[label] in report.stdout, report.stdout
 
 
 @pytest.mark.parametrize("label,version", [("cu12", 12080), ("cu13", 13000)])
