@@ -153,9 +153,10 @@ int run_variants(const Output& out, const std::vector<std::string>& args, const 
   nlohmann::json sm_arch = nlohmann::json::object();
   for (size_t i = 0; i < labels.size(); ++i) {
     sm_arch[labels[i]] = result->sm_arch[i];
-    out.info(fmt::format("{}: {}", labels[i],
-                         result->sm_arch[i].empty() ? std::string("no sm_arch (any GPU)")
-                                                    : fmt::format("sm_arch {}", fmt::join(result->sm_arch[i], " "))));
+    if (result->labels[i].selector() == wm::Selector::cuda)
+      out.info(fmt::format("{}: {}", labels[i],
+                           result->sm_arch[i].empty() ? std::string("no sm_arch (any GPU)")
+                                                      : fmt::format("sm_arch {}", fmt::join(result->sm_arch[i], " "))));
   }
   out.info(fmt::format("wrote {} variant wheels ({}) and {}{} in {:.2f}s", result->wheels.size(),
                        fmt::join(labels, ", "), result->index,

@@ -629,7 +629,7 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
                           options.project_dir,
                           {},
                           "--variants: no variant properties for a build's label",
-                          "CUDA labels (cuNN)",
+                          "CUDA labels (cuNN) or x86-64 levels (x86_64_vN)",
                           why});
   }
   const VariantBackend backend = variant_backend(*project, options.project_dir, problems);

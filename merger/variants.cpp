@@ -66,18 +66,29 @@ std::vector<std::string> build_sm_arch(const Wheel& w, std::vector<std::string>&
 
 std::optional<VariantProperties> variant_properties(const VariantLabel& label, std::string& why,
                                                     const std::vector<std::string>& sm_arch) {
-  if (label.selector() != Selector::cuda) {
-    why = fmt::format("{} ({} builds have no variant provider installers know; merge them instead)", label.str(),
-                      selector_name(label.selector()));
-    return std::nullopt;
-  }
   VariantProperties v;
   v.label = label.str();
-  // A build for CUDA N runs on a driver of CUDA N or later: the provider prefers the highest
-  // bound a driver meets, so a CUDA 13 driver gets the cu13 build and a CUDA 12 driver cu12.
-  v.properties["nvidia"]["cuda_version_lower_bound"] = {std::to_string(label.cuda_major())};
-  if (!sm_arch.empty()) v.properties["nvidia"]["sm_arch"] = sm_arch;
-  return v;
+  switch (label.selector()) {
+    case Selector::cuda:
+      // A build for CUDA N runs on a driver of CUDA N or later: the provider prefers the highest
+      // bound a driver meets, so a CUDA 13 driver gets the cu13 build and a CUDA 12 driver cu12.
+      v.properties["nvidia"]["cuda_version_lower_bound"] = {std::to_string(label.cuda_major())};
+      if (!sm_arch.empty()) v.properties["nvidia"]["sm_arch"] = sm_arch;
+      return v;
+    case Selector::cpu:
+      // The build's own level alone: the x86-64 provider matches a CPU of level N with each of
+      // v1 .. vN, highest first, so it takes the highest build the CPU runs. Listing v1 .. v3 for
+      // a v3 build would make it match a v2 CPU.
+      v.properties["x86_64"]["level"] = {fmt::format("v{}", label.cpu_level())};
+      return v;
+    case Selector::torch:
+      break;
+  }
+  why = fmt::format(
+      "{} (torch builds have no variant provider installers serve: uv serves the nvidia and "
+      "x86_64 namespaces, not PyTorch's; merge them instead)",
+      label.str());
+  return std::nullopt;
 }
 
 namespace {
@@ -89,13 +100,18 @@ std::vector<VariantProperties> build_properties(const std::vector<Wheel>& wheels
   std::vector<VariantProperties> variants;
   for (const Wheel& w : wheels) {
     std::vector<std::string> sm_arch;
-    if (options.sm_arch) sm_arch = build_sm_arch(w, notes, problems);
+    // GPU code says nothing about a CPU build's properties: not read there.
+    if (options.sm_arch && w.build_label().selector() == Selector::cuda) sm_arch = build_sm_arch(w, notes, problems);
     std::string why;
     if (auto v = variant_properties(w.build_label(), why, sm_arch))
       variants.push_back(std::move(*v));
     else
-      problems.push_back(
-          {ProblemKind::usage, w.path, {}, "no variant properties for this build's label", "a CUDA label (cuNN)", why});
+      problems.push_back({ProblemKind::usage,
+                          w.path,
+                          {},
+                          "no variant properties for this build's label",
+                          "a CUDA label (cuNN) or an x86-64 level (x86_64_vN)",
+                          why});
   }
   return variants;
 }
@@ -147,8 +163,9 @@ bool write_planned(const std::vector<MergePlan>& plans, std::optional<MergePlan>
     }
     result.wheels.push_back(*written);
     result.labels.push_back(wheels[i].build_label());
-    const auto& nvidia = variants[i].properties.at("nvidia");
-    result.sm_arch.push_back(nvidia.count("sm_arch") ? nvidia.at("sm_arch") : std::vector<std::string>());
+    const auto nvidia = variants[i].properties.find("nvidia");
+    const bool has_sm_arch = nvidia != variants[i].properties.end() && nvidia->second.count("sm_arch");
+    result.sm_arch.push_back(has_sm_arch ? nvidia->second.at("sm_arch") : std::vector<std::string>());
     result.warnings.insert(result.warnings.end(), plans[i].warnings.begin(), plans[i].warnings.end());
   }
   if (!merged) return true;

@@ -8,18 +8,23 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 namespace wm {
 
 namespace {
 
 // The provider entry of a namespace, as installers recognise it. uv runs no provider plugins:
-// it serves the `nvidia` namespace itself, and only for exactly this requirement and plugin API.
+// it serves the `nvidia` namespace itself only for exactly this requirement and plugin API, and
+// the `x86_64` namespace (its `level` feature) for a requirement on x86-64-variant-provider
+// whose plugin API, given or derived from the name as variantlib derives it, is
+// `x86_64_variant_provider` (docs/variants.md).
 nlohmann::json provider(const std::string& name_space) {
   if (name_space == "nvidia")
     return {{"requires", {"nvidia-variant-provider>=0.0.1,<1.0.0"}},
             {"plugin-api", "nvidia_variant_provider.plugin:NvidiaVariantPlugin"}};
-  return nlohmann::json::object();
+  if (name_space == "x86_64") return {{"requires", {"x86-64-variant-provider"}}};
+  throw std::logic_error("no provider entry for the namespace " + name_space);
 }
 
 // How deep `text`'s arrays and objects nest (strings skipped); stops counting past `limit`.

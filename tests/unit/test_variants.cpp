@@ -5,20 +5,57 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <iterator>
+
 using namespace wm;
 using namespace wm::test;
 
-TEST_CASE("variant properties: a CUDA build needs a driver of its major; other selectors have no provider") {
+TEST_CASE(
+    "variant properties: a CUDA build needs a driver of its major, a CPU build its level; torch has no provider") {
   std::string why;
   auto cu12 = variant_properties(VariantLabel::cuda(12), why);
   REQUIRE(cu12);
   CHECK(cu12->label == "cu12");
   CHECK(cu12->properties.at("nvidia").at("cuda_version_lower_bound") == std::vector<std::string>{"12"});
   CHECK(cu12->properties.size() == 1);
-  CHECK_FALSE(variant_properties(VariantLabel::cpu(3), why));
-  CHECK(why.find("cpu builds have no variant provider") != std::string::npos);
+  for (int level = 1; level <= kMaxCpuLevel; ++level) {
+    auto cpu = variant_properties(VariantLabel::cpu(level), why);
+    REQUIRE(cpu);
+    CHECK(cpu->label == "x86_64_v" + std::to_string(level));
+    // Its own level alone: v1 .. v3 on a v3 build would match a v2 CPU (any value matches).
+    CHECK(cpu->properties == VariantPropertyMap{{"x86_64", {{"level", {"v" + std::to_string(level)}}}}});
+  }
+  // sm_arch values say nothing about a CPU build.
+  CHECK(variant_properties(VariantLabel::cpu(3), why, {"90_real"})->properties.at("x86_64").size() == 1);
+  why.clear();
   CHECK_FALSE(variant_properties(VariantLabel::torch(2, 10, 12), why));
-  CHECK(why.find("torch builds") != std::string::npos);
+  CHECK(why.find("torch builds have no variant provider installers serve") != std::string::npos);
+  CHECK(why.find("torch210_cu12") == 0);
+}
+
+TEST_CASE("variants document of x86-64 levels: the x86_64 provider uv serves, each level its own value") {
+  std::string why;
+  std::vector<VariantProperties> levels;
+  for (int level : {4, 1, 3}) levels.push_back(*variant_properties(VariantLabel::cpu(level), why));
+  const std::string index = variants_document(levels);
+  CHECK(variant_index_problem(index) == "");
+  const auto doc = nlohmann::json::parse(index);
+  CHECK(doc.at("default-priorities") == nlohmann::json{{"namespace", {"x86_64"}}});
+  CHECK(doc.at("providers") == nlohmann::json{{"x86_64", {{"requires", {"x86-64-variant-provider"}}}}});
+  CHECK(doc.at("variants") == nlohmann::json{{"x86_64_v1", {{"x86_64", {{"level", {"v1"}}}}}},
+                                             {"x86_64_v3", {{"x86_64", {{"level", {"v3"}}}}}},
+                                             {"x86_64_v4", {{"x86_64", {{"level", {"v4"}}}}}}});
+  // Read back by the strict reader as written: the provider entry, the labels, the properties.
+  const auto read = parse_variant_document(index, why);
+  REQUIRE(read);
+  CHECK(read->providers.at("x86_64") == VariantProvider{.requirements = {"x86-64-variant-provider"}});
+  CHECK(variant_document_text(*read) == index);
+  const std::string one = variants_document({levels[2]});
+  CHECK(variant_document_problem(one, "x86_64_v3") == "");
+  CHECK(variant_property_strings(one, "x86_64_v3") == std::vector<std::string>{"x86_64 :: level :: v3"});
+  CHECK(variant_document_problem(one, "x86_64_v4") ==
+        "variants: expected the file name's label \"x86_64_v4\" alone, found [\"x86_64_v3\"]");
 }
 
 TEST_CASE(
@@ -282,10 +319,43 @@ TEST_CASE("variants: an input without a label, or one with no properties, is ref
   WheelBuilder plain12 = cuda_build(12);
   plain12.filename = plain.filename;
   const std::string other = plain12.write(dir.sub("plain12"));
-  CHECK_FALSE(write_variants({{unlabelled, "x86_64_v3"}, {other, "x86_64_v2"}}, {}, out.string(), time, problems));
+  CHECK_FALSE(
+      write_variants({{unlabelled, "torch211_cu13"}, {other, "torch210_cu12"}}, {}, out.string(), time, problems));
   REQUIRE(problems.size() == 2);
   CHECK(problems[0].what == "no variant properties for this build's label");
-  CHECK(problems[0].file == other);  // in label order: x86_64_v2 first
-  CHECK(problems[1].found.starts_with("x86_64_v3 (cpu builds"));
+  CHECK(problems[0].file == other);  // in label order: torch210_cu12 first
+  CHECK(problems[0].expected == "a CUDA label (cuNN) or an x86-64 level (x86_64_vN)");
+  CHECK(problems[1].found.starts_with("torch211_cu13 (torch builds have no variant provider"));
   CHECK(listing(out).empty());
+}
+
+TEST_CASE("variants: x86-64 level builds get a variant wheel each, marked with their level, and no sm_arch") {
+  TempDir dir;
+  std::vector<WheelInput> inputs;
+  for (int level : {3, 1}) {
+    WheelBuilder b = cuda_build(12);
+    b.filename = "pkg-1.0-cp311-cp311-linux_x86_64.whl";
+    b.files[kCoreModule] = "extension module built for x86-64-v" + std::to_string(level);
+    inputs.push_back({b.write(dir.sub("in" + std::to_string(level))), "x86_64_v" + std::to_string(level)});
+  }
+  const DosTime time = dos_time_from_epoch(1700000000);
+  Problems problems;
+  VariantsOptions options;
+  options.with_merged = true;
+  auto result = write_variants(inputs, options, dir.sub("out").string(), time, problems);
+  REQUIRE_MESSAGE(result, (problems.empty() ? std::string() : describe(problems.front())));
+  CHECK(result->labels == std::vector<VariantLabel>{VariantLabel::cpu(1), VariantLabel::cpu(3)});
+  REQUIRE(result->wheels.size() == 2);
+  CHECK(result->wheels[0].ends_with("pkg-1.0-cp311-cp311-linux_x86_64-x86_64_v1.whl"));
+  CHECK(result->wheels[1].ends_with("pkg-1.0-cp311-cp311-linux_x86_64-x86_64_v3.whl"));
+  CHECK(result->sm_arch == std::vector<std::vector<std::string>>{{}, {}});
+  REQUIRE(result->merged);
+  CHECK(result->merged->ends_with("pkg-1.0-cp311-cp311-linux_x86_64.whl"));
+  CHECK(result->warnings.empty());
+  std::ifstream in(result->index, std::ios::binary);
+  const std::string index((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(variant_index_problem(index) == "");
+  CHECK(nlohmann::json::parse(index).at("variants") ==
+        nlohmann::json{{"x86_64_v1", {{"x86_64", {{"level", {"v1"}}}}}},
+                       {"x86_64_v3", {{"x86_64", {{"level", {"v3"}}}}}}});
 }
