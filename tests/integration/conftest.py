@@ -348,6 +348,7 @@ SUITES = {
     "test_static_wheels": Suite(("network", "qemu", "slow"), first=True),
     "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), first=True),
     "test_variants": Suite(("network", "cxx")),
+    "test_variants_cpu": Suite(("cxx",)),
     "test_verify": Suite(("cxx",)),
     "test_windows_aarch64": Suite(("network", "cxx")),
 }
