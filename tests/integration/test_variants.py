@@ -168,15 +168,17 @@ def test_each_variant_wheel_installed_alone_imports_its_build(outputs, make_venv
     assert facts == [int(label[2:]), CUDA_BINDINGS[label]]
 
 
-def test_labels_without_a_provider_are_refused_and_nothing_is_written(wheelmerge_bin, demo_wheels,
-                                                                      tmp_path: Path) -> None:
+def test_torch_labels_are_refused_and_nothing_is_written(wheelmerge_bin, demo_wheels, tmp_path: Path) -> None:
+    """uv serves the nvidia and x86_64 namespaces itself, not PyTorch's: a torch build has no
+    properties an installer reads (x86-64 levels: test_variants_cpu.py)."""
     out = tmp_path / "out"
-    result = wheelmerge(wheelmerge_bin, "variants", f"{without_label(demo_wheels.cu12, tmp_path / 'v2')}=x86_64_v2",
-                        f"{without_label(demo_wheels.cu13, tmp_path / 'v3')}=x86_64_v3",
+    result = wheelmerge(wheelmerge_bin, "variants",
+                        f"{without_label(demo_wheels.cu12, tmp_path / 'a')}=torch210_cu12",
+                        f"{without_label(demo_wheels.cu13, tmp_path / 'b')}=torch211_cu13",
                         "-o", out, check=False)
     assert result.returncode == 2, result.stderr
     assert "no variant properties for this build's label" in result.stderr
-    assert "cpu builds have no variant provider" in result.stderr
+    assert "torch builds have no variant provider installers serve" in result.stderr, result.stderr
     assert not out.exists() or not any(out.iterdir())
 
 
