@@ -848,14 +848,34 @@ def test_variants_option_writes_the_variant_wheels_and_their_index_beside_the_me
         assert variant["variants"] == {label: index["variants"][label]}
 
 
-def test_variants_option_refuses_labels_without_a_provider_before_building(wheelmerge_bin, tmp_path):
+def test_variants_option_gives_cpu_levels_their_level_and_refuses_torch_labels_before_building(
+        wheelmerge_bin, tmp_path):
+    """cpuflags' x86-64 levels get variant wheels marked `x86_64 :: level :: vN`
+    (test_variants_cpu.py installs such wheels with uv); torch labels have no provider an
+    installer serves and are refused before anything is built."""
     project = copy_project("cpuflags", tmp_path)
+    # Without x86_64_v3's own build requirement, which needs an isolated build.
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().split("# One variant pins")[0])
     out = tmp_path / "out"
-    result = wheelmerge(wheelmerge_bin, "build", project, "-o", out, "--variants", "--no-isolation",
+    result = wheelmerge(wheelmerge_bin, "build", project, "-o", out, "--json", "--variants", "--no-isolation",
                         "--python", str(PYTHON), tmp_path=tmp_path)
+    assert result.returncode == 0, describe(result)
+    s = json.loads(result.stdout)
+    index = json.loads(Path(s["variants_index"]).read_text())
+    assert index["providers"] == {"x86_64": {"requires": ["x86-64-variant-provider"]}}
+    assert index["variants"] == {"x86_64_v1": {"x86_64": {"level": ["v1"]}},
+                                 "x86_64_v3": {"x86_64": {"level": ["v3"]}}}
+    assert [Path(w).name.rsplit("-", 1)[1] for w in s["variant_wheels"]] == ["x86_64_v1.whl", "x86_64_v3.whl"]
+
+    refused = tmp_path / "refused"
+    result = wheelmerge(wheelmerge_bin, "build", project, "--variant", "torch210_cu12", "--variant", "torch211_cu13",
+                        "-o", refused, "--variants", "--no-isolation", "--python", str(PYTHON), tmp_path=tmp_path)
     assert result.returncode == 2, describe(result)
     assert "--variants: no variant properties for a build's label" in result.stderr, describe(result)
-    assert not out.exists() or not any(out.iterdir())
+    assert "torch builds have no variant provider installers serve" in result.stderr, describe(result)
+    assert "built" not in result.stderr, describe(result)
+    assert not refused.exists() or not any(refused.iterdir())
 
 
 def test_no_temporary_files_left_behind(wheelmerge_bin, toolkits, tmp_path):
