@@ -298,7 +298,7 @@ std::optional<nlohmann::json> variant_toolkit(const Output& out, const wm::Varia
   const wm::ToolkitHints hints =
       wm::toolkit_hints(options.toolkit_paths, project.wheelmerge, project_dir, wm::current_environment(), &label);
   std::optional<wm::Toolkit> t;
-  if (label.selector() != wm::Selector::cpu) {
+  if (label.cuda_major() != 0) {  // a CPU level or a CPU-only torch needs no toolkit
     wm::Problems missing;
     t = wm::find_toolkit(label.cuda_major(), hints, missing);
     for (const wm::Problem& p : missing) out.warning(wm::describe(p));
