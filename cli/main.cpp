@@ -93,9 +93,8 @@ CLI::Option* repeatable(CLI::Option* option) {
 
 wm::WheelInput parse_input(const std::string& arg) {
   // PATH=LABEL, where LABEL looks like a label: short, no '/' (a path may contain '=' too).
-  // "torch210_cu12" is the longest form of today's labels.
   size_t eq = arg.rfind('=');
-  if (eq != std::string::npos && arg.find('/', eq) == std::string::npos && arg.size() - eq - 1 <= 16)
+  if (eq != std::string::npos && arg.find('/', eq) == std::string::npos && arg.size() - eq - 1 <= wm::kMaxLabelLength)
     return {arg.substr(0, eq), arg.substr(eq + 1)};
   return {arg, {}};
 }

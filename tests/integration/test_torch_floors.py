@@ -95,7 +95,10 @@ def test_exact_and_floor_labels_are_not_merged_together(wheelmerge_bin, tmp_path
 
     wheels = build_inputs(tmp_path / "inputs", "wmfloor", {"torch210_cu12": (1, '"nop"', []),
                                                            "torch211plus_cu13": (2, '"nop"', [])})
-    result = run([wheelmerge_bin, "merge", "-o", tmp_path / "out", *wheels], check=False)
+    # The long labels also given as PATH=LABEL (torch211plus_cu130 is the longest form).
+    plain = [w.rename(w.with_name(w.name.split(".torch")[0] + ".whl")) for w in wheels[:1]] + wheels[1:]
+    result = run([wheelmerge_bin, "merge", "-o", tmp_path / "out", f"{plain[0]}=torch210_cu12",
+                  f"{plain[1]}=torch211plus_cu13"], check=False)
     assert result.returncode == 2
     assert "torch labels with a floor and without one in one merge" in result.stderr
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
