@@ -93,9 +93,8 @@ CLI::Option* repeatable(CLI::Option* option) {
 
 wm::WheelInput parse_input(const std::string& arg) {
   // PATH=LABEL, where LABEL looks like a label: short, no '/' (a path may contain '=' too).
-  // "torch210_cu12" is the longest form of today's labels.
   size_t eq = arg.rfind('=');
-  if (eq != std::string::npos && arg.find('/', eq) == std::string::npos && arg.size() - eq - 1 <= 16)
+  if (eq != std::string::npos && arg.find('/', eq) == std::string::npos && arg.size() - eq - 1 <= wm::kMaxLabelLength)
     return {arg.substr(0, eq), arg.substr(eq + 1)};
   return {arg, {}};
 }
@@ -299,7 +298,7 @@ std::optional<nlohmann::json> variant_toolkit(const Output& out, const wm::Varia
   const wm::ToolkitHints hints =
       wm::toolkit_hints(options.toolkit_paths, project.wheelmerge, project_dir, wm::current_environment(), &label);
   std::optional<wm::Toolkit> t;
-  if (label.selector() != wm::Selector::cpu) {
+  if (label.cuda_major() != 0) {  // a CPU level or a CPU-only torch needs no toolkit
     wm::Problems missing;
     t = wm::find_toolkit(label.cuda_major(), hints, missing);
     for (const wm::Problem& p : missing) out.warning(wm::describe(p));

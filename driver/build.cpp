@@ -201,14 +201,16 @@ std::optional<std::string> torch_mismatch(const VariantLabel& label, const nlohm
   auto number = [](const std::string& s) {
     return !s.empty() && s.size() <= 3 && s.find_first_not_of("0123456789") == std::string::npos ? std::stoi(s) : -1;
   };
-  if (cuda.empty())
-    return fmt::format("the environment has torch {} built without CUDA, which no torch label names", torch);
-  int major = number(tv[0]), minor = tv.size() > 1 ? number(tv[1]) : -1, cuda_major = number(cv[0]);
+  const std::string built = cuda.empty() ? std::string("without CUDA") : "with CUDA " + cuda;
+  int major = number(tv[0]), minor = tv.size() > 1 ? number(tv[1]) : -1, cuda_major = cuda.empty() ? 0 : number(cv[0]);
   if (major < 0 || minor < 0 || cuda_major < 0)
-    return fmt::format("the environment has torch {} built with CUDA {}, which no torch label names", torch, cuda);
-  const VariantLabel found = VariantLabel::torch(major, minor, cuda_major);
+    return fmt::format("the environment has torch {} built {}, which no torch label names", torch, built);
+  const VariantLabel found = VariantLabel::torch(major, minor, cuda_major, label.torch_floor());
   if (found == label) return std::nullopt;
-  return fmt::format("the environment has torch {} built with CUDA {}, whose label is {}", torch, cuda, found.str());
+  if (label.torch_floor() && found.cuda_major() == label.cuda_major() && major == label.torch_version().first &&
+      minor >= label.torch_version().second)
+    return std::nullopt;  // a floor build against a later torch of its major
+  return fmt::format("the environment has torch {} built {}, whose label is {}", torch, built, found.str());
 }
 
 Environment environment_changes(const Environment& base, const Environment& env) {
@@ -367,14 +369,12 @@ class VariantBuilder {
     }
     if (b_.label.selector() == Selector::torch) {
       if (auto wrong = torch_mismatch(b_.label, probe)) {
-        auto [major, minor] = b_.label.torch_version();
         job_.problems.push_back({ProblemKind::usage,
                                  b_.label.str(),
                                  {},
                                  "the build environment does not fit the label",
-                                 fmt::format("torch {}.{} built with CUDA {} (pin it with build-requires in "
-                                             "[tool.wheelmerge.{}])",
-                                             major, minor, b_.label.cuda_major(), b_.label.str()),
+                                 fmt::format("{} (pin it with build-requires in [tool.wheelmerge.{}])",
+                                             torch_description(b_.label), b_.label.str()),
                                  *wrong});
         return false;
       }
@@ -526,7 +526,7 @@ std::vector<VariantJob> variant_jobs(const std::vector<VariantLabel>& labels, co
   const Environment env = current_environment();
   std::vector<VariantJob> jobs;
   for (const VariantLabel& label : labels) {
-    if (label.selector() == Selector::cpu) {
+    if (label.cuda_major() == 0) {  // a CPU level, or a CPU-only torch: no toolkit
       jobs.emplace_back(VariantBuild(label, std::nullopt));
       continue;
     }

@@ -164,7 +164,7 @@ ToolkitHints toolkit_hints(const std::map<int, std::string>& command_line, const
   ToolkitHints hints;
   hints.command_line = command_line;
   for (const auto& [label, v] : config.variants) {
-    if (v.toolkit.empty() || label.selector() == Selector::cpu || (only && !(label == *only))) continue;
+    if (v.toolkit.empty() || label.cuda_major() == 0 || (only && !(label == *only))) continue;
     hints.config[label.cuda_major()] = (fs::path(project_dir) / v.toolkit).lexically_normal().string();
     hints.config_table[label.cuda_major()] = label.str();
   }

@@ -327,18 +327,37 @@ std::string merged_description(const std::vector<const Wheel*>& wheels) {
   return out;
 }
 
+// The builds' labels, "torch210_cu12, torch211plus_cu13", for messages.
+std::string labels_of(const std::vector<const Wheel*>& wheels) {
+  std::vector<std::string> labels;
+  for (const Wheel* w : wheels) labels.push_back(w->build_label().str());
+  return fmt::format("{}", fmt::join(labels, ", "));
+}
+
 bool is_torch_requirement(const Requirement& r) { return normalize_name(r.name) == "torch" && !depends_on_extra(r); }
 
 // For builds of the torch selector: the one torch requirement that replaces every build's own
 // (see metadata.hpp); nullopt for other selectors, or with problems.
 std::optional<Requirement> combined_torch_requirement(const std::vector<const Wheel*>& wheels, Problems& problems) {
   std::vector<std::pair<int, int>> series;
+  size_t floors = 0;
   for (const Wheel* w : wheels) {
     const VariantLabel& label = w->build_label();
     if (label.selector() != Selector::torch) return std::nullopt;
     series.push_back(label.torch_version());
+    floors += label.torch_floor();
   }
   const size_t before = problems.size();
+  if (floors != 0 && floors != wheels.size()) {
+    // An exact build beside a floor build would leave the minors between them to the floor
+    // build and the exact one's minor to both: one rule per merge keeps the choice plain.
+    problems.push_back({ProblemKind::usage, wheels.front()->display, {},
+                        "torch labels with a floor and without one in one merge",
+                        "every build labelled torchMmmplus_... (torch M.mm or later) or every build torchMmm_... "
+                        "(that torch minor alone)",
+                        labels_of(wheels)});
+    return std::nullopt;
+  }
   std::optional<Requirement> found;  // the first build's torch requirement, for its extras and marker
   std::string found_key;
   for (size_t i = 0; i < wheels.size(); ++i) {
@@ -376,7 +395,15 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
     }
   }
   std::string why;
-  std::string specifier = series_specifier(series, why);
+  // Floor builds admit every torch of their major from the lowest floor on, as the loader
+  // does (torch's stable ABI holds across minors, not majors); the loader picks among them.
+  const auto lowest = *std::min_element(series.begin(), series.end());
+  std::string specifier = floors != 0 ? fmt::format(">={}.{},<{}", lowest.first, lowest.second, lowest.first + 1)
+                                      : series_specifier(series, why);
+  if (floors != 0 && std::any_of(series.begin(), series.end(), [&](auto s) { return s.first != lowest.first; })) {
+    specifier.clear();
+    why = "torch floors of different majors; a floor holds within its major";
+  }
   if (specifier.empty())
     problems.push_back({ProblemKind::conflict, wheels.front()->display, "METADATA",
                         "cannot cover the builds' torch versions in one requirement", "torch builds of one major",

@@ -7,7 +7,9 @@
 // - `torch` requirements of `torch` builds (labels torchMmm_cuNN) outside extras: all replaced
 //   by ONE requirement admitting exactly the torch minors that have a build
 //   (torch210 + torch211 -> `torch>=2.10,<2.12`; torch29 + torch211 -> `torch>=2.9,<2.12,!=2.10.*`),
-//   so that pip can never install a torch the loader has no build for, nor a second torch
+//   so that pip can never install a torch the loader has no build for, nor a second torch.
+//   Floor builds (torchMmmplus_...: torch M.mm or later, against torch's stable ABI) get
+//   `torch>=M.mm,<M+1` from the lowest floor; exact and floor labels in one merge are refused;
 //   beside the one a build needs. It is added even where no build declared torch: an extension
 //   compiled against torch needs torch, and a requirement is what makes pip pick a torch with a
 //   build. The builds' extras and markers on torch must agree (else a conflict), and each build's

@@ -53,16 +53,22 @@ std::optional<VariantLabel> VariantLabel::parse(std::string_view text, std::stri
     return std::nullopt;
   }
   if (text.starts_with("torch")) {
-    // "torch" + the torch major (one digit) + its minor (one or two digits) + "_cu" + the CUDA
-    // major: "torch210_cu12" is torch 2.10 built with CUDA 12.
+    // "torch" + the torch major (one digit) + its minor (one or two digits), "plus" for a floor,
+    // then "_cu" and the CUDA major or "_cpu": "torch210_cu12" is torch 2.10 built with CUDA 12,
+    // "torch210plus_cu13" torch 2.10 or later with CUDA 13, "torch210_cpu" a CPU-only torch 2.10.
     size_t underscore = text.find('_');
     std::string_view version =
         text.substr(5, underscore == std::string_view::npos ? std::string_view::npos : underscore - 5);
+    const bool floor = version.ends_with("plus");
+    if (floor) version.remove_suffix(4);
     auto major = version.empty() ? std::nullopt : number(version.substr(0, 1), 1);
     auto minor = version.size() < 2 ? std::nullopt : number(version.substr(1), 2, true);
-    auto cuda_major = underscore == std::string_view::npos ? std::nullopt : cuda_part(text.substr(underscore + 1));
-    if (major && minor && cuda_major) return torch(*major, *minor, *cuda_major);
-    why = "torch, the torch major and minor, _cu and the CUDA major (torch210_cu12: torch 2.10, CUDA 12)";
+    std::string_view build = underscore == std::string_view::npos ? std::string_view() : text.substr(underscore + 1);
+    auto cuda_major = build == "cpu" ? std::optional(0) : cuda_part(build);
+    if (major && minor && cuda_major) return torch(*major, *minor, *cuda_major, floor);
+    why =
+        "torch, the torch major and minor, plus for a floor, then _cu and the CUDA major or _cpu (torch210_cu12: torch "
+        "2.10, CUDA 12; torch210plus_cu13: torch 2.10 or later, CUDA 13; torch210_cpu: a CPU-only torch 2.10)";
     return std::nullopt;
   }
   if (text.starts_with("x86_64_v")) {
@@ -71,7 +77,7 @@ std::optional<VariantLabel> VariantLabel::parse(std::string_view text, std::stri
     why = fmt::format("x86_64_v and a psABI level from 1 to {}", kMaxCpuLevel);
     return std::nullopt;
   }
-  why = "cuNN, torchMmm_cuNN or x86_64_vN";
+  why = "cuNN, torchMmm_cuNN, torchMmmplus_cuNN, torchMmm_cpu or x86_64_vN";
   return std::nullopt;
 }
 
@@ -85,9 +91,11 @@ VariantLabel VariantLabel::cuda(int major) {
   return VariantLabel(Selector::cuda, {0, 0, major}, fmt::format("cu{}", major));
 }
 
-VariantLabel VariantLabel::torch(int major, int minor, int cuda_major) {
+VariantLabel VariantLabel::torch(int major, int minor, int cuda_major, bool floor) {
   return VariantLabel(Selector::torch, {major, minor, cuda_major},
-                      fmt::format("torch{}{}_cu{}", major, minor, cuda_major));
+                      fmt::format("torch{}{}{}_{}", major, minor, floor ? "plus" : "",
+                                  cuda_major == 0 ? std::string("cpu") : fmt::format("cu{}", cuda_major)),
+                      floor);
 }
 
 VariantLabel VariantLabel::cpu(int level) {
@@ -97,7 +105,16 @@ VariantLabel VariantLabel::cpu(int level) {
 std::strong_ordering VariantLabel::operator<=>(const VariantLabel& other) const {
   if (auto c = selector_ <=> other.selector_; c != 0) return c;
   if (auto c = key_ <=> other.key_; c != 0) return c;
+  if (auto c = floor_ <=> other.floor_; c != 0) return c;
   return text_ <=> other.text_;
+}
+
+std::string torch_description(const VariantLabel& label) {
+  const auto [major, minor] = label.torch_version();
+  const std::string version = label.torch_floor() ? fmt::format("{}.{} or a later {}.x", major, minor, major)
+                                                  : fmt::format("{}.{}", major, minor);
+  if (label.cuda_major() == 0) return "a CPU-only torch " + version;
+  return fmt::format("torch {} built with CUDA {}", version, label.cuda_major());
 }
 
 std::vector<std::string> label_strings(const std::vector<VariantLabel>& labels) {

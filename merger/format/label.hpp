@@ -17,7 +17,9 @@ namespace wm {
 // What the loader looks at to choose a build. Every build of one merged wheel has the same.
 enum class Selector {
   cuda,   // "cu12": the CUDA major of the installed cuda-bindings (or runtime wheels, driver)
-  torch,  // "torch210_cu12": the installed torch's major.minor and its CUDA major
+  // "torch210_cu12": the installed torch's major.minor and its CUDA major; "torch210plus_cu12":
+  // torch 2.10 or later (a build against torch's stable ABI); "torch210_cpu": a CPU-only torch.
+  torch,
   cpu,    // "x86_64_v3": the x86-64 psABI level of the running CPU; the highest supported wins
 };
 
@@ -26,8 +28,9 @@ std::optional<Selector> parse_selector(std::string_view name);
 
 class VariantLabel {
  public:
-  // "cu12" -> {cuda, 12}; "torch210_cu12" -> {torch, 2.10, CUDA 12}; "x86_64_v3" -> {cpu, 3};
-  // nullopt with `why` for anything no selector accepts.
+  // "cu12" -> {cuda, 12}; "torch210_cu12" -> {torch, 2.10, CUDA 12}; "torch210plus_cu13" ->
+  // {torch, 2.10 or later, CUDA 13}; "torch210_cpu" -> {torch, 2.10, CPU-only}; "x86_64_v3" ->
+  // {cpu, 3}; nullopt with `why` for anything no selector accepts.
   static std::optional<VariantLabel> parse(std::string_view text, std::string& why);
   static std::optional<VariantLabel> parse(std::string_view text) {
     std::string why;
@@ -37,15 +40,20 @@ class VariantLabel {
   // "torch210.cu12" -> "torch210_cu12", "x86.64.v3" -> "x86_64_v3", "cu12" -> "cu12".
   static std::optional<VariantLabel> from_local_version(std::string_view local);
   static VariantLabel cuda(int major);
-  static VariantLabel torch(int major, int minor, int cuda_major);
+  // cuda_major 0: a CPU-only torch ("torch210_cpu"); floor: torch major.minor or later.
+  static VariantLabel torch(int major, int minor, int cuda_major, bool floor = false);
   static VariantLabel cpu(int level);
 
   Selector selector() const { return selector_; }
   const std::string& str() const { return text_; }
-  // The CUDA major a `cuda` or `torch` label names; 0 for a `cpu` label.
+  // The CUDA major a `cuda` or `torch` label names; 0 for a `cpu` label and a CPU-only torch's
+  // ("torch210_cpu"): such a build needs no CUDA toolkit.
   int cuda_major() const { return selector_ == Selector::cpu ? 0 : key_[2]; }
-  // The torch major and minor a `torch` label names.
+  // The torch major and minor a `torch` label names: the one it was built for, or with
+  // torch_floor() the lowest it runs with.
   std::pair<int, int> torch_version() const { return {key_[0], key_[1]}; }
+  // Whether a `torch` label names a floor ("torch210plus_cu12": torch 2.10 or later).
+  bool torch_floor() const { return floor_; }
   // The psABI level (1 to 4) a `cpu` label names.
   int cpu_level() const { return key_[0]; }
 
@@ -55,10 +63,11 @@ class VariantLabel {
   bool operator==(const VariantLabel& other) const { return text_ == other.text_; }
 
  private:
-  VariantLabel(Selector selector, std::array<int, 3> key, std::string text)
-      : selector_(selector), key_(key), text_(std::move(text)) {}
+  VariantLabel(Selector selector, std::array<int, 3> key, std::string text, bool floor = false)
+      : selector_(selector), key_(key), floor_(floor), text_(std::move(text)) {}
   Selector selector_;
-  std::array<int, 3> key_;  // cuda: {0, 0, major}; torch: {major, minor, cuda}; cpu: {level, 0, 0}
+  std::array<int, 3> key_;  // cuda: {0, 0, major}; torch: {major, minor, cuda or 0}; cpu: {level, 0, 0}
+  bool floor_;              // torch: major.minor or later
   std::string text_;
 };
 
@@ -67,6 +76,10 @@ class VariantLabel {
 struct LabelTextOrder {
   bool operator()(const VariantLabel& a, const VariantLabel& b) const { return a.str() < b.str(); }
 };
+
+// What a `torch` label's build needs, for messages: "torch 2.10 built with CUDA 12", "torch 2.10
+// or a later 2.x built with CUDA 13", "a CPU-only torch 2.10".
+std::string torch_description(const VariantLabel& label);
 
 // The labels' text, in the same order: for JSON, messages and generated text.
 std::vector<std::string> label_strings(const std::vector<VariantLabel>& labels);
@@ -80,6 +93,9 @@ inline constexpr int kMaxCpuLevel = 4;
 // How an input may carry its label, for messages.
 inline constexpr std::string_view kLabelForms =
     "PATH=LABEL, a .LABEL suffix before .whl, or a +LABEL local version; LABEL is cuNN, torchMmm_cuNN "
-    "(torch M.mm built with CUDA NN) or x86_64_vN";
+    "(torch M.mm built with CUDA NN; torchMmmplus_cuNN: M.mm or later; _cpu for a CPU-only torch) or x86_64_vN";
+
+// The longest label text: "torch210plus_cu130".
+inline constexpr size_t kMaxLabelLength = 18;
 
 }  // namespace wm

@@ -1,10 +1,15 @@
 # --- selector torch: labels torch210_cu12 (torch's major.minor, the CUDA major) ---------------
 
 
-def _torch_label(label: str) -> tuple[int, int, int]:
-    """ "torch210_cu12" -> (2, 10, 12): torch 2.10 built with CUDA 12."""
-    version, _, cuda = label[len("torch") :].partition("_cu")
-    return int(version[0]), int(version[1:]), int(cuda)
+def _torch_label(label: str) -> tuple[int, int, int | None, bool]:
+    """ "torch210_cu12" -> (2, 10, 12, False): torch 2.10 built with CUDA 12;
+    "torch210plus_cu13" -> (2, 10, 13, True): torch 2.10 or later with CUDA 13;
+    "torch210_cpu" -> (2, 10, None, False): a CPU-only torch 2.10."""
+    version, _, build = label[len("torch") :].partition("_")
+    floor = version.endswith("plus")
+    version = version[: len(version) - 4] if floor else version
+    cuda = None if build == "cpu" else int(build[len("cu") :])
+    return int(version[0]), int(version[1:]), cuda, floor
 
 
 def _major_minor(version: str) -> tuple[int, int] | None:
@@ -98,31 +103,50 @@ def _import_torch() -> _Torch:
 
 def _torch_fits(label: str, found: _Torch) -> bool:
     """Whether LABEL's build runs with torch FOUND: the same torch major.minor (the C++ ABI of
-    torch changes between minors) and the same CUDA major. No build fits a CPU-only torch."""
-    major, minor, cuda_major = _torch_label(label)
-    if found.cuda is None or found.version is None:
+    torch changes between minors), or for a floor label (a build against torch's stable ABI)
+    that major.minor or later; and the same CUDA major, or a CPU-only torch for a _cpu label."""
+    major, minor, cuda_major, floor = _torch_label(label)
+    installed = None if found.version is None else _major_minor(found.version)
+    if installed is None:
         return False
-    cuda = _major_minor(found.cuda + ".0")
-    return (
-        _major_minor(found.version) == (major, minor)
-        and cuda is not None
-        and cuda[0] == cuda_major
-    )
+    if found.cuda is None:
+        fits_cuda = cuda_major is None
+    else:
+        cuda = _major_minor(found.cuda + ".0")
+        fits_cuda = cuda is not None and cuda[0] == cuda_major
+    if floor:
+        return fits_cuda and installed[0] == major and installed[1] >= minor
+    return fits_cuda and installed == (major, minor)
 
 
 def _torch_needs(label: str) -> str:
-    """ "torch 2.10 built with CUDA 12" for torch210_cu12."""
-    major, minor, cuda_major = _torch_label(label)
-    return f"torch {major}.{minor} built with CUDA {cuda_major}"
+    """ "torch 2.10 built with CUDA 12" for torch210_cu12, "torch 2.10 or a later 2.x built with
+    CUDA 13" for torch210plus_cu13, "a CPU-only torch 2.10" for torch210_cpu."""
+    major, minor, cuda_major, floor = _torch_label(label)
+    version = f"{major}.{minor} or a later {major}.x" if floor else f"{major}.{minor}"
+    if cuda_major is None:
+        return f"a CPU-only torch {version}"
+    return f"torch {version} built with CUDA {cuda_major}"
 
 
 def _torch_fix(labels: list[str]) -> tuple[str, list[str]]:
     """Installing the torch of each of LABELS; where the build recorded which CUDA its torch
-    had (build_info "torch_cuda"), PyTorch's own index for that CUDA is named as well."""
+    had (build_info "torch_cuda"), PyTorch's own index for that CUDA is named as well, and for
+    a CPU-only build PyTorch's CPU index."""
     commands = []
     for label in labels:
-        major, minor, cuda_major = _torch_label(label)
-        install = f'pip install "torch=={major}.{minor}.*"'
+        major, minor, cuda_major, floor = _torch_label(label)
+        wanted = (
+            f"torch>={major}.{minor},<{major + 1}"
+            if floor
+            else f"torch=={major}.{minor}.*"
+        )
+        install = f'pip install "{wanted}"'
+        if cuda_major is None:
+            commands.append(
+                f"{install} --index-url https://download.pytorch.org/whl/cpu  # {label}: {_torch_needs(label)}"
+            )
+            continue
         commands.append(f"{install}  # {label}: {_torch_needs(label)}")
         recorded = _major_minor(_BUILD_INFO[label].get("torch_cuda", ""))
         if recorded is not None and recorded[0] == cuda_major:
@@ -133,6 +157,8 @@ def _torch_fix(labels: list[str]) -> tuple[str, list[str]]:
             )
     which = "it was" if len(labels) == 1 else "one of them was"
     needs = "its torch.version.cuda must be of the CUDA major the label names"
+    if any(label.endswith("_cpu") for label in labels):
+        needs += ", None for a _cpu build"
     return f"Install the torch {which} built for ({needs})", commands
 
 

@@ -346,6 +346,7 @@ SUITES = {
     "test_scale": Suite(("slow", "cxx")),
     "test_single_build": Suite(("network", "cxx")),
     "test_static_wheels": Suite(("network", "qemu", "slow"), first=True),
+    "test_torch_floors": Suite(("network", "torch")),
     "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), first=True),
     "test_variants": Suite(("network", "cxx")),
     "test_variants_cpu": Suite(("cxx",)),

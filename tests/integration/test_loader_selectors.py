@@ -621,10 +621,13 @@ def test_torch_not_installed(python, torch_site):
 
 LABEL_CASES = {
     "cu12": ("cuda", 12), "cu9": ("cuda", 9), "cu130": ("cuda", 130), "cu012": None,
-    "cu": None, "cu1234": None, "torch210_cu12": ("torch", [2, 10, 12]),
-    "torch29_cu12": ("torch", [2, 9, 12]), "torch20_cu11": ("torch", [2, 0, 11]),
-    "torch211_cu13": ("torch", [2, 11, 13]), "torch2100_cu12": None, "torch200_cu12": None,
+    "cu": None, "cu1234": None, "torch210_cu12": ("torch", [2, 10, 12, False]),
+    "torch29_cu12": ("torch", [2, 9, 12, False]), "torch20_cu11": ("torch", [2, 0, 11, False]),
+    "torch211_cu13": ("torch", [2, 11, 13, False]), "torch2100_cu12": None, "torch200_cu12": None,
     "torch2_cu12": None, "torch210cu12": None, "torch210_cu": None, "torch010_cu12": None,
+    "torch210plus_cu12": ("torch", [2, 10, 12, True]), "torch211plus_cu130": ("torch", [2, 11, 130, True]),
+    "torch210_cpu": ("torch", [2, 10, None, False]), "torch29plus_cpu": ("torch", [2, 9, None, True]),
+    "torch210plus": None, "torch210_cpu1": None, "torchplus_cu12": None, "torch210pluscu12": None,
     "x86_64_v1": ("cpu", 1), "x86_64_v4": ("cpu", 4), "x86_64_v0": None, "x86_64_v5": None,
     "x86_64_v12": None, "x86-64-v3": None, "x86_64": None,
 }
@@ -646,7 +649,8 @@ print(json.dumps({{label: rules._torch_label(label) for label in {list(TORCH_LAB
     for label, case in LABEL_CASES.items():
         manifest = tmp_path / f"{label}.json"
         selector = case[0] if case else "cuda"
-        labels = [label, {"cuda": "cu99", "torch": "torch29_cu99", "cpu": "x86_64_v2"}[selector]]
+        other = "torch29plus_cu99" if case and case[0] == "torch" and case[1][3] else "torch29_cu99"
+        labels = [label, {"cuda": "cu99", "torch": other, "cpu": "x86_64_v2"}[selector]]
         sections = {key: {each: [] if key in ("extras", "preload") else {} for each in labels}
                     for key in ("extras", "modules", "files", "preload", "build_info")}
         manifest.write_text(json.dumps({

@@ -28,9 +28,11 @@ TEST_CASE("what no selector accepts is refused, saying what a label is") {
     const char* why;
   };
   const char* cuda = "cu followed by the CUDA major";
-  const char* torch = "torch, the torch major and minor, _cu and the CUDA major (torch210_cu12: torch 2.10, CUDA 12)";
+  const char* torch =
+      "torch, the torch major and minor, plus for a floor, then _cu and the CUDA major or _cpu (torch210_cu12: torch "
+      "2.10, CUDA 12; torch210plus_cu13: torch 2.10 or later, CUDA 13; torch210_cpu: a CPU-only torch 2.10)";
   const char* cpu = "x86_64_v and a psABI level from 1 to 4";
-  const char* any = "cuNN, torchMmm_cuNN or x86_64_vN";
+  const char* any = "cuNN, torchMmm_cuNN, torchMmmplus_cuNN, torchMmm_cpu or x86_64_vN";
   for (Case c : std::initializer_list<Case>{{"", any},
                                             {"cu", cuda},
                                             {"12", any},
@@ -57,6 +59,14 @@ TEST_CASE("what no selector accepts is refused, saying what a label is") {
                                             {"torch210-cu12", torch},
                                             {"torch210_cu12_x", torch},
                                             {"torch2.10_cu12", torch},
+                                            {"torch210plus", torch},
+                                            {"torch210plusplus_cu12", torch},
+                                            {"torchplus_cu12", torch},
+                                            {"torch210_plus_cu12", torch},
+                                            {"torch210Plus_cu12", torch},
+                                            {"torch210_gpu", torch},
+                                            {"torch210_cpu12", torch},
+                                            {"torch210_CPU", torch},
                                             {"Torch210_cu12", any},
                                             {"x86_64_v0", cpu},
                                             {"x86_64_v5", cpu},
@@ -99,6 +109,30 @@ TEST_CASE("cpu labels name an x86-64 psABI level from 1 to 4") {
   }
   CHECK(VariantLabel::cpu(3).str() == "x86_64_v3");
   CHECK(VariantLabel::cpu(1) < VariantLabel::cpu(4));
+}
+
+TEST_CASE("torch floor and CPU-only labels") {
+  auto floor = VariantLabel::parse("torch210plus_cu13");
+  REQUIRE(floor);
+  CHECK(floor->selector() == Selector::torch);
+  CHECK(floor->torch_floor());
+  CHECK(floor->torch_version() == std::pair{2, 10});
+  CHECK(floor->cuda_major() == 13);
+  CHECK(VariantLabel::torch(2, 10, 13, true) == *floor);
+  auto cpu = VariantLabel::parse("torch210_cpu");
+  REQUIRE(cpu);
+  CHECK_FALSE(cpu->torch_floor());
+  CHECK(cpu->cuda_major() == 0);  // no toolkit
+  CHECK(VariantLabel::torch(2, 9, 0).str() == "torch29_cpu");
+  CHECK(VariantLabel::parse("torch211plus_cpu")->str() == "torch211plus_cpu");
+  CHECK(VariantLabel::from_local_version("torch210plus.cu130")->str() == "torch210plus_cu130");
+  CHECK(VariantLabel::parse("torch210plus_cu130")->str().size() == kMaxLabelLength);
+  // The CPU build before the CUDA builds of its torch; a higher floor after a lower one.
+  CHECK(*cpu < *VariantLabel::parse("torch210_cu12"));
+  CHECK(*VariantLabel::parse("torch210plus_cu13") < *VariantLabel::parse("torch211plus_cu13"));
+  CHECK(torch_description(*floor) == "torch 2.10 or a later 2.x built with CUDA 13");
+  CHECK(torch_description(*cpu) == "a CPU-only torch 2.10");
+  CHECK(torch_description(*VariantLabel::parse("torch29_cu12")) == "torch 2.9 built with CUDA 12");
 }
 
 TEST_CASE("a local version carries a label with dots for underscores") {

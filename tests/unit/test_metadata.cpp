@@ -439,6 +439,40 @@ TEST_CASE("metadata: the torch requirement excludes minors without a build and k
   CHECK(text.find("extra ==") == std::string::npos);
 }
 
+TEST_CASE("metadata: floor builds get one torch requirement from the lowest floor, within its major") {
+  // A stable-ABI extension: one build per CUDA major, each for torch 2.10 or later; a CPU build beside them.
+  Wheel a = build("torch210plus_cu12", {"numpy", "torch>=2.10"});
+  Wheel b = build("torch211plus_cu13", {"numpy", "torch>=2.11"});
+  Wheel c = build("torch210plus_cpu", {"numpy"});
+  Problems problems;
+  auto merged = merge_metadata({&a, &c, &b}, "1.0", problems);
+  const std::string& text = *text_of(merged, problems);
+  CHECK(has_line(text, "Requires-Dist: torch>=2.10,<3"));
+  CHECK(text.find("torch>=2.11") == std::string::npos);
+  // Each build's own requirement must still admit its floor.
+  Wheel wrong = build("torch210plus_cu12", {"torch>=2.11"});
+  problems.clear();
+  CHECK_FALSE(merge_metadata({&wrong, &b}, "1.0", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].expected == "a requirement admitting torch 2.10 (label torch210plus_cu12)");
+}
+
+TEST_CASE("metadata: exact and floor torch labels in one merge, or floors of two majors, are refused") {
+  Wheel exact = build("torch210_cu12", {});
+  Wheel floor = build("torch211plus_cu13", {});
+  Problems problems;
+  CHECK_FALSE(merge_metadata({&exact, &floor}, "1.0", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::usage);
+  CHECK(problems[0].what == "torch labels with a floor and without one in one merge");
+  CHECK(problems[0].found == "torch210_cu12, torch211plus_cu13");
+  Wheel three = build("torch30plus_cu13", {});
+  problems.clear();
+  CHECK_FALSE(merge_metadata({&floor, &three}, "1.0", problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].found == "torch floors of different majors; a floor holds within its major");
+}
+
 TEST_CASE("metadata: torch builds without a torch requirement get the covering one") {
   Wheel a = build("torch210_cu12", {"numpy"});
   Wheel b = build("torch211_cu13", {"numpy"});

@@ -280,10 +280,28 @@ TEST_CASE("a torch label is checked against the torch its environment has") {
   CHECK(torch_mismatch(label, probe(R"({"torch": "2.10.0+cu130", "torch_cuda": "13.0"})")) ==
         "the environment has torch 2.10.0 built with CUDA 13.0, whose label is torch210_cu13");
   CHECK(torch_mismatch(label, probe(R"({"torch": "2.10.0+cpu"})")) ==
-        "the environment has torch 2.10.0 built without CUDA, which no torch label names");
+        "the environment has torch 2.10.0 built without CUDA, whose label is torch210_cpu");
   CHECK(torch_mismatch(label, probe("{}")) == "the environment has no torch");
   CHECK(torch_mismatch(label, probe(R"({"torch": "2.10.0", "torch_cuda": "x"})")) ==
         "the environment has torch 2.10.0 built with CUDA x, which no torch label names");
+  // A CPU-only torch for a _cpu label.
+  CHECK_FALSE(torch_mismatch(VariantLabel::torch(2, 10, 0), probe(R"({"torch": "2.10.0+cpu"})")));
+  CHECK(torch_mismatch(VariantLabel::torch(2, 10, 0), probe(R"({"torch": "2.10.0", "torch_cuda": "12.8"})")) ==
+        "the environment has torch 2.10.0 built with CUDA 12.8, whose label is torch210_cu12");
+}
+
+TEST_CASE("a torch floor label takes its floor or a later minor of its major, of its CUDA major") {
+  const VariantLabel floor = VariantLabel::torch(2, 10, 13, true);
+  auto probe = [](const char* text) { return nlohmann::json::parse(text); };
+  CHECK_FALSE(torch_mismatch(floor, probe(R"({"torch": "2.10.0", "torch_cuda": "13.0"})")));
+  CHECK_FALSE(torch_mismatch(floor, probe(R"({"torch": "2.12.1", "torch_cuda": "13.2"})")));
+  CHECK(torch_mismatch(floor, probe(R"({"torch": "2.9.1", "torch_cuda": "13.0"})")) ==
+        "the environment has torch 2.9.1 built with CUDA 13.0, whose label is torch29plus_cu13");
+  CHECK(torch_mismatch(floor, probe(R"({"torch": "2.11.0", "torch_cuda": "12.8"})")) ==
+        "the environment has torch 2.11.0 built with CUDA 12.8, whose label is torch211plus_cu12");
+  CHECK(torch_mismatch(floor, probe(R"({"torch": "3.0.0", "torch_cuda": "13.0"})")) ==
+        "the environment has torch 3.0.0 built with CUDA 13.0, whose label is torch30plus_cu13");
+  CHECK_FALSE(torch_mismatch(VariantLabel::torch(2, 10, 0, true), probe(R"({"torch": "2.11.0+cpu"})")));
 }
 
 TEST_CASE("the labels the command line asks for") {
