@@ -40,9 +40,11 @@ HELPERS: dict[str, list[tuple[str, dict[str, int | None]]]] = {
 # Fields set one by one (clash_problem, RECORD's hash checks), and the reasons (`why`) that
 # functions hand back to become a Problem's `found`, `expected` or part of its `what`.
 ASSIGNMENT = re.compile(r"(?<![\w>])(?:p\.)?(what|expected|found|why) = ")
+# Warnings, kept as strings until the command line prints them.
+WARNING = re.compile(r"\b(?:warnings|notes)\.push_back\(")
 # Functions whose returned strings are reasons.
 REASON_FUNCTIONS = re.compile(r"\n(?:std::string|const char\*) (unsafe_name_reason|windows_name_reason|fields_problem)"
-                              r"\([^)]*\) \{\n(.*?)\n\}\n", re.S)
+                              r"\([^)]*\) \{\n(.*?)\n\}\n", re.DOTALL)
 
 STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _CLOSE = {"(": ")", "{": "}", "[": "]"}
@@ -193,6 +195,11 @@ def sites() -> list[Site]:
                 t = templates(_split_top(text[m.end():end], ",")[0])  # a, b = ...: each its own
                 if t is not None:
                     found.append(Site(rel, _line(text, m.start()), {m.group(1): t}))
+            for m in WARNING.finditer(text):  # warnings are text: the whole line after the file
+                args = _arguments(text, m.end() - 1)
+                t = templates(args[0]) if args else None
+                if t is not None:
+                    found.append(Site(rel, _line(text, m.start()), {"warning": t}))
             for f in REASON_FUNCTIONS.finditer(text):
                 for m in re.finditer(r"\breturn ", f.group(2)):
                     end = f.group(2).index(";", m.end())
