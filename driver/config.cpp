@@ -62,7 +62,7 @@ struct Walker {
       if (!is_environment_name(name)) {
         // "A=B" or "" would set another variable than the one written, or none.
         fail(value, fmt::format("\"{}\" names an invalid environment variable", key),
-             "a POSIX name: letters, digits and _, not starting with a digit", name);
+             "a POSIX name: letters, digits and _, not starting with a digit", "\"" + name + "\"");
         continue;
       }
       if (auto s = string(value, key + "." + name)) out[name] = *s;

@@ -75,7 +75,7 @@ std::optional<std::vector<VariantLabel>> input_labels(const std::vector<WheelInp
                         {},
                         "invalid --name",
                         "a project name: letters and digits, with -, _ or . between them",
-                        options.name});
+                        "\"" + options.name + "\""});
     return std::nullopt;
   }
   std::vector<VariantLabel> labels;
