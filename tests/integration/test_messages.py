@@ -485,8 +485,8 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
         record(case, args)
     # Projects `build` refuses before building anything.
     for case, (text, extra) in {
-        "backend_without_inner": ('[build-system]\nrequires = ["wheelmerge"]\n'
-                                  'build-backend = "wheelmerge.backend"\n', []),
+        "backend_without_inner": (('[build-system]\nrequires = ["wheelmerge"]\n'
+                                   'build-backend = "wheelmerge.backend"\n'), []),
         "build_requires_without_isolation": ('[tool.wheelmerge.cu12]\nbuild-requires = ["numpy"]\n',
                                              ["--no-isolation"]),
     }.items():
