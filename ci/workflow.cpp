@@ -69,28 +69,29 @@ void validate_workflow_options(const WorkflowOptions& o, Problems& problems) {
   auto refuse = [&](std::string what, std::string expected, const std::string& found) {
     problems.push_back({ProblemKind::usage, {}, {}, std::move(what), std::move(expected), found});
   };
+  auto quoted = [](const std::string& value) { return "\"" + value + "\""; };  // a value as given
   if (o.import_name.size() > 200 || !dotted_identifier(o.import_name))
     refuse("invalid import name for the workflow", "a module path of ASCII identifiers, such as mypkg or cuda.core",
-           o.import_name);
-  if (o.python_versions.empty()) refuse("no Python versions for the workflow", "3.N, comma-separated", "none");
+           quoted(o.import_name));
+  if (o.python_versions.empty()) refuse("no Python versions for the workflow", "Python versions 3.N, comma-separated", "none");
   std::set<std::string_view> pythons;
   for (const std::string& v : o.python_versions)
     if (!python_version(v))
-      refuse("invalid Python version for the workflow", "3.N or 3.Nt, such as 3.12 or 3.13t", v);
+      refuse("invalid Python version for the workflow", "3.N or 3.Nt, such as 3.12 or 3.13t", quoted(v));
     else if (!pythons.insert(v).second)
-      refuse("a Python version given twice", "each once", v);
+      refuse("a Python version given twice", "each version once", quoted(v));
   std::set<int> majors;
   for (int m : o.cuda_majors)
     if (m < 1 || m > 99)
-      refuse("invalid CUDA major for the workflow", "1 to 99", std::to_string(m));
+      refuse("invalid CUDA major for the workflow", "a major from 1 to 99", std::to_string(m));
     else if (!majors.insert(m).second)
-      refuse("a CUDA major given twice", "each once", std::to_string(m));
+      refuse("a CUDA major given twice", "each major once", std::to_string(m));
   if (!git_ref(o.ref))
-    refuse("invalid --ref", "a git ref name of letters, digits and . _ / - (a tag such as v1.2.0, or main)", o.ref);
+    refuse("invalid --ref", "a git ref name of letters, digits and . _ / - (a tag such as v1.2.0, or main)", quoted(o.ref));
   for (const std::string& g : o.variant_files)
     if (!workflow_glob(g))
       refuse("variant-files glob the workflow cannot carry",
-             "printable ASCII without white space, quotes, backslash, backquote, $, { or }", g);
+             "printable ASCII without white space, quotes, backslash, backquote, $, { or }", quoted(g));
 }
 
 namespace {

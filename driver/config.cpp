@@ -62,7 +62,7 @@ struct Walker {
       if (!is_environment_name(name)) {
         // "A=B" or "" would set another variable than the one written, or none.
         fail(value, fmt::format("\"{}\" names an invalid environment variable", key),
-             "a POSIX name: letters, digits and _, not starting with a digit", name);
+             "a POSIX name: letters, digits and _, not starting with a digit", "\"" + name + "\"");
         continue;
       }
       if (auto s = string(value, key + "." + name)) out[name] = *s;
@@ -189,7 +189,8 @@ struct Walker {
       if (parse_requirement(*text, error))
         variant.build_requires.push_back(*text);
       else
-        fail(item, fmt::format("\"{}\" lists PEP 508 requirements", name), error, "\"" + *text + "\"");
+        fail(item, fmt::format("\"{}\" lists PEP 508 requirements, and this is none ({})", name, error),
+             "a PEP 508 requirement", "\"" + *text + "\"");
     }
   }
 
@@ -354,7 +355,7 @@ bool unique_yaml_keys(const YAML::Node& node, const std::string& source, Problem
                         {},
                         "YAML too large",
                         "at most 100000 nodes (aliases counted each time they are used)",
-                        "more"});
+                        "more nodes"});
     return false;
   }
   --budget;
@@ -378,7 +379,7 @@ bool unique_yaml_keys(const YAML::Node& node, const std::string& source, Problem
                             {},
                             fmt::format("key \"{}\" given twice", kv.first.Scalar()),
                             "each key once in a mapping",
-                            fmt::format("it also at line {}, column {}", it->second.line + 1, it->second.column + 1)});
+                            fmt::format("the key at line {}, column {} as well", it->second.line + 1, it->second.column + 1)});
         return false;
       }
       if (!unique_yaml_keys(kv.second, source, problems, budget)) return false;
@@ -418,7 +419,7 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
   ProjectConfig project;
   auto text = read_file(pyproject.string());
   if (!text) {
-    problems.push_back({ProblemKind::usage, pyproject.string(), {}, "no pyproject.toml", "a Python project", "none"});
+    problems.push_back({ProblemKind::usage, pyproject.string(), {}, "no pyproject.toml", "a Python project", "a directory without one"});
     return std::nullopt;
   }
   auto config = parse_toml_config(*text, pyproject.string(), problems, &project.build_system, &project.name);

@@ -67,7 +67,7 @@ std::string env_or(const ToolkitHints& hints, const std::string& key) {
 
 std::optional<Toolkit> read_toolkit(const std::string& root, std::string& why) {
   if (!fs::is_directory(root)) {
-    why = "not a directory";
+    why = "no directory";
     return std::nullopt;
   }
   Toolkit t;
@@ -87,7 +87,7 @@ std::optional<Toolkit> read_toolkit(const std::string& root, std::string& why) {
   }
   static const std::regex version(R"(\d{1,3}(\.\d{1,6})*)");
   if (!std::regex_match(t.version, version)) {
-    why = "version \"" + t.version + "\" (from " + t.version_source + ") is not a CUDA version";
+    why = "the version \"" + t.version + "\" (from " + t.version_source + "), which is not a CUDA version";
     return std::nullopt;
   }
   t.major = std::stoi(t.version.substr(0, t.version.find('.')));
@@ -144,7 +144,7 @@ Candidates discovery_candidates(int major, const ToolkitHints& hints, std::vecto
             [&](const fs::path& a, const fs::path& b) { return directory_version(a) > directory_version(b); });
   for (const fs::path& p : versioned)
     candidates.emplace_back(hints.search_root + "/cuda-" + std::to_string(major) + ".*", p.string());
-  if (versioned.empty()) looked.push_back(fmt::format("{}/cuda-{}.* (none)", hints.search_root, major));
+  if (versioned.empty()) looked.push_back(fmt::format("no {}/cuda-{}.*", hints.search_root, major));
   for (const std::string& dir : path_list(env_or(hints, "PATH"))) {
     fs::path nvcc = fs::path(dir) / "nvcc";
     if (fs::exists(nvcc, ec)) {
@@ -152,7 +152,7 @@ Candidates discovery_candidates(int major, const ToolkitHints& hints, std::vecto
       break;
     }
   }
-  if (candidates.empty() || candidates.back().first != "nvcc on PATH") looked.push_back("nvcc on PATH (none)");
+  if (candidates.empty() || candidates.back().first != "nvcc on PATH") looked.push_back("no nvcc on PATH");
   return candidates;
 }
 
@@ -208,16 +208,18 @@ std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Proble
       t->found_by = rule;
       return t;
     }
-    looked.push_back(fmt::format("{}: {} ({})", rule, root, t ? "CUDA " + t->version : why));
+    looked.push_back(fmt::format("{} from {} ({})", root, rule, t ? "CUDA " + t->version : why));
   }
   problems.push_back(
       {ProblemKind::usage,
        {},
        {},
        fmt::format("no CUDA {} toolkit found", major),
-       fmt::format("--cuda {0}=PATH, WHEELMERGE_CUDA_{0}, [tool.wheelmerge.{1}] toolkit, or a discoverable toolkit",
-                   major, VariantLabel::cuda(major).str()),
-       fmt::format("looked at: {}; WHEELMERGE_CUDA_{} unset", fmt::join(looked, "; "), major)});
+       fmt::format("a toolkit named by --cuda {0}=PATH, WHEELMERGE_CUDA_{0} or [tool.wheelmerge.{1}] toolkit, or "
+                   "one at CUDA_HOME, CUDA_PATH, {2}/cuda-{0}.* or nvcc on PATH",
+                   major, VariantLabel::cuda(major).str(), hints.search_root),
+       // Every named root was read above (one that is not a toolkit stops there): none was named.
+       fmt::format("none named, and none of CUDA {} at the places looked: {}", major, fmt::join(looked, "; "))});
   return std::nullopt;
 }
 

@@ -75,7 +75,7 @@ std::optional<std::vector<VariantLabel>> input_labels(const std::vector<WheelInp
                         {},
                         "invalid --name",
                         "a project name: letters and digits, with -, _ or . between them",
-                        options.name});
+                        "\"" + options.name + "\""});
     return std::nullopt;
   }
   std::vector<VariantLabel> labels;
@@ -94,7 +94,7 @@ std::optional<std::vector<VariantLabel>> input_labels(const std::vector<WheelInp
                           {},
                           "two inputs with the same variant label",
                           "one input per label",
-                          fmt::format("{} also for {}", found->text, it->second)});
+                          fmt::format("{}, the label of {} as well", found->text, it->second)});
     } else if (labels.empty()) {
       labels.push_back(*found->label);
     } else if (found->label->selector() != labels.front().selector()) {
@@ -129,9 +129,9 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
                         {},
                         {},
                         "no input wheels",
-                        "at least 1 (a merge of one build gets a loader "
+                        "at least one wheel (a merge of one build gets a loader "
                         "that says which build it has)",
-                        "0"});
+                        "none"});
     return std::nullopt;
   }
   auto labels = input_labels(inputs, options, problems);

@@ -373,7 +373,8 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
                             r.to_string()});
       } else if (!admits) {
         problems.push_back({ProblemKind::conflict, w.display, member, "cannot evaluate the build's torch requirement",
-                            "version specifiers on release segments (==, !=, <, <=, >, >=, ~=, ==X.*)", why});
+                            "version specifiers on release segments (==, !=, <, <=, >, >=, ~=, ==X.*)",
+                            fmt::format("{} ({})", r.to_string(), why)});
       } else if (!*admits) {
         problems.push_back({ProblemKind::conflict, w.display, member,
                             "the build's torch requirement excludes the torch its label names",

@@ -648,7 +648,7 @@ void Planner::group_by_package() {
       problems.push_back({ProblemKind::conflict, all_inputs, v.original,
                           "variant file has no package __init__.py above it to load it from",
                           "a file inside a regular package",
-                          "none of its directories has an __init__.py shared by every build"});
+                          "no directory above it with an __init__.py shared by every build"});
     }
   }
   if (by_package.empty() && !outside.empty()) {
@@ -747,7 +747,7 @@ void Planner::add_loaders() {
     auto patched = inject_loader_import(init->second, init_why);
     if (!patched) {
       problems.push_back({ProblemKind::conflict, first().display, init_path, "cannot place the loader import",
-                          "Python source", init_why});
+                          {}, init_why});
       continue;
     }
     patched_inits.insert(init_path);
@@ -770,7 +770,7 @@ void Planner::add_loaders() {
     if (shadow) {
       problems.push_back({ProblemKind::conflict, all_inputs, std::string(*shadow),
                           "the package already has a module of the loader's name",
-                          "no " + loader_stem.substr(package.size() + 1) + " module or directory", "this one"});
+                          "no " + loader_stem.substr(package.size() + 1) + " module or directory", "one"});
       continue;
     }
     members.push_back(generated(package + "/" + std::string(kLoaderModule), render_loader(manifest)));
@@ -815,7 +815,7 @@ void Planner::check_collisions() {
                         directory ? "merged wheel: installs where another member needs a directory"
                                   : "merged wheel: installs onto the same path as another member",
                         directory ? "one kind of entry per installed path" : "one member per installed path",
-                        "also " + std::string(archived[clash.other])});
+                        "another member, " + std::string(archived[clash.other])});
   }
   if (problems.size() != before) return;
   // `wheelmerge verify` takes a name carrying a label for a variant file no manifest lists: a
@@ -834,7 +834,7 @@ void Planner::check_collisions() {
             {ProblemKind::invalid_input, inputs[*m.input].display, std::string(m.path),
              "a file of every build is named like a variant file",
              "no variant label among the dot-separated pieces of its name",
-             fmt::format("{} (wheelmerge verify would take it for a {} build file no loader lists)", label, label)});
+             fmt::format("the label {} (wheelmerge verify would take it for a {} build file no loader lists)", label, label)});
     }
   }
 }

@@ -44,9 +44,10 @@ std::optional<VerifyReport> verify_variants_index(const std::string& path, Probl
     problems.push_back({ProblemKind::invalid_input,
                         display,
                         {},
-                        "not a variants index installers read alike",
-                        "PEP 825 variant metadata as uv and variantlib read it",
-                        why});
+                        // `why` names the place and says what was expected and found there.
+                        "not a variants index installers read alike: " + why,
+                        {},
+                        {}});
     return std::nullopt;
   }
   VerifyReport report;

@@ -50,7 +50,7 @@ std::optional<LoaderManifest> read_manifest(const LoaderFiles& l, const LoaderFa
   auto text = manifest_of_loader(l.loader_source, why);
   auto manifest = text ? LoaderManifest::parse(*text, why) : std::nullopt;
   if (!manifest) {
-    fail(l.loader_path, "loader manifest malformed", "a manifest block as wheelmerge writes it", why);
+    fail(l.loader_path, "loader manifest malformed", {}, why);  // why: a reason, said as it is
     return std::nullopt;
   }
   // What Python runs is the whole file, so the whole file must be what this wheelmerge
@@ -120,7 +120,7 @@ void check_unlisted(const std::vector<std::string>& variants, const std::vector<
   for (std::string_view path : paths) {
     if (listed.count(path) || path.find(".dist-info/") != std::string::npos) continue;
     if (!label_in_name(path, labels).empty())
-      fail(std::string(path), "variant file no loader lists", "a file named in a manifest", "none names it");
+      fail(std::string(path), "variant file no loader lists", "a file named in a manifest", "a file no manifest names");
   }
 }
 }  // namespace

@@ -297,9 +297,9 @@ void check_installed_paths(Reader& r) {
     const std::string other(members[clash.other]);
     if (clash.kind == NameClash::Kind::file_and_directory)
       r.fail(member, "installs where another member needs a directory", "one kind of entry per installed path",
-             "also " + other);
+             "another member, " + other);
     else
-      r.fail(member, "installs onto the same path as another member", "one member per installed path", "also " + other);
+      r.fail(member, "installs onto the same path as another member", "one member per installed path", "another member, " + other);
   }
 }
 
@@ -354,10 +354,10 @@ void check_wheel_file(Reader& r, const std::string& text) {
   w.wheel_fields = *fields;
   auto version = w.wheel_fields.one("Wheel-Version");
   if (!version || version->substr(0, version->find('.')) != "1")
-    r.fail(wheel_member, "unsupported Wheel-Version", "1.x", version.value_or("none"));
+    r.fail(wheel_member, "unsupported Wheel-Version", "1.x", version.value_or("no Wheel-Version field"));
   auto purelib = w.wheel_fields.one("Root-Is-Purelib");
   if (!purelib || (*purelib != "true" && *purelib != "false"))
-    r.fail(wheel_member, "Root-Is-Purelib missing or invalid", "true or false", purelib.value_or("none"));
+    r.fail(wheel_member, "Root-Is-Purelib missing or invalid", "true or false", purelib.value_or("no Root-Is-Purelib field"));
   std::vector<std::string> tags = w.wheel_fields.all("Tag");
   std::sort(tags.begin(), tags.end());
   tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
@@ -399,7 +399,7 @@ void parse_requires_dist(Reader& r, const std::string& metadata_member) {
     std::string error;
     auto requirement = parse_requirement(text, error);
     if (!requirement) {
-      r.fail(metadata_member, fmt::format("Requires-Dist {} is not a valid requirement: {}", line, error),
+      r.fail(metadata_member, fmt::format("Requires-Dist {} is not a valid requirement ({})", line, error),
              "a PEP 508 requirement", text);
       continue;
     }
@@ -420,9 +420,9 @@ void check_metadata(Reader& r, const std::string& text) {
   auto meta_name = w.metadata.one("Name");
   auto meta_version = w.metadata.one("Version");
   if (!meta_name || normalize_name(*meta_name) != normalize_name(w.name.name))
-    r.fail(metadata_member, "Name does not match the file name", w.name.name, meta_name.value_or("none"));
+    r.fail(metadata_member, "Name does not match the file name", w.name.name, meta_name.value_or("no Name field"));
   if (!meta_version || *meta_version != w.name.version)
-    r.fail(metadata_member, "Version does not match the file name", w.name.version, meta_version.value_or("none"));
+    r.fail(metadata_member, "Version does not match the file name", w.name.version, meta_version.value_or("no Version field"));
 }
 
 // A variant wheel (PEP 825: a label after the platform tags in its name): its variant.json
@@ -433,8 +433,9 @@ void check_variant_metadata(Reader& r) {
   auto text = read_dist_info_text(r, "variant.json", kMaxVariantFile);
   if (!text) return;
   if (std::string why = variant_document_problem(*text, label); !why.empty())
-    r.fail(r.w.dist_info + "/variant.json", "invalid variant metadata",
-           fmt::format("PEP 825 variant metadata for the file name's label {}", label), why);
+    // `why` names the place and says what was expected and found there.
+    r.fail(r.w.dist_info + "/variant.json",
+           fmt::format("invalid variant metadata for the file name's label {}: {}", label, why));
 }
 
 // RECORD rows: the CSV parses (at most kRecordSlack rows beyond one per member), every path is

@@ -76,10 +76,12 @@ std::string describe(const Problem& p) {
   add(p.member);
   add(p.what);
   if (!p.expected.empty() || !p.found.empty()) {
+    // With nothing expected, `found` is the reason itself (an error's text, a signal, a log):
+    // it follows `what` as it is, without the word "found".
     std::string detail;
     if (!p.expected.empty()) detail += "expected " + printable(p.expected);
     if (!p.found.empty())
-      detail += (detail.empty() ? "found " : ", found ") +
+      detail += (detail.empty() ? "" : ", found ") +
                 (p.found_is_log ? indented(printable(p.found, true)) : printable(p.found));
     out += out.empty() ? detail : ": " + detail;
   }

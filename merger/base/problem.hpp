@@ -40,6 +40,9 @@ Problem interruption(std::string file, std::string member, int signal);
 std::string printable(std::string_view text, bool keep_lines = false);
 
 // "FILE: MEMBER: WHAT: expected E, found F", leaving out the parts that are empty; printable.
+// `expected` and `found` are noun phrases ("a RECORD row", "no such member", "\"1.0\""). A
+// problem with nothing expected gives in `found` the reason itself (an error's text, "signal 15",
+// a log), printed without the word: "FILE: WHAT: REASON".
 std::string describe(const Problem& problem);
 
 const char* kind_name(ProblemKind kind);

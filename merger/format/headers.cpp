@@ -52,7 +52,7 @@ std::optional<Headers> parse_headers(std::string_view text, const std::string& d
       if (headers.fields.empty()) {
         problems.push_back({ProblemKind::invalid_input, display_name, member,
                             fmt::format("line {}: continuation line before any field", line_no), "\"Key: value\"",
-                            std::string(line)});
+                            fmt::format("\"{}\"", line)});
         return std::nullopt;
       }
       headers.fields.back().value += "\n" + std::string(line);
@@ -60,7 +60,8 @@ std::optional<Headers> parse_headers(std::string_view text, const std::string& d
       size_t colon = line.find(':');
       if (colon == std::string_view::npos || colon == 0) {
         problems.push_back({ProblemKind::invalid_input, display_name, member,
-                            fmt::format("line {}: not a header field", line_no), "\"Key: value\"", std::string(line)});
+                            fmt::format("line {}: not a header field", line_no), "\"Key: value\"",
+                            fmt::format("\"{}\"", line)});
         return std::nullopt;
       }
       std::string_view value = line.substr(colon + 1);

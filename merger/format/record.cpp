@@ -87,12 +87,12 @@ std::optional<FieldError> read_field(std::string_view text, size_t& i, size_t& l
   const bool quoted = i < text.size() && text[i] == '"';
   if (quoted) {
     auto inside = read_quoted(text, i, line, storage);
-    if (!inside) return FieldError{"unterminated quoted field", "a closing quote", "end of file"};
+    if (!inside) return FieldError{"unterminated quoted field", "a closing quote", "the end of the file"};
     field = *inside;
   }
   const size_t start = i;
   while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
-    if (text[i] == '"') return FieldError{"stray quote in a field", "a quote only around a whole field", "one inside"};
+    if (text[i] == '"') return FieldError{"stray quote in a field", "a quote only around a whole field", "a quote inside the field"};
     ++i;
   }
   if (i > start) {
@@ -140,7 +140,7 @@ std::optional<RecordRows> parse_record(std::string_view text, const std::string&
   };
   while (i < text.size()) {
     if (parsed.rows.size() == max_rows)
-      return fail("more rows than the archive has members", fmt::format("at most {} rows", max_rows), "more");
+      return fail("more rows than the archive has members", fmt::format("at most {} rows", max_rows), "more rows");
     count = 0;
     do {
       std::string_view field;

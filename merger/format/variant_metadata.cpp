@@ -113,7 +113,7 @@ struct Refusal {
 // structures; variantlib unknown keys below the top level).
 const nlohmann::json& object_at(const nlohmann::json& value, const std::string& where,
                                 std::initializer_list<std::string_view> allowed) {
-  if (!value.is_object()) refuse(where, "an object", type_of(value) + " " + shown(value));
+  if (!value.is_object()) refuse(where, "an object", value.is_null() ? type_of(value) : type_of(value) + " " + shown(value));
   for (const auto& [key, item] : value.items())
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
       refuse(where, fmt::format("only the keys {}", fmt::join(allowed, ", ")), "the key " + nlohmann::json(key).dump());

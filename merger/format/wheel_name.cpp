@@ -104,21 +104,21 @@ bool is_variant_label(std::string_view label) {
 
 // What is wrong with a split wheel name's name, version and tags, or "" when nothing is.
 std::string fields_problem(const WheelName& w) {
-  if (w.name.empty() || w.version.empty()) return "empty name or version";
-  if (!is_pep440_version(w.version)) return "version \"" + w.version + "\" is not a PEP 440 version";
+  if (w.name.empty() || w.version.empty()) return "an empty name or version";
+  if (!is_pep440_version(w.version)) return "the version \"" + w.version + "\", which is not a PEP 440 version";
   for (const auto* set : {&w.python, &w.abi, &w.platform})
     for (const std::string& tag : *set)
-      if (!tag_chars_ok(tag)) return "malformed tag \"" + tag + "\"";
+      if (!tag_chars_ok(tag)) return "the malformed tag \"" + tag + "\"";
   for (const std::string& tag : w.platform)
     if (VariantLabel::parse(tag))  // "any.cu12.whl" would read as a variant label
-      return "platform tag \"" + tag + "\" reads as a variant label";
+      return "the platform tag \"" + tag + "\", which reads as a variant label";
   return {};
 }
 
 std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::string& why) {
   constexpr std::string_view kExt = ".whl";
   if (filename.size() <= kExt.size() || filename.substr(filename.size() - kExt.size()) != kExt) {
-    why = "the name does not end in .whl";
+    why = "a name that does not end in .whl";
     return std::nullopt;
   }
   std::string_view stem = filename.substr(0, filename.size() - kExt.size());
@@ -133,9 +133,9 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   std::vector<std::string> parts = split(stem, '-');
   if (parts.size() < 5 || parts.size() > 7) {
     why = fmt::format(
-        "{} dash-separated parts where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}}"
+        "a name of {} dash-separated part{} where {{name}}-{{version}}[-{{build}}]-{{python}}-{{abi}}-{{platform}}"
         "[-{{variant}}] has 5 to 7",
-        parts.size());
+        parts.size(), parts.size() == 1 ? "" : "s");
     return std::nullopt;
   }
   w.name = parts[0];
@@ -155,7 +155,7 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   if (build) {
     w.build = parts[2];
     if (w.build.empty() || !std::isdigit(static_cast<unsigned char>(w.build.front()))) {
-      why = "build tag \"" + w.build + "\" does not start with a digit";
+      why = "the build tag \"" + w.build + "\", which does not start with a digit";
       return std::nullopt;
     }
   }
@@ -163,7 +163,7 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
     w.variant = parts.back();
     parts.pop_back();
     if (!is_variant_label(w.variant)) {
-      why = "variant label \"" + w.variant + "\" is not made of 0-9, a-z, _ and . (PEP 825)";
+      why = "the variant label \"" + w.variant + "\", which is not made of 0-9, a-z, _ and . (PEP 825)";
       return std::nullopt;
     }
     if (w.suffix_label) {  // "...-any-a.cu12.whl": the two conventions would read it two ways

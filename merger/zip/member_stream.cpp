@@ -59,8 +59,8 @@ class MemberPass {
 
   Problem trailing(uint64_t unused) const {
     return fail("data after the end of the deflate stream",
-                fmt::format("{} compressed bytes", entry_.compressed_size - unused),
-                fmt::format("{}", entry_.compressed_size));
+                fmt::format("a stream of {} compressed bytes, the declared size", entry_.compressed_size),
+                fmt::format("a stream that ends after {} bytes", entry_.compressed_size - unused));
   }
 
   // Hands `len` bytes to the sink, counted and checksummed; stopped_ when it wants no more. A problem
@@ -68,7 +68,7 @@ class MemberPass {
   std::optional<Problem> deliver(const uint8_t* data, size_t len) {
     if (len > entry_.uncompressed_size - produced_)
       return fail("more data than the declared uncompressed size", fmt::format("{} bytes", entry_.uncompressed_size),
-                  "more");
+                  "more bytes");
     crc_ = crc32_update(crc_, data, len);
     produced_ += len;
     stopped_ = !sink_(std::span<const uint8_t>(data, len));
@@ -95,8 +95,8 @@ class MemberPass {
         if (step.unused > 0 || n - at > 0 || consumed_ < entry_.compressed_size)
           return trailing(entry_.compressed_size - consumed_ + std::max<uint64_t>(step.unused, n - at));
       } else if (step.consumed == 0 && step.produced == 0) {
-        if (!last) return fail("corrupt deflate data", "a valid deflate stream", "no progress");
-        return fail("truncated deflate data", "a complete deflate stream", "it ends early");
+        if (!last) return fail("corrupt deflate data", "a valid deflate stream", "a stream that makes no progress");
+        return fail("truncated deflate data", "a complete deflate stream", "a stream that ends early");
       }
     }
     return std::nullopt;

@@ -372,13 +372,13 @@ Problem clash_problem(const NameClash& clash, const std::vector<std::string_view
       p.found = fmt::format("{} and {}", code_points(name), code_points(other));
       break;
     case NameClash::Kind::case_only:
-      p.what = "member names differ only in case", p.expected = "unique names", p.found = "also " + other;
+      p.what = "member names differ only in case", p.expected = "unique names", p.found = "another member, " + other;
       // Look-alikes (the Kelvin sign and "k") are told apart by their code points.
       if (code_points(name) != name || code_points(other) != other)
         p.found += fmt::format(" ({} and {})", code_points(name), code_points(other));
       break;
     case NameClash::Kind::file_and_directory:
-      p.what = "path is both a file and a directory", p.expected = "one kind of entry", p.found = "also " + other;
+      p.what = "path is both a file and a directory", p.expected = "one kind of entry", p.found = "another member, " + other;
       break;
   }
   if (!context.empty()) p.what = std::string(context) + ": " + p.what;
@@ -405,18 +405,18 @@ bool ZipEntry::executable() const {
 }
 
 std::string unsafe_name_reason(std::string_view name) {
-  if (name.empty()) return "empty name";
-  if (name.size() > kMaxNameBytes) return fmt::format("name of {} bytes (at most {})", name.size(), kMaxNameBytes);
-  if (!is_valid_utf8(name)) return "name is not valid UTF-8";
+  if (name.empty()) return "an empty name";
+  if (name.size() > kMaxNameBytes) return fmt::format("a name of {} bytes (at most {})", name.size(), kMaxNameBytes);
+  if (!is_valid_utf8(name)) return "a name that is not valid UTF-8";
   for (char c : name) {
     auto u = static_cast<uint8_t>(c);
-    if (u < 0x20 || u == 0x7F) return "name contains a control character";
-    if (c == '\\') return "name contains a backslash";
+    if (u < 0x20 || u == 0x7F) return "a control character in the name";
+    if (c == '\\') return "a backslash in the name";
   }
-  if (has_hidden_controls(name)) return "name contains a bidirectional or C1 control character";
-  if (name.front() == '/') return "absolute name";
+  if (has_hidden_controls(name)) return "a bidirectional or C1 control character in the name";
+  if (name.front() == '/') return "an absolute name";
   if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<uint8_t>(name[0])))
-    return "name starts with a drive letter";
+    return "a name that starts with a drive letter";
   size_t start = 0;
   std::string_view view(name);
   if (view.back() == '/') view.remove_suffix(1);  // directory entries end with one slash
@@ -424,10 +424,10 @@ std::string unsafe_name_reason(std::string_view name) {
     size_t end = view.find('/', start);
     if (end == std::string_view::npos) end = view.size();
     std::string_view segment = view.substr(start, end - start);
-    if (segment.empty()) return "name has an empty path segment";
+    if (segment.empty()) return "an empty path segment";
     if (segment.size() > kMaxSegmentBytes)
-      return fmt::format("name has a path segment of {} bytes (at most {})", segment.size(), kMaxSegmentBytes);
-    if (segment == "." || segment == "..") return fmt::format("name has a '{}' segment", segment);
+      return fmt::format("a path segment of {} bytes (at most {})", segment.size(), kMaxSegmentBytes);
+    if (segment == "." || segment == "..") return fmt::format("a '{}' segment", segment);
     start = end + 1;
   }
   return {};
@@ -442,10 +442,10 @@ std::string windows_name_reason(std::string_view name) {
     start = end + 1;
     if (segment.empty()) continue;
     if (size_t bad = segment.find_first_of("<>:\"|?*"); bad != std::string_view::npos)
-      return fmt::format("segment \"{}\" holds '{}', which Windows does not allow in a file name{}", segment,
+      return fmt::format("the segment \"{}\" with '{}', which Windows does not allow in a file name{}", segment,
                          segment[bad], segment[bad] == ':' ? " (it names an NTFS alternate data stream)" : "");
     if (segment.back() == '.' || segment.back() == ' ')
-      return fmt::format("segment \"{}\" ends in '{}', which Windows drops", segment, segment.back());
+      return fmt::format("the segment \"{}\" ending in '{}', which Windows drops", segment, segment.back());
     // The device names are reserved whatever follows the first dot, and before it trailing spaces.
     std::string_view stem = segment.substr(0, segment.find('.'));
     while (!stem.empty() && stem.back() == ' ') stem.remove_suffix(1);
@@ -455,7 +455,7 @@ std::string windows_name_reason(std::string_view name) {
                           ((upper.size() == 4 && upper[3] >= '1' && upper[3] <= '9') || upper.substr(3) == "\xc2\xb9" ||
                            upper.substr(3) == "\xc2\xb2" || upper.substr(3) == "\xc2\xb3");
     if (upper == "CON" || upper == "PRN" || upper == "AUX" || upper == "NUL" || numbered)
-      return fmt::format("segment \"{}\" is the reserved Windows device name {}", segment, stem);
+      return fmt::format("the segment \"{}\", the reserved Windows device name {}", segment, stem);
   }
   return {};
 }
@@ -506,7 +506,7 @@ std::optional<EndRecord> find_end_record(Reader& r) {
     bool looks_zip = r.read(0, head, 4) && ByteView(head).u32(0) == kLocalSig;
     r.fail({}, looks_zip ? "truncated zip archive" : "not a zip archive",
            "an end of central directory record at the end of the file",
-           looks_zip ? "none (the file is cut short or has bytes after its end record)" : "no zip structure");
+           looks_zip ? "no end record (the file is cut short or has bytes after its end record)" : "no zip structure");
     return std::nullopt;
   }
   end.pos = *end_pos;
@@ -589,7 +589,7 @@ bool apply_zip64_end(Reader& r, uint64_t end_offset, Directory& d) {
   if (!(end_offset >= 20 && r.read(end_offset - 20, buf, 20) && ByteView(buf).u32(0) == kZip64LocatorSig)) {
     if (needs_zip64) {
       r.fail({}, "missing ZIP64 end of central directory locator",
-             "a locator before the end record, as its fields are 0xffff/0xffffffff", "none");
+             "a locator before the end record, as its fields are 0xffff/0xffffffff", "no locator");
       return false;
     }
     return true;
@@ -618,7 +618,7 @@ bool apply_zip64_end(Reader& r, uint64_t end_offset, Directory& d) {
   if (z.u64(4) + 12 + z64_offset != end_offset - 20) {
     r.fail({}, "bytes between the ZIP64 end record and its locator",
            fmt::format("the record to end at {}", end_offset - 20),
-           fmt::format("it ends at {}", z.u64(4) + 12 + z64_offset));
+           fmt::format("a record ending at {}", z.u64(4) + 12 + z64_offset));
     return false;
   }
   return adopt_zip64_fields(r, z, z64_offset, d);
@@ -748,8 +748,9 @@ bool read_central_directory(Reader& r, const Directory& d) {
     pos += entry_len;
   }
   if (r.zip.entries.size() != d.count) {
-    r.fail({}, "entry count mismatch", fmt::format("{} entries (end record)", d.count),
-           fmt::format("{} in the central directory", r.zip.entries.size()));
+    r.fail({}, "entry count mismatch", fmt::format("{} {} (end record)", d.count, d.count == 1 ? "entry" : "entries"),
+           fmt::format("{} {} in the central directory", r.zip.entries.size(),
+                       r.zip.entries.size() == 1 ? "entry" : "entries"));
   }
   return true;
 }
@@ -781,7 +782,7 @@ bool check_entry_fields(Reader& r, const ZipEntry& e) {
   if (e.method == kMethodStored && e.compressed_size != e.uncompressed_size) {
     r.fail(e.name, "stored entry with differing sizes",
            fmt::format("compressed size = uncompressed size {}", e.uncompressed_size),
-           std::to_string(e.compressed_size));
+           fmt::format("a compressed size of {}", e.compressed_size));
   }
   if (std::string why = unsafe_name_reason(e.name); !why.empty()) {
     r.fail(e.name, "unsafe member name", "a relative path of safe UTF-8 segments", why);
@@ -789,7 +790,7 @@ bool check_entry_fields(Reader& r, const ZipEntry& e) {
   }
   if (!(e.flags & kFlagUtf8) && !is_ascii(e.name)) {
     r.fail(e.name, "non-ASCII name without the UTF-8 flag (bit 11)",
-           "the UTF-8 flag, as readers otherwise decode the name as code page 437", "no flag");
+           "the UTF-8 flag, as readers otherwise decode the name as code page 437", "no UTF-8 flag");
     return false;
   }
   return true;
@@ -934,7 +935,7 @@ bool check_tiling(Reader& r, std::vector<Span> spans, uint64_t cd_offset) {
              : hidden         ? "local header not listed in the central directory"
              : expected == 0  ? "bytes before the first local header"
                               : "bytes between entries",
-             fmt::format("an entry at offset {}", expected), fmt::format("next entry at {}", start));
+             fmt::format("an entry at offset {}", expected), fmt::format("the next entry at offset {}", start));
       return false;
     }
     expected = stop;
@@ -943,7 +944,8 @@ bool check_tiling(Reader& r, std::vector<Span> spans, uint64_t cd_offset) {
     r.fail({},
            expected < cd_offset ? "bytes between the last entry and the central directory"
                                 : "entries overlap the central directory",
-           fmt::format("the central directory at offset {}", expected), fmt::format("it starts at {}", cd_offset));
+           fmt::format("the central directory at offset {}", expected),
+           fmt::format("the central directory at offset {}", cd_offset));
     return false;
   }
   return true;

@@ -340,6 +340,7 @@ SUITES = {
     "test_loader_lint": Suite(("network",)),
     "test_loader_selectors": Suite(("network", "torch", "qemu")),
     "test_merge_e2e": Suite(("network", "cxx")),
+    "test_messages": Suite(("cxx",)),
     "test_own_wheel": Suite(("network", "slow")),
     "test_real_wheels": Suite(("network", "torch", "slow"), first=True),
     "test_requirements": Suite(("network", "torch")),

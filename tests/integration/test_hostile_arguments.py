@@ -120,7 +120,7 @@ def test_yaml_keys_given_twice_are_refused_where_yaml_readers_disagree(workdir: 
     stderr = _refused_cleanly(result, "config")
     assert result.returncode == 2, stderr
     assert 'wheelmerge.yaml:2:1: key "variant-files" given twice' in stderr, stderr
-    assert "it also at line 1, column 1" in stderr, stderr
+    assert "the key at line 1, column 1 as well" in stderr, stderr
 
 
 @pytest.mark.parametrize("table", ['"A=B" = "x"', '"" = "x"', '"1A" = "x"', 'A = "x\\u0000y"'])

@@ -255,7 +255,7 @@ TEST_CASE("merge: usage problems are found before any input is read") {
     Problems problems = usage({});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].what == "no input wheels");
-    CHECK(problems[0].found == "0");
+    CHECK(problems[0].found == "none");
   }
   SUBCASE("one input without a label") {
     Problems problems = usage({{unlabelled, ""}});
@@ -280,7 +280,7 @@ TEST_CASE("merge: usage problems are found before any input is read") {
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].what == "two inputs with the same variant label");
     CHECK(problems[0].file == unlabelled);
-    CHECK(problems[0].found == "cu12 also for " + cu12);
+    CHECK(problems[0].found == "cu12, the label of " + cu12 + " as well");
   }
   SUBCASE("an input naming two labels") {
     Problems problems = usage({{cu12, ""}, {cu13, "cu12"}});

@@ -806,7 +806,7 @@ TEST_CASE("plan: members that install onto one path from the root and from .data
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].what == "merged wheel: installs onto the same path as another member");
   CHECK(problems[0].member == labelled);
-  CHECK(problems[0].found == "also demo-1.0.data/platlib/" + labelled);
+  CHECK(problems[0].found == "another member, demo-1.0.data/platlib/" + labelled);
   // ...and the loader generated there, on a root module of the loader's name.
   problems = plan_refused({make("cu12", "pkg/_wheelmerge.py"), make("cu13", "pkg/_wheelmerge.py")});
   REQUIRE(problems.size() == 1);
@@ -816,7 +816,7 @@ TEST_CASE("plan: members that install onto one path from the root and from .data
                            make("cu13", "demo-1.0.data/purelib/demo-1.0.dist-info/METADATA")});
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].member == "demo-1.0.dist-info/METADATA");
-  CHECK(problems[0].found == "also demo-1.0.data/purelib/demo-1.0.dist-info/METADATA");
+  CHECK(problems[0].found == "another member, demo-1.0.data/purelib/demo-1.0.dist-info/METADATA");
 }
 
 TEST_CASE("plan: preload paths of a .data/platlib package are relative to where it installs") {
@@ -925,7 +925,7 @@ TEST_CASE("plan: with loaders, a shared file named like a variant file is refuse
   CHECK(problems[0].kind == ProblemKind::invalid_input);
   CHECK(problems[0].member == "pkg/notes.cu12.txt");
   CHECK(problems[0].what == "a file of every build is named like a variant file");
-  CHECK(problems[0].found.starts_with("cu12 "));
+  CHECK(problems[0].found.starts_with("the label cu12 "));
   // A label that is not one of the merge's is only a name.
   Problems none;
   CHECK(plan_merge(std::vector<Wheel>{demo_package("cu12").file("pkg/notes.cu11.txt", "same").done(),

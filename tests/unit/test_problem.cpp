@@ -9,7 +9,7 @@ TEST_CASE("problems describe file, member, expected and found") {
   CHECK(describe(p) == "a.whl: pkg/x.py: hash does not match RECORD: expected sha256=A, found sha256=B");
   p.member.clear();
   p.expected.clear();
-  CHECK(describe(p) == "a.whl: hash does not match RECORD: found sha256=B");
+  CHECK(describe(p) == "a.whl: hash does not match RECORD: sha256=B");  // a reason, not a finding
 }
 
 TEST_CASE("exit codes follow the first problem's kind") {
@@ -24,7 +24,7 @@ TEST_CASE("an interruption is its own kind, named for the signal") {
   Problem p = interruption("a.whl", "pkg/big.so", 15);
   CHECK(p.kind == ProblemKind::interrupted);
   CHECK(std::string(kind_name(p.kind)) == "interrupted");
-  CHECK(describe(p) == "a.whl: pkg/big.so: interrupted: found signal 15");
+  CHECK(describe(p) == "a.whl: pkg/big.so: interrupted: signal 15");
   // No signal caught in this process: the exit status of SIGINT's default.
   CHECK(exit_code({p}) == 130);
 }
@@ -39,5 +39,5 @@ TEST_CASE("an input's line breaks are escaped everywhere; a log's lines stay lin
         "a.whl: pkg/a.py\\nwheelmerge: b.whl: valid wheel: file not in RECORD: expected pkg/a.py\\nwheelmerge: "
         "b.whl: valid wheel, found pkg/a.py\\nwheelmerge: b.whl: valid wheel");
   Problem log{ProblemKind::other, "cu12", {}, "the build failed", {}, "$ make\n  last lines:\nerror: x\n", true};
-  CHECK(describe(log) == "cu12: the build failed: found $ make\n      last lines:\n    error: x\n    ");
+  CHECK(describe(log) == "cu12: the build failed: $ make\n      last lines:\n    error: x\n    ");
 }

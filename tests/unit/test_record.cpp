@@ -69,9 +69,9 @@ TEST_CASE("RECORD field errors: an unterminated quote at the end, a stray quote,
   REQUIRE(problems.size() == 4);
   CHECK(problems[0].what == "line 3: unterminated quoted field");
   CHECK(problems[0].expected == "a closing quote");
-  CHECK(problems[0].found == "end of file");
+  CHECK(problems[0].found == "the end of the file");
   CHECK(problems[1].what == "line 2 (row of c.py): stray quote in a field");
-  CHECK(problems[1].found == "one inside");
+  CHECK(problems[1].found == "a quote inside the field");
   CHECK(problems[2].what == "line 1: stray quote in a field");  // after the closing quote
   CHECK(problems[3].what == "line 2: empty row");
   CHECK(problems[3].found == "an empty line");

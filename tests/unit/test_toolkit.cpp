@@ -194,8 +194,8 @@ TEST_CASE("a configuration's toolkit is found by its table's name") {
   CHECK(k->version == "12.4");
   CHECK_FALSE(find_toolkit(13, hints, problems));
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0].expected ==
-        "--cuda 13=PATH, WHEELMERGE_CUDA_13, [tool.wheelmerge.cu13] toolkit, or a discoverable toolkit");
+  CHECK(problems[0].expected.starts_with(
+      "a toolkit named by --cuda 13=PATH, WHEELMERGE_CUDA_13 or [tool.wheelmerge.cu13] toolkit, or one at "));
 }
 
 TEST_CASE("a cpu label's environment: -march appended to CFLAGS and CXXFLAGS, no toolkit") {

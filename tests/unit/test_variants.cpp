@@ -180,7 +180,7 @@ TEST_CASE("variant metadata: duplicate keys at any level, a byte order mark, unk
         }) ==
         "default-priorities.namespace: expected a non-empty list of unique names (a-z, 0-9 and _), found \"nvidia\"");
   CHECK(edited([](auto& d) { d["default-priorities"] = nullptr; }) ==
-        "default-priorities: expected an object, found null null");
+        "default-priorities: expected an object, found null");
   CHECK(edited([](auto& d) { d["$schema"] = 1; }).starts_with("$schema: expected a schema installers know"));
 }
 

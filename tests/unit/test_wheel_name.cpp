@@ -56,7 +56,11 @@ TEST_CASE("PEP 825 variant wheel names: the label is the last component") {
 TEST_CASE("malformed file names are refused with a reason") {
   std::string why;
   CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-linux_x86_64.whl", why));
-  CHECK(why.find("4 dash-separated parts") != std::string::npos);
+  CHECK(why.find("a name of 4 dash-separated parts") != std::string::npos);
+  CHECK_FALSE(parse_wheel_filename("pkg.whl", why));  // one part: no plural
+  CHECK(why.starts_with("a name of 1 dash-separated part where"));
+  CHECK_FALSE(parse_wheel_filename("pkg-one-py3-none-any.whl", why));
+  CHECK(why == "the version \"one\", which is not a PEP 440 version");
   CHECK_FALSE(parse_wheel_filename("pkg-1.0-x-cp311-cp311-linux_x86_64.whl", why));
   CHECK(why.find("build tag") != std::string::npos);
   CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-cp311-linux_x86_64.zip", why));

@@ -215,17 +215,17 @@ TEST_CASE("a sink that stops early ends the pass at once, without a problem and 
 TEST_CASE("unsafe names") {
   CHECK(unsafe_name_reason("pkg/mod.py").empty());
   CHECK(unsafe_name_reason("pkg/").empty());
-  CHECK(unsafe_name_reason("") == "empty name");
-  CHECK(unsafe_name_reason("/etc/passwd") == "absolute name");
-  CHECK(unsafe_name_reason("C:/x") == "name starts with a drive letter");
-  CHECK(unsafe_name_reason("a\\b") == "name contains a backslash");
-  CHECK(unsafe_name_reason("a/../b") == "name has a '..' segment");
-  CHECK(unsafe_name_reason("./a") == "name has a '.' segment");
-  CHECK(unsafe_name_reason("a//b") == "name has an empty path segment");
-  CHECK(unsafe_name_reason(std::string("a\x01", 2)) == "name contains a control character");
+  CHECK(unsafe_name_reason("") == "an empty name");
+  CHECK(unsafe_name_reason("/etc/passwd") == "an absolute name");
+  CHECK(unsafe_name_reason("C:/x") == "a name that starts with a drive letter");
+  CHECK(unsafe_name_reason("a\\b") == "a backslash in the name");
+  CHECK(unsafe_name_reason("a/../b") == "a '..' segment");
+  CHECK(unsafe_name_reason("./a") == "a '.' segment");
+  CHECK(unsafe_name_reason("a//b") == "an empty path segment");
+  CHECK(unsafe_name_reason(std::string("a\x01", 2)) == "a control character in the name");
   CHECK(unsafe_name_reason("caf\xc3\xa9.py").empty());
-  CHECK(unsafe_name_reason("caf\xe9.py") == "name is not valid UTF-8");
-  CHECK(unsafe_name_reason("\xc0\xaf") == "name is not valid UTF-8");  // overlong '/'
+  CHECK(unsafe_name_reason("caf\xe9.py") == "a name that is not valid UTF-8");
+  CHECK(unsafe_name_reason("\xc0\xaf") == "a name that is not valid UTF-8");  // overlong '/'
 }
 
 TEST_CASE("SOURCE_DATE_EPOCH becomes a DOS timestamp in UTC, clamped to 1980") {
