@@ -191,7 +191,7 @@ def sites() -> list[Site]:
                               for f, i in index.items()}
                     found.append(Site(rel, _line(text, m.start()), fields))
             for m in ASSIGNMENT.finditer(text):
-                end = text.index(";", m.end())
+                end = m.end() + len(_split_top(text[m.end():], ";")[0])  # the first ";" outside strings
                 t = templates(_split_top(text[m.end():end], ",")[0])  # a, b = ...: each its own
                 if t is not None:
                     found.append(Site(rel, _line(text, m.start()), {m.group(1): t}))

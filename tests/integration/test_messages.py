@@ -480,7 +480,8 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
         "output_is_a_file": ["merge", good["cu12"], good["cu13"], "-o", good["cu12"]],
         "output_replaces_input": ["merge", f"{plain}=cu12", good["cu13"], "-o", plain.parent],
         "variants_input_with_variant_json": ["variants", *with_variant_json, "-o", tmp / "v"],
-        "variants_cpu_only": ["variants", f"{plain}=x86_64_v2", f"{cpu_wheel}=x86_64_v3", "-o", tmp / "v"],
+        "variants_torch": ["variants", f"{plain}=torch210_cu12", f"{cpu_wheel}=torch211_cu13", "-o", tmp / "v"],
+        "torch_floor_and_exact": ["merge", f"{plain}=torch210_cu12", f"{cpu_wheel}=torch211plus_cu13", "-o", tmp / "m"],
     }.items():
         record(case, args)
     # Projects `build` refuses before building anything.
