@@ -176,3 +176,18 @@ def test_the_cause_is_the_labelled_file_name(wmdemo_merged: Path, tmp_path: Path
     (wheel,) = packed.glob("*.whl")
     report = auditwheel_show(wheel)
     assert (report["overall_tag"], report["external_libs"]) == ("manylinux_2_5_x86_64", {}), report
+
+
+def test_without_the_preload_a_labelled_extension_fails_to_load(wmdemo_merged: Path, tmp_path: Path) -> None:
+    """What auditwheel reports is what `ld.so` finds from a cold start: imported by its path,
+    bypassing the loader's preload, a build's extension does not load at all (rather than load
+    with another build's library)."""
+    run([tool_python(), "-m", "wheel", "unpack", "-d", tmp_path, wmdemo_merged])
+    for label in LABELS:
+        extension = tmp_path / "wmdemo-0.1.0" / "wmdemo" / f"_core.{label}.cpython-311-x86_64-linux-gnu.so"
+        code = ("import importlib.util, sys\n"
+                "spec = importlib.util.spec_from_file_location('_core', sys.argv[1])\n"
+                "importlib.util.module_from_spec(spec)\n")
+        result = run([tool_python(), "-c", code, extension], check=False)
+        assert result.returncode == 1
+        assert "ImportError: libwmdemo_rt.so.1: cannot open shared object file" in result.stderr, result.stderr
