@@ -1,7 +1,8 @@
 """The checks downstream CI runs on a wheel before publishing it (`twine check --strict`,
 `check-wheel-contents`, `auditwheel show`), run on merged wheels and on their inputs: the bundled
-example's two builds (examples/wmdemo: C extensions and a private shared library) and cuda-core's
-x86_64 wheel split into its two builds and merged again (bench/make_real.py).
+example's two builds (examples/wmdemo: C extensions and a private shared library), cuda-core's
+x86_64 wheel split into its two builds and merged again (bench/make_real.py), and CuPy's two
+distributions merged into `cupy` (as test_cupy.py merges them).
 
 What each check reports, and why, is docs/downstream-checks.md: twine passes; check-wheel-contents
 reports only W004, for exactly the labelled extension modules, and passes with the documented
@@ -23,6 +24,7 @@ import pytest
 
 import real_wheels
 from conftest import DemoWheels, run, tool_python
+from test_cupy import CUPY, VARIANT_FILE
 from test_merge_e2e import merge_into, wheelmerge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -47,6 +49,16 @@ def cuda_core(wheelmerge_bin: Path, tmp_path_factory: pytest.TempPathFactory) ->
     out = {label: work / make_real.write_split(original, label, work)[0] for label in LABELS}
     summary = json.loads(wheelmerge(wheelmerge_bin, "merge", out["cu12"], out["cu13"], "-o", work / "out",
                                     "--json").stdout)
+    out["merged"] = Path(summary["output"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def cupy(wheelmerge_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """CuPy's two distributions and their merge, as test_cupy.py makes it."""
+    out = {label: real_wheels.fetch(wheel) for label, wheel in CUPY.items()}
+    summary = json.loads(wheelmerge(wheelmerge_bin, "merge", "--name", "cupy", "--json", out["cu12"], out["cu13"],
+                                    "-o", tmp_path_factory.mktemp("cupy"), "--variant-file", VARIANT_FILE).stdout)
     out["merged"] = Path(summary["output"])
     return out
 
@@ -114,6 +126,14 @@ def auditwheel_show(wheel: Path) -> dict:
     return report
 
 
+def compatibility(tag: str) -> tuple[int, int]:
+    """Orders platform tags as auditwheel's policies do: `linux_*` below every manylinux tag, a
+    manylinux tag below those of older glibc versions."""
+    match = re.fullmatch(r"manylinux_2_(\d+)_\w+", tag)
+    assert match or tag.startswith("linux_"), tag
+    return (1, -int(match.group(1))) if match else (0, 0)
+
+
 def readelf_dynamic(path: Path) -> dict[str, list[str]]:
     """NEEDED, SONAME, RPATH and RUNPATH of an ELF file, as binutils' readelf reads them."""
     found: dict[str, list[str]] = {}
@@ -154,6 +174,19 @@ def test_auditwheel_show_wmdemo_merged_finds_the_renamed_library_unresolved(
     assert merged["external_libs"] == {"libwmdemo_rt.so.1": None}
     assert merged["policy_upgrades"]
     assert all(entry == {"libs_to_eliminate": ["libwmdemo_rt.so.1"]} for entry in merged["policy_upgrades"].values())
+
+
+def test_auditwheel_show_cupy_merged_needs_what_its_builds_need(cupy: dict[str, Path]) -> None:
+    # CuPy bundles no private library; its extensions need the CUDA libraries of their major,
+    # which auditwheel resolves or not depending on the machine (the paths are not compared).
+    merged, cu12, cu13 = (auditwheel_show(cupy[k]) for k in ("merged", "cu12", "cu13"))
+    # The least compatible of the builds' tags: on this machine both are linux_x86_64 (a CUDA
+    # library of each major is not found), where both majors' libraries are, their manylinux tag.
+    assert merged["overall_tag"] == min(cu12["overall_tag"], cu13["overall_tag"], key=compatibility)
+    assert merged["sym_tag"] == cu12["sym_tag"] == cu13["sym_tag"] == "manylinux_2_27_x86_64"
+    assert set(merged["external_libs"]) == set(cu12["external_libs"]) | set(cu13["external_libs"])
+    assert {"libcufft.so.11", "libnvrtc.so.12"} <= set(cu12["external_libs"]) - set(cu13["external_libs"])
+    assert {"libcufft.so.12", "libnvrtc.so.13"} <= set(cu13["external_libs"]) - set(cu12["external_libs"])
 
 
 def test_the_cause_is_the_labelled_file_name(wmdemo_merged: Path, tmp_path: Path) -> None:
