@@ -324,6 +324,7 @@ SUITES = {
     "test_cudademo": Suite(("network", "gpu", "slow")),
     "test_cupy": Suite(("network", "slow"), first=True),
     "test_data_layouts": Suite(("cxx",)),
+    "test_downstream_checks": Suite(("network", "slow")),
     "test_docs": Suite(),
     "test_faults": Suite(("cxx",)),
     "test_fuzz": Suite(("slow",)),
