@@ -998,6 +998,7 @@ int main(int argc, char** argv) {
       "wheelmerge"};
   app.formatter(std::make_shared<HelpFormatter>());
   app.set_version_flag("--version", std::string(wm::kVersion), "print the version and exit");
+  app.set_help_flag("-h,--help", "print this help and exit");  // before the commands, which copy it
   app.require_subcommand(1);
   Output out;
   out.color = isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
