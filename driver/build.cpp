@@ -646,6 +646,17 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
   std::vector<VariantJob> jobs = variant_jobs(labels, options, project->wheelmerge, problems);
   if (problems.size() != before) return std::nullopt;
+  // --cuda N=PATH names a toolkit and chooses no build: one that no build uses is said so.
+  for (const auto& [major, path] : options.toolkit_paths)
+    if (std::none_of(labels.begin(), labels.end(), [major = major](const VariantLabel& l) {
+          return l.selector() != Selector::cpu && l.cuda_major() == major;
+        })) {
+      std::vector<std::string> names;
+      for (const VariantLabel& label : labels) names.push_back(label.str());
+      progress(fmt::format("warning: --cuda {0}={1} names the toolkit of CUDA {0}, which none of the builds ({2}) uses; "
+                           "--cuda {0} chooses it as a build",
+                           major, path, fmt::join(names, ", ")));
+    }
 
   std::string tmp = fs::temp_directory_path().string() + "/wheelmerge-build-XXXXXX";
   if (!mkdtemp(tmp.data())) {

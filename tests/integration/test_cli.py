@@ -230,6 +230,7 @@ def test_cuda_with_a_path_names_a_toolkit_and_keeps_the_configured_builds(wheelm
     assert result.returncode == 0, describe(result)
     summary = json.loads(result.stdout)
     assert [v["label"] for v in summary["variants"]] == ["cu12", "cu13"], summary
+    assert "wheelmerge: warning:" not in result.stderr, result.stderr
     assert Path(summary["output"]).parent == tmp_path / "dist", summary
     # Nothing left in TMPDIR after success: before, wheelmerge-build-*/logs stayed.
     assert listing(tmpdir) == before == [], listing(tmpdir)
@@ -249,6 +250,7 @@ def test_one_variant_builds_a_one_build_wheel(wheelmerge_bin, tmp_path):
     assert [v["label"] for v in summary["variants"]] == ["cu13"], summary
     assert "wheelmerge: warning: " in result.stderr and "one build, with no extension module" in result.stderr, \
         result.stderr
+    assert "names the toolkit" not in result.stderr, result.stderr
     merged = wm(wheelmerge_bin, "verify", summary["output"], cwd=tmp_path)
     assert merged.returncode == 0, describe(merged)
     with zipfile.ZipFile(summary["output"]) as z:
@@ -355,3 +357,13 @@ def test_github_groups_each_variant_build_and_the_merge(wheelmerge_bin, tmp_path
     assert [(c[0], c[2]) for c in commands] == [("group", "build cu12"), ("endgroup", ""), ("group", "build cu13"),
                                                 ("endgroup", ""), ("group", "merge"), ("endgroup", "")], commands
     json.loads(result.stdout)  # the summary alone on stdout
+
+
+def test_cuda_path_of_a_major_no_build_uses_is_a_warning(wheelmerge_bin, tmp_path):
+    project = copy_project("envprobe", tmp_path)
+    tk = toolkits_in(tmp_path)
+    result = wm(wheelmerge_bin, "build", project, "--cuda", "13", "--cuda", f"13={tk.cu13}", "--cuda", f"12={tk.cu12}",
+                "--no-isolation", "--python", PYTHON, "-o", tmp_path / "out", cwd=tmp_path)
+    assert result.returncode == 0, describe(result)
+    assert (f"wheelmerge: warning: --cuda 12={tk.cu12} names the toolkit of CUDA 12, which none of the builds (cu13) "
+            "uses; --cuda 12 chooses it as a build") in result.stderr, result.stderr
