@@ -367,3 +367,22 @@ def test_cuda_path_of_a_major_no_build_uses_is_a_warning(wheelmerge_bin, tmp_pat
     assert result.returncode == 0, describe(result)
     assert (f"wheelmerge: warning: --cuda 12={tk.cu12} names the toolkit of CUDA 12, which none of the builds (cu13) "
             "uses; --cuda 12 chooses it as a build") in result.stderr, result.stderr
+
+
+def test_github_build_log_lines_shown_in_an_error_issue_no_commands(wheelmerge_bin, tmp_path):
+    """A failed build's error shows the end of its log, indented; the runner trims lines, so a
+    log line `::error::...` would be a command: in GitHub mode it is printed with a backslash."""
+    project = copy_project("failing", tmp_path)
+    setup = project / "setup.py"
+    setup.write_text(setup.read_text().replace('print("failpkg: about to fail for CUDA 12", flush=True)',
+                                               'print("::endgroup::\\n  ::error::injected", flush=True)'))
+    tk = toolkits_in(tmp_path)
+    result = wm(wheelmerge_bin, "build", project, *tk.args(), "--no-isolation", "--python", PYTHON, cwd=tmp_path,
+                env=GITHUB)
+    assert result.returncode == 1, describe(result)
+    assert "\\::error::injected" in result.stderr, result.stderr
+    commands = workflow_commands(result.stderr)
+    assert [(c[0], c[2]) for c in commands[:4]] == [("group", "build cu12"), ("endgroup", ""), ("group", "build cu13"),
+                                                    ("endgroup", "")], commands
+    assert [(c[0], c[1]) for c in commands[4:]] == [("error", {"title": "wheelmerge"})], commands
+    assert "::error::injected" in commands[4][2]  # inside the annotation's message, escaped as data
