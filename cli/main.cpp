@@ -784,8 +784,8 @@ Subcommand add_config(CLI::App& app, Output& out) {
   auto project = std::make_shared<std::string>(".");
   auto* config = app.add_subcommand("config", "show the project's wheelmerge configuration as read");
   config->add_option("project", *project, "the project directory (default: .)");
-  add_common(config, out, "accepted; there is nothing but the JSON to leave out", {},
-             "accepted; the output is JSON either way");
+  add_common(config, out, "with --json: no error lines on stderr, only the JSON", {},
+             "on failure, the problems as JSON on stdout (the configuration is JSON either way)");
   config->footer(examples({{"wheelmerge config", "the configuration of the project in ., as JSON"}}));
   return {config, [&out, project] { return run_config(out, *project); }};
 }
