@@ -189,15 +189,15 @@ wm::Problems unreadable_inputs(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     int error = 0;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st{};
+    struct stat st {};
     if (fd < 0)
       error = errno;
     else if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
       error = EISDIR;
     if (fd >= 0) ::close(fd);
     if (error)
-      problems.push_back({wm::ProblemKind::usage, path, {}, "cannot read the input", "a readable file",
-                          std::strerror(error)});
+      problems.push_back(
+          {wm::ProblemKind::usage, path, {}, "cannot read the input", "a readable file", std::strerror(error)});
   }
   return problems;
 }
@@ -626,13 +626,13 @@ Subcommand add_merge(CLI::App& app, Output& out) {
       "the merged distribution's name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy); "
       "labels may then come from the names' -cudaNNx/-cuNN suffixes");
   add_common(merge, out, "print only errors", "also list each variant file: label, path in the build, path stored");
-  merge->footer(examples({
-      {"wheelmerge merge dist12/pkg-1.0-cp312-cp312-linux_x86_64.whl=cu12 dist13/pkg-1.0-cp312-cp312-linux_x86_64.whl=cu13",
-       "merge two CUDA builds into dist/pkg-1.0-cp312-cp312-linux_x86_64.whl"},
-      {"wheelmerge pkg-1.0+cu12-cp312-cp312-linux_x86_64.whl pkg-1.0+cu13-cp312-cp312-linux_x86_64.whl",
-       "the same, labels from the +cuNN local versions (`merge` may be left out)"},
-      {"wheelmerge merge a.whl=cu12 -o wheelhouse",
-       "one build: a wheel whose loader says which build it has"}}));
+  merge->footer(examples(
+      {{"wheelmerge merge dist12/pkg-1.0-cp312-cp312-linux_x86_64.whl=cu12 "
+        "dist13/pkg-1.0-cp312-cp312-linux_x86_64.whl=cu13",
+        "merge two CUDA builds into dist/pkg-1.0-cp312-cp312-linux_x86_64.whl"},
+       {"wheelmerge pkg-1.0+cu12-cp312-cp312-linux_x86_64.whl pkg-1.0+cu13-cp312-cp312-linux_x86_64.whl",
+        "the same, labels from the +cuNN local versions (`merge` may be left out)"},
+       {"wheelmerge merge a.whl=cu12 -o wheelhouse", "one build: a wheel whose loader says which build it has"}}));
   return {merge, [&out, a] {
             if (auto missing = unreadable_inputs(parse_inputs(a->wheels)); !missing.empty()) return out.fail(missing);
             if (auto bad = take_build_info(a->build_info, a->wheels, a->options)) return out.fail({*bad});
@@ -688,10 +688,10 @@ Subcommand add_inspect(CLI::App& app, Output& out) {
                     "also read the GPU code of each file's CUDA fat binaries and the sm_arch values of each build");
   add_common(inspect, out, "leave out warnings (the report is printed still)", {},
              "print the report as JSON on stdout");
-  inspect->footer(examples({{"wheelmerge inspect dist/pkg-1.0-cp312-cp312-linux_x86_64.whl",
-                             "the wheel's tags, variants and loaders"},
-                            {"wheelmerge inspect --gpu-code --json dist/pkg-1.0-cp312-cp312-linux_x86_64.whl",
-                             "also the GPU architectures each build has code for, as JSON"}}));
+  inspect->footer(examples(
+      {{"wheelmerge inspect dist/pkg-1.0-cp312-cp312-linux_x86_64.whl", "the wheel's tags, variants and loaders"},
+       {"wheelmerge inspect --gpu-code --json dist/pkg-1.0-cp312-cp312-linux_x86_64.whl",
+        "also the GPU architectures each build has code for, as JSON"}}));
   return {inspect, [&out, path, gpu_code] { return run_inspect(out, *path, *gpu_code); }};
 }
 
@@ -740,7 +740,8 @@ Subcommand add_verify(CLI::App& app, Output& out) {
   auto* verify = app.add_subcommand("verify", "check wheels strictly: zip structure, names, hashes, metadata, loaders");
   verify->add_option("wheels", *paths, "the wheels")->required();
   add_common(verify, out, "print only errors (no \"valid\" lines or warnings)");
-  verify->footer(examples({{"wheelmerge verify dist/*.whl", "check every wheel in dist/; exit status 3 if one is invalid"}}));
+  verify->footer(
+      examples({{"wheelmerge verify dist/*.whl", "check every wheel in dist/; exit status 3 if one is invalid"}}));
   return {verify, [&out, paths] { return run_verify(out, *paths); }};
 }
 
@@ -800,7 +801,8 @@ Subcommand add_toolkit(CLI::App& app, Output& out) {
       app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and each variant's build environment");
   toolkit->add_option("project", a->options.project_dir, "the project directory (default: .)");
   repeatable(toolkit->add_option(
-      "--cuda", a->cuda, "N: a CUDA major to show; N=TOOLKIT_ROOT: the toolkit of CUDA N, choosing nothing (repeatable)"));
+      "--cuda", a->cuda,
+      "N: a CUDA major to show; N=TOOLKIT_ROOT: the toolkit of CUDA N, choosing nothing (repeatable)"));
   repeatable(toolkit->add_option("--variant", a->variants, "a variant: cuNN, torchMmm_cuNN or x86_64_vN (repeatable)"));
   toolkit->add_option("--python", a->options.python,
                       "the Python that would build (default: python3; its CFLAGS start a CPU level's)");
@@ -921,9 +923,12 @@ const CLI::Option* find_option(const CLI::App* cmd, const std::string& name) {
 std::optional<wm::Problem> unknown_option(const CLI::App* cmd, const std::string& command,
                                           const std::vector<std::string>& args, size_t from) {
   auto problem = [&](const std::string& name) {
-    return wm::Problem{wm::ProblemKind::usage, {}, {},
+    return wm::Problem{wm::ProblemKind::usage,
+                       {},
+                       {},
                        fmt::format("unknown option {} of {}{}", name, command, did_you_mean(name, option_names(cmd))),
-                       {}, {}};
+                       {},
+                       {}};
   };
   for (size_t i = from; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -1037,20 +1042,26 @@ int main(int argc, char** argv) {
     if (path.ends_with(".whl") || args[0].ends_with(".whl") || std::filesystem::is_regular_file(path, ec)) {
       args.insert(args.begin(), "merge");
     } else {
-      out.fail({{wm::ProblemKind::usage, {}, {},
-                 fmt::format("unknown command \"{}\"{}; the commands are {} (and wheel files, to merge them)",
-                             args[0], did_you_mean(args[0], kCommands), fmt::join(kCommands, ", ")),
-                 {}, {}}});
+      out.fail({{wm::ProblemKind::usage,
+                 {},
+                 {},
+                 fmt::format("unknown command \"{}\"{}; the commands are {} (and wheel files, to merge them)", args[0],
+                             did_you_mean(args[0], kCommands), fmt::join(kCommands, ", ")),
+                 {},
+                 {}}});
       return 2;
     }
   }
   // Options no command takes: at the top level, and after the command (`ci init` is one).
   if (!args.empty() && args[0].starts_with('-') && args[0] != "-h" && args[0] != "--help" && args[0] != "--version") {
     const std::string name = args[0].substr(0, args[0].find('='));
-    out.fail({{wm::ProblemKind::usage, {}, {},
+    out.fail({{wm::ProblemKind::usage,
+               {},
+               {},
                fmt::format("unknown option {}{}; options of a command come after it (wheelmerge COMMAND --help)", name,
                            did_you_mean(name, {"--help", "--version"})),
-               {}, {}}});
+               {},
+               {}}});
     return 2;
   }
   if (!args.empty() && is_command(args[0])) {
@@ -1082,7 +1093,8 @@ int main(int argc, char** argv) {
     }
     std::string what = e.what();
     if (what == "A subcommand is required") what = "a command is required";
-    out.fail({{wm::ProblemKind::usage, {}, {}, fmt::format("{} ({} --help lists the options)", what, command), {}, {}}});
+    out.fail(
+        {{wm::ProblemKind::usage, {}, {}, fmt::format("{} ({} --help lists the options)", what, command), {}, {}}});
     return 2;
   }
   wm::catch_interrupts();

@@ -466,8 +466,7 @@ std::vector<VariantLabel> build_labels(const BuildOptions& options, const BuildC
            fmt::format("{} (selector {})", label.str(), selector_name(label.selector()))});
       return {};
     }
-  if (labels.empty())
-    problems.push_back({ProblemKind::usage, {}, {}, "a build needs a variant", "at least 1", "none"});
+  if (labels.empty()) problems.push_back({ProblemKind::usage, {}, {}, "a build needs a variant", "at least 1", "none"});
   return labels;
 }
 
@@ -653,9 +652,10 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
         })) {
       std::vector<std::string> names;
       for (const VariantLabel& label : labels) names.push_back(label.str());
-      progress(fmt::format("warning: --cuda {0}={1} names the toolkit of CUDA {0}, which none of the builds ({2}) uses; "
-                           "--cuda {0} chooses it as a build",
-                           major, path, fmt::join(names, ", ")));
+      progress(
+          fmt::format("warning: --cuda {0}={1} names the toolkit of CUDA {0}, which none of the builds ({2}) uses; "
+                      "--cuda {0} chooses it as a build",
+                      major, path, fmt::join(names, ", ")));
     }
 
   std::string tmp = fs::temp_directory_path().string() + "/wheelmerge-build-XXXXXX";

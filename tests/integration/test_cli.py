@@ -6,14 +6,12 @@ that follows GitHub's documented escaping)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import clean_env
 from test_build import PYTHON, Toolkits, copy_project, make_toolkit
 from wheelgen import build_wheel, elf_shared_object
@@ -31,8 +29,8 @@ def wm(binary: Path, *args: str | Path, cwd: Path, env: dict[str, str] | None = 
     for key in [k for k in full if k.startswith("WHEELMERGE_CUDA_")]:
         del full[key]
     full.update(env or {})
-    return subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=full,
-                          timeout=300)
+    return subprocess.run([str(binary), *map(str, args)], check=False, capture_output=True, text=True, cwd=cwd,
+                          env=full, timeout=300)
 
 
 def describe(result: subprocess.CompletedProcess) -> str:
@@ -270,7 +268,7 @@ def test_usage_error_leaves_nothing_and_a_failed_build_keeps_its_logs(wheelmerge
     result = wm(wheelmerge_bin, "build", failing, *tk.args(), "--no-isolation", "--python", PYTHON, cwd=tmp_path)
     assert result.returncode == 1, describe(result)
     assert result.stderr.startswith("[") or result.stderr.startswith("wheelmerge"), result.stderr
-    kept = re.search(r"^the build logs are kept in (\S+)$", result.stderr, re.M)
+    kept = re.search(r"^the build logs are kept in (\S+)$", result.stderr, re.MULTILINE)
     assert kept, result.stderr
     logs = Path(kept.group(1))
     assert logs.parent.parent == tmpdir and sorted(p.name for p in logs.iterdir()) == ["cu12.log", "cu13.log"]
