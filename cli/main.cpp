@@ -23,6 +23,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -50,28 +52,102 @@ nlohmann::json problem_list(const wm::Problems& problems) {
   return list;
 }
 
+// GitHub Actions workflow commands (docs.github.com, "Workflow commands for GitHub Actions"):
+// the message of a command escaped as data, its properties (file=, title=) further escaped.
+std::string github_data(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '\r')
+      out += "%0D";
+    else if (c == '\n')
+      out += "%0A";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string github_property(std::string_view text) {
+  std::string out;
+  for (char c : github_data(text)) {
+    if (c == ':')
+      out += "%3A";
+    else if (c == ',')
+      out += "%2C";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// Text printed as lines while GitHub reads them: a line that (after leading blanks, which the
+// runner trims) starts with "::" would be taken as a workflow command, so it gets a backslash
+// before them. Build logs shown in errors and paths given on the command line reach these lines.
+std::string no_workflow_commands(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos && line.compare(first, 2, "::") == 0) line.insert(first, "\\");
+    out += line;
+    if (end < text.size()) out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
 struct Output {
   bool json = false;
   bool quiet = false;
   bool verbose = false;
   bool color = false;
+  bool github = false;  // GITHUB_ACTIONS=true: errors and warnings also as workflow commands, phases as groups
+
+  // Text for stderr: with GitHub reading it, no line of it a workflow command.
+  std::string line(const std::string& text) const { return github ? no_workflow_commands(text) : text; }
+
+  // The workflow command of an error or warning, on stderr (stdout is --json's): file= names
+  // the problem's file when it has one.
+  void annotate(const char* command, const std::string& file, const std::string& message) const {
+    if (!github) return;
+    // file= for a path; not for a variant label (a build's problems name their label there).
+    std::string why;
+    const bool path = !file.empty() && !wm::VariantLabel::parse(file, why);
+    std::string properties =
+        path ? "file=" + github_property(wm::is_valid_utf8(file) ? file : wm::printable(file)) + "," : std::string();
+    fmt::print(stderr, "::{} {}title=wheelmerge::{}\n", command, properties, github_data(message));
+  }
+  // A collapsible group of the log; nothing outside GitHub. Groups do not nest.
+  void begin_group(const std::string& title) const {
+    if (github) fmt::print(stderr, "::group::{}\n", github_data(wm::printable(title)));
+  }
+  void end_group() const {
+    if (github) fmt::print(stderr, "::endgroup::\n");
+  }
 
   void error(const wm::Problem& p) const {
+    annotate("error", p.file, wm::describe(p));
     if (quiet && json) return;
     std::string prefix =
         color ? fmt::format(fmt::fg(fmt::terminal_color::red) | fmt::emphasis::bold, "error") : std::string("error");
-    fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, wm::describe(p));
+    fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, line(wm::describe(p)));
   }
   void warning(const std::string& text) const {
     if (quiet) return;
+    annotate("warning", {}, wm::printable(text));
     std::string prefix = color ? fmt::format(fmt::fg(fmt::terminal_color::yellow), "warning") : std::string("warning");
-    fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, wm::printable(text));
+    fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, line(wm::printable(text)));
   }
   void info(const std::string& text) const {
-    if (!quiet) fmt::print(stderr, "{}\n", wm::printable(text));
+    if (!quiet) fmt::print(stderr, "{}\n", line(wm::printable(text)));
   }
   void detail(const std::string& text) const {
-    if (verbose) fmt::print(stderr, "  {}\n", wm::printable(text));
+    if (verbose) fmt::print(stderr, "  {}\n", line(wm::printable(text)));
   }
 
   int fail(const wm::Problems& problems) const {
@@ -105,6 +181,32 @@ std::vector<wm::WheelInput> parse_inputs(const std::vector<std::string>& args) {
   return inputs;
 }
 
+// A problem for each input file that cannot be opened for reading, naming it and the system's
+// reason: said before anything about the inputs' names or labels.
+wm::Problems unreadable_inputs(const std::vector<std::string>& paths) {
+  wm::Problems problems;
+  for (const std::string& path : paths) {
+    int error = 0;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0)
+      error = errno;
+    else if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+      error = EISDIR;
+    if (fd >= 0) ::close(fd);
+    if (error)
+      problems.push_back(
+          {wm::ProblemKind::usage, path, {}, "cannot read the input", "a readable file", std::strerror(error)});
+  }
+  return problems;
+}
+
+wm::Problems unreadable_inputs(const std::vector<wm::WheelInput>& inputs) {
+  std::vector<std::string> paths;
+  for (const wm::WheelInput& input : inputs) paths.push_back(input.path);
+  return unreadable_inputs(paths);
+}
+
 wm::DosTime output_time(const Output& out) {
   std::string warning;
   wm::DosTime time = wm::output_time_from_environment(warning);
@@ -116,7 +218,10 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
               const wm::MergeOptions& options) {
   auto start = std::chrono::steady_clock::now();
   wm::Problems problems;
-  auto result = wm::merge_wheels(parse_inputs(args), options, out_dir, output_time(out), problems);
+  const wm::DosTime time = output_time(out);
+  out.begin_group("merge");
+  auto result = wm::merge_wheels(parse_inputs(args), options, out_dir, time, problems);
+  out.end_group();
   if (!result) return out.fail(problems);
   for (const std::string& w : result->plan.warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -143,7 +248,10 @@ int run_variants(const Output& out, const std::vector<std::string>& args, const 
                  const wm::VariantsOptions& options) {
   auto start = std::chrono::steady_clock::now();
   wm::Problems problems;
-  auto result = wm::write_variants(parse_inputs(args), options, out_dir, output_time(out), problems);
+  const wm::DosTime time = output_time(out);
+  out.begin_group("variant wheels");
+  auto result = wm::write_variants(parse_inputs(args), options, out_dir, time, problems);
+  out.end_group();
   if (!result) return out.fail(problems);
   for (const std::string& w : result->warnings) out.warning(w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -212,13 +320,17 @@ std::optional<wm::Problem> take_build_info(const std::vector<std::string>& value
   return std::nullopt;
 }
 
-// --cuda values ("12", "cu12", "12=PATH") into `options`; the first value that is none, if any.
+// --cuda values into `options`: "12" or "cu12" chooses CUDA 12 as a build, "12=PATH" only names
+// the toolkit of CUDA 12 (the builds stay the configured or --variant ones); the first value
+// that is neither, if any.
 std::optional<std::string> take_cuda_options(const std::vector<std::string>& cuda, wm::BuildOptions& options) {
   for (const std::string& c : cuda) {
     auto option = wm::parse_cuda_option(c);
-    if (!option) return c;
-    options.majors.push_back(option->major);
-    if (option->toolkit) options.toolkit_paths[option->major] = *option->toolkit;
+    if (!option || (option->toolkit && option->toolkit->empty())) return c;
+    if (option->toolkit)
+      options.toolkit_paths[option->major] = *option->toolkit;
+    else
+      options.majors.push_back(option->major);
   }
   return std::nullopt;
 }
@@ -236,7 +348,10 @@ std::optional<wm::Problem> take_variant_options(const std::vector<std::string>& 
 
 // One built variant in `build --json`.
 nlohmann::json variant_summary(const wm::VariantBuild& v) {
-  nlohmann::json j = {{"label", v.label.str()}, {"build_info", v.build_info}, {"log", v.log}, {"seconds", v.seconds}};
+  nlohmann::json j = {{"label", v.label.str()},
+                      {"build_info", v.build_info},
+                      {"log", v.log.empty() ? nlohmann::json() : nlohmann::json(v.log)},
+                      {"seconds", v.seconds}};
   if (v.toolkit) {
     j["cuda_version"] = v.toolkit->version;
     j["toolkit"] = v.toolkit->root;
@@ -259,8 +374,16 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   }
   auto start = std::chrono::steady_clock::now();
   wm::Problems problems;
+  const wm::PhaseHooks phases{[&](const std::string& title) { out.begin_group(title); }, [&] { out.end_group(); }};
   auto result = wm::build_project(
-      options, [&](const std::string& line) { out.info(line); }, problems);
+      options,
+      [&](const std::string& line) {
+        if (line.starts_with("warning: "))
+          out.warning(line.substr(9));
+        else
+          out.info(line);
+      },
+      problems, phases);
   if (!result) return out.fail(problems);
   // With --variants, the variant wheels' warnings hold the merged wheel's as well (each once).
   for (const std::string& w : result->variant_wheels ? result->variant_wheels->warnings : result->merge.plan.warnings)
@@ -270,13 +393,14 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
     out.info(fmt::format("wrote {} variant wheels ({}) and {}", result->variant_wheels->wheels.size(),
                          fmt::join(wm::label_strings(result->variant_wheels->labels), ", "),
                          result->variant_wheels->index));
-  out.info(fmt::format("wrote {} in {:.1f}s (logs in {})", result->merge.output, seconds, result->log_dir));
+  out.info(fmt::format("wrote {} in {:.1f}s{}", result->merge.output, seconds,
+                       result->log_dir.empty() ? std::string() : " (logs in " + result->log_dir + ")"));
   if (out.json) {
     nlohmann::json summaries = nlohmann::json::array();
     for (const wm::VariantBuild& v : result->variants) summaries.push_back(variant_summary(v));
     nlohmann::json j = {{"output", result->merge.output},
                         {"variants", summaries},
-                        {"log_dir", result->log_dir},
+                        {"log_dir", result->log_dir.empty() ? nlohmann::json() : nlohmann::json(result->log_dir)},
                         {"shared", result->merge.plan.shared_files},
                         {"variant_files", result->merge.plan.variant_files.size()},
                         {"seconds", seconds}};
@@ -359,6 +483,7 @@ int run_toolkit(const Output& out, wm::BuildOptions& options, const std::vector<
 }
 
 int run_verify(const Output& out, const std::vector<std::string>& paths) {
+  if (auto missing = unreadable_inputs(paths); !missing.empty()) return out.fail(missing);
   nlohmann::json reports = nlohmann::json::array();
   wm::Problems all;
   for (const std::string& path : paths) {
@@ -437,6 +562,7 @@ int run_config(const Output& out, const std::string& project_dir) {
 }
 
 int run_inspect(const Output& out, const std::string& path, bool gpu_code) {
+  if (auto missing = unreadable_inputs(std::vector<std::string>{path}); !missing.empty()) return out.fail(missing);
   wm::Problems problems;
   auto report = wm::inspect_wheel(path, problems, gpu_code);
   if (!report) return out.fail(problems);
@@ -458,17 +584,26 @@ struct Subcommand {
   std::function<int()> run;
 };
 
-// --json, -q and -v, which every subcommand takes.
-void add_common(CLI::App* cmd, Output& out) {
-  cmd->add_flag("--json", out.json, "print a JSON summary on stdout");
-  auto* quiet = cmd->add_flag("-q,--quiet", out.quiet, "print only errors");
-  cmd->add_flag("-v,--verbose", out.verbose, "print each variant file")->excludes(quiet);
+// --json and -q, which every subcommand takes, each described as it works there; -v where it
+// prints more (`verbose` empty: not taken).
+void add_common(CLI::App* cmd, Output& out, const std::string& quiet, const std::string& verbose = {},
+                const std::string& json = "print a JSON summary on stdout") {
+  cmd->add_flag("--json", out.json, json);
+  auto* q = cmd->add_flag("-q,--quiet", out.quiet, quiet);
+  if (!verbose.empty()) cmd->add_flag("-v,--verbose", out.verbose, verbose)->excludes(q);
+}
+
+// The examples a subcommand's --help ends with, one command line and what it does each.
+std::string examples(std::initializer_list<std::pair<const char*, const char*>> items) {
+  std::string text = "Examples:\n";
+  for (const auto& [command, what] : items) text += fmt::format("  {}\n      {}\n", command, what);
+  return text;
 }
 
 Subcommand add_merge(CLI::App& app, Output& out) {
   struct Args {
     std::vector<std::string> wheels;
-    std::string out_dir = ".";
+    std::string out_dir = "dist";
     wm::MergeOptions options;
     std::vector<std::string> build_info;
   };
@@ -477,7 +612,7 @@ Subcommand add_merge(CLI::App& app, Output& out) {
       app.add_subcommand("merge", "merge wheels built for different CUDA majors, torch versions or CPU levels");
   merge->add_option("wheels", a->wheels, "input wheels, each optionally PATH=LABEL (cuNN, torchMmm_cuNN, x86_64_vN)")
       ->required();
-  merge->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
+  merge->add_option("-o,--output-dir", a->out_dir, "output directory, created when missing (default: dist)");
   repeatable(
       merge->add_option("--variant-file", a->options.variant_globs, "glob of other paths that may differ per build"));
   merge->add_flag("--driver-fallback", a->options.driver_fallback,
@@ -489,8 +624,16 @@ Subcommand add_merge(CLI::App& app, Output& out) {
       "--name", a->options.name,
       "the merged distribution's name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy); "
       "labels may then come from the names' -cudaNNx/-cuNN suffixes");
-  add_common(merge, out);
+  add_common(merge, out, "print only errors", "also list each variant file: label, path in the build, path stored");
+  merge->footer(examples(
+      {{"wheelmerge merge dist12/pkg-1.0-cp312-cp312-linux_x86_64.whl=cu12 "
+        "dist13/pkg-1.0-cp312-cp312-linux_x86_64.whl=cu13",
+        "merge two CUDA builds into dist/pkg-1.0-cp312-cp312-linux_x86_64.whl"},
+       {"wheelmerge pkg-1.0+cu12-cp312-cp312-linux_x86_64.whl pkg-1.0+cu13-cp312-cp312-linux_x86_64.whl",
+        "the same, labels from the +cuNN local versions (`merge` may be left out)"},
+       {"wheelmerge merge a.whl=cu12 -o wheelhouse", "one build: a wheel whose loader says which build it has"}}));
   return {merge, [&out, a] {
+            if (auto missing = unreadable_inputs(parse_inputs(a->wheels)); !missing.empty()) return out.fail(missing);
             if (auto bad = take_build_info(a->build_info, a->wheels, a->options)) return out.fail({*bad});
             return run_merge(out, a->wheels, a->out_dir, a->options);
           }};
@@ -499,7 +642,7 @@ Subcommand add_merge(CLI::App& app, Output& out) {
 Subcommand add_variants(CLI::App& app, Output& out) {
   struct Args {
     std::vector<std::string> wheels;
-    std::string out_dir = ".";
+    std::string out_dir = "dist";
     wm::VariantsOptions options;
     std::vector<std::string> build_info;
   };
@@ -509,7 +652,7 @@ Subcommand add_variants(CLI::App& app, Output& out) {
       "write PEP 825 variant wheels of the builds, their {name}-{version}-variants.json and, with --with-merged, "
       "the merged wheel as the fallback for other installers");
   variants->add_option("wheels", a->wheels, "input wheels, each optionally PATH=LABEL (cuNN)")->required();
-  variants->add_option("-o,--output-dir", a->out_dir, "output directory (default: current directory)");
+  variants->add_option("-o,--output-dir", a->out_dir, "output directory, created when missing (default: dist)");
   variants->add_flag("--with-merged", a->options.with_merged, "also write the merged wheel (as `merge` does)");
   variants->add_flag(
       "!--no-sm-arch", a->options.sm_arch,
@@ -523,8 +666,13 @@ Subcommand add_variants(CLI::App& app, Output& out) {
   variants->add_option(
       "--name", a->options.merge.name,
       "the release's distribution name, for inputs of different names (cupy-cuda12x, cupy-cuda13x -> cupy)");
-  add_common(variants, out);
+  add_common(variants, out, "print only errors", "also list each variant wheel written");
+  variants->footer(examples({{"wheelmerge variants a.whl=cu12 b.whl=cu13",
+                              "dist/ gets a variant wheel per build and {name}-{version}-variants.json"},
+                             {"wheelmerge variants --with-merged a.whl=cu12 b.whl=cu13",
+                              "the same, and the merged wheel for installers without variant support"}}));
   return {variants, [&out, a] {
+            if (auto missing = unreadable_inputs(parse_inputs(a->wheels)); !missing.empty()) return out.fail(missing);
             if (auto bad = take_build_info(a->build_info, a->wheels, a->options.merge)) return out.fail({*bad});
             return run_variants(out, a->wheels, a->out_dir, a->options);
           }};
@@ -537,7 +685,12 @@ Subcommand add_inspect(CLI::App& app, Output& out) {
   auto gpu_code = std::make_shared<bool>(false);
   inspect->add_flag("--gpu-code", *gpu_code,
                     "also read the GPU code of each file's CUDA fat binaries and the sm_arch values of each build");
-  add_common(inspect, out);
+  add_common(inspect, out, "leave out warnings (the report is printed still)", {},
+             "print the report as JSON on stdout");
+  inspect->footer(examples(
+      {{"wheelmerge inspect dist/pkg-1.0-cp312-cp312-linux_x86_64.whl", "the wheel's tags, variants and loaders"},
+       {"wheelmerge inspect --gpu-code --json dist/pkg-1.0-cp312-cp312-linux_x86_64.whl",
+        "also the GPU architectures each build has code for, as JSON"}}));
   return {inspect, [&out, path, gpu_code] { return run_inspect(out, *path, *gpu_code); }};
 }
 
@@ -554,10 +707,10 @@ Subcommand add_build(CLI::App& app, Output& out) {
   repeatable(build->add_option(
       "--variant", a->variants,
       "a variant to build: cuNN, torchMmm_cuNN or x86_64_vN (repeatable; default: the configuration's)"));
-  repeatable(build->add_option(
-      "--cuda", a->cuda,
-      "a CUDA major to build, N or N=TOOLKIT_ROOT (repeatable); with torch variants, a toolkit root only"));
-  build->add_option("-o,--output-dir", o.out_dir, "output directory (default: dist)");
+  repeatable(build->add_option("--cuda", a->cuda,
+                               "N: a CUDA major to build (instead of the configured variants); N=TOOLKIT_ROOT: the "
+                               "toolkit of CUDA N, choosing no builds (repeatable)"));
+  build->add_option("-o,--output-dir", o.out_dir, "output directory, created when missing (default: dist)");
   build->add_flag("!--no-isolation", o.isolation, "build in the current environment");
   repeatable(build->add_option("-C,--config-setting", a->settings, "KEY=VALUE for the project's build backend"));
   build->add_option("-j,--jobs", o.jobs, "variants built at once (default: 1)");
@@ -572,7 +725,12 @@ Subcommand add_build(CLI::App& app, Output& out) {
       "--variants", o.variants,
       "also write PEP 825 variant wheels of the builds and their {name}-{version}-variants.json (see variants)");
   build->add_flag("!--no-sm-arch", o.sm_arch, "with --variants: give no nvidia :: sm_arch property (see variants)");
-  add_common(build, out);
+  add_common(build, out, "print only errors (no progress lines)");
+  build->footer(examples(
+      {{"wheelmerge build", "build the project in . for each configured variant (default: CUDA 12 and 13) into dist/"},
+       {"wheelmerge build --cuda 12=/usr/local/cuda-12.9 --cuda 13=/opt/cuda-13.0",
+        "the same builds, naming each major's toolkit (N=PATH chooses no builds)"},
+       {"wheelmerge build --cuda 13", "CUDA 13 only: a one-build wheel"}}));
   return {build, [&out, a] { return run_build(out, a->options, a->cuda, a->variants, a->settings); }};
 }
 
@@ -580,7 +738,9 @@ Subcommand add_verify(CLI::App& app, Output& out) {
   auto paths = std::make_shared<std::vector<std::string>>();
   auto* verify = app.add_subcommand("verify", "check wheels strictly: zip structure, names, hashes, metadata, loaders");
   verify->add_option("wheels", *paths, "the wheels")->required();
-  add_common(verify, out);
+  add_common(verify, out, "print only errors (no \"valid\" lines or warnings)");
+  verify->footer(
+      examples({{"wheelmerge verify dist/*.whl", "check every wheel in dist/; exit status 3 if one is invalid"}}));
   return {verify, [&out, paths] { return run_verify(out, *paths); }};
 }
 
@@ -594,6 +754,7 @@ Subcommand add_ci(CLI::App& app, Output& out) {
   auto a = std::make_shared<Args>();
   auto* ci = app.add_subcommand("ci", "GitHub Actions for the project");
   ci->require_subcommand(1);
+  ci->footer(examples({{"wheelmerge ci init", "write .github/workflows/wheels.yml for the project in ."}}));
   auto* ci_init =
       ci->add_subcommand("init", "write .github/workflows/wheels.yml: build each variant on runners, merge, test");
   ci_init->add_option("project", a->project, "the project directory (default: .)");
@@ -612,7 +773,10 @@ Subcommand add_ci(CLI::App& app, Output& out) {
                       "the package to import in the test job (default: from [project] name)");
   ci_init->add_option("--ref", a->workflow.ref, "the ref of wheelmerge's reusable workflow (default: main)");
   ci_init->add_flag("--force", a->force, "replace an existing workflow file");
-  add_common(ci_init, out);
+  add_common(ci_init, out, "print only errors");
+  ci_init->footer(examples({{"wheelmerge ci init", "write .github/workflows/wheels.yml for the project in ."},
+                            {"wheelmerge ci init --cuda 12,13 --python 3.12,3.13 --publish",
+                             "those builds, published to PyPI on version tags"}}));
   return {ci_init, [&out, a] { return run_ci_init(out, a->project, a->workflow, a->pythons, a->cuda, a->force); }};
 }
 
@@ -620,7 +784,9 @@ Subcommand add_config(CLI::App& app, Output& out) {
   auto project = std::make_shared<std::string>(".");
   auto* config = app.add_subcommand("config", "show the project's wheelmerge configuration as read");
   config->add_option("project", *project, "the project directory (default: .)");
-  add_common(config, out);
+  add_common(config, out, "with --json: no error lines on stderr, only the JSON", {},
+             "on failure, the problems as JSON on stdout (the configuration is JSON either way)");
+  config->footer(examples({{"wheelmerge config", "the configuration of the project in ., as JSON"}}));
   return {config, [&out, project] { return run_config(out, *project); }};
 }
 
@@ -633,11 +799,16 @@ Subcommand add_toolkit(CLI::App& app, Output& out) {
   auto* toolkit =
       app.add_subcommand("toolkit", "show the CUDA toolkits a build would use, and each variant's build environment");
   toolkit->add_option("project", a->options.project_dir, "the project directory (default: .)");
-  repeatable(toolkit->add_option("--cuda", a->cuda, "a CUDA major, N or N=TOOLKIT_ROOT (repeatable)"));
+  repeatable(toolkit->add_option(
+      "--cuda", a->cuda,
+      "N: a CUDA major to show; N=TOOLKIT_ROOT: the toolkit of CUDA N, choosing nothing (repeatable)"));
   repeatable(toolkit->add_option("--variant", a->variants, "a variant: cuNN, torchMmm_cuNN or x86_64_vN (repeatable)"));
   toolkit->add_option("--python", a->options.python,
                       "the Python that would build (default: python3; its CFLAGS start a CPU level's)");
-  add_common(toolkit, out);
+  add_common(toolkit, out, "print only errors (and the JSON with --json)");
+  toolkit->footer(examples({{"wheelmerge toolkit", "the toolkit each configured variant's build would use"},
+                            {"wheelmerge toolkit --cuda 12=/usr/local/cuda-12.9 --json",
+                             "the same with CUDA 12's toolkit named, as JSON"}}));
   return {toolkit, [&out, a] { return run_toolkit(out, a->options, a->cuda, a->variants); }};
 }
 
@@ -652,7 +823,7 @@ Subcommand add_loader(CLI::App& app, Output& out) {
   auto* loader = app.add_subcommand("loader", "write the loader of a manifest (for tests)")->group("");
   loader->add_option("manifest", a->manifest, "the manifest as JSON")->required();
   loader->add_option("-o,--output", a->out_dir, "the directory to write _wheelmerge.py and _wheelmerge_rules.py into");
-  add_common(loader, out);
+  add_common(loader, out, "print only errors");
   return {
       loader, [&out, a] {
         std::ifstream in(a->manifest, std::ios::binary);
@@ -680,26 +851,168 @@ Subcommand add_loader(CLI::App& app, Output& out) {
       }};
 }
 
+// --help without the parser's internals: each option's names (no {false} of a negated flag)
+// and its value's type, without defaults, exclusions or requirements between options.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    if (is_positional) return opt->get_name(true, false);
+    std::vector<std::string> names;
+    for (const std::string& s : opt->get_snames()) names.push_back("-" + s);
+    for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
+    return fmt::format("{}", fmt::join(names, ","));
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (opt->get_expected_max() == 0) return {};
+    std::string text = " " + opt->get_type_name();
+    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) text += " ...";
+    if (opt->get_required()) text += " (required)";
+    return text;
+  }
+};
+
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// ` (did you mean "X"?)` for the nearest of `names` to `given`, when it is near enough to be
+// a typing mistake.
+std::string did_you_mean(const std::string& given, const std::vector<std::string>& names) {
+  if (given.size() <= 2) return {};  // -x: any other letter is as near
+  const std::string* best = nullptr;
+  size_t distance = 0;
+  for (const std::string& name : names)
+    if (size_t d = edit_distance(given, name); !best || d < distance) best = &name, distance = d;
+  if (!best || distance > std::max<size_t>(2, given.size() / 3)) return {};
+  return fmt::format(" (did you mean \"{}\"?)", *best);
+}
+
+// The long and short option names `cmd` takes, as typed.
+std::vector<std::string> option_names(const CLI::App* cmd) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : cmd->get_options()) {
+    if (opt->get_positional() && opt->get_lnames().empty() && opt->get_snames().empty()) continue;
+    for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
+    for (const std::string& s : opt->get_snames()) names.push_back("-" + s);
+  }
+  return names;
+}
+
+const CLI::Option* find_option(const CLI::App* cmd, const std::string& name) {
+  for (const CLI::Option* opt : cmd->get_options())
+    if (!opt->get_lnames().empty() || !opt->get_snames().empty())
+      if (opt->check_name(name)) return opt;
+  return nullptr;
+}
+
+// The first of args[from...] that looks like an option but is none of `cmd`'s, as a usage
+// problem naming the nearest; values of options that take one are skipped.
+std::optional<wm::Problem> unknown_option(const CLI::App* cmd, const std::string& command,
+                                          const std::vector<std::string>& args, size_t from) {
+  auto problem = [&](const std::string& name) {
+    return wm::Problem{wm::ProblemKind::usage,
+                       {},
+                       {},
+                       fmt::format("unknown option {} of {}{}", name, command, did_you_mean(name, option_names(cmd))),
+                       {},
+                       {}};
+  };
+  for (size_t i = from; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    const bool is_long = arg[1] == '-';
+    const std::string name = is_long ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
+    const CLI::Option* opt = find_option(cmd, name);
+    if (!opt) return problem(name);
+    if (opt->get_expected_max() == 0) {
+      if (!is_long)  // -qv: each a flag
+        for (char c : arg.substr(2)) {
+          const CLI::Option* next = find_option(cmd, std::string("-") + c);
+          if (!next) return problem(std::string("-") + c);
+          if (next->get_expected_max() != 0) break;  // -C... : the rest is its value
+        }
+      continue;
+    }
+    if ((is_long && arg.find('=') == std::string::npos) || (!is_long && arg.size() == 2)) ++i;  // its value
+  }
+  return std::nullopt;
+}
+
+const char* kHelpFooter = R"(Examples:
+  wheelmerge merge pkg-1.0-cp312-cp312-linux_x86_64.whl=cu12 other/pkg-1.0-cp312-cp312-linux_x86_64.whl=cu13
+      merge two CUDA builds into dist/ (`merge` may be left out when the first input ends in .whl)
+  wheelmerge build --cuda 12=/usr/local/cuda-12.9 --cuda 13=/usr/local/cuda-13.0
+      build the project in . once per configured variant with those toolkits, merge into dist/
+  wheelmerge verify dist/*.whl
+      check wheels strictly
+
+Output: merge, variants and build write into dist/ (created when missing) unless -o names
+another directory. Errors and warnings go to stderr, each line starting "wheelmerge: error:" or
+"wheelmerge: warning:"; --json puts a summary (or the problems) on stdout.
+
+Environment:
+  SOURCE_DATE_EPOCH     the timestamp of every file written into a wheel (default: 1980-01-01)
+  NO_COLOR              no colour in messages (colour is used only when stderr is a terminal)
+  GITHUB_ACTIONS=true   also print each error and warning as a GitHub Actions annotation
+                        (::error file=...,title=wheelmerge::...) and group long phases (the
+                        builds, the merge) with ::group::, on stderr
+  WHEELMERGE_CUDA_N     build: the root of CUDA N's toolkit (as --cuda N=PATH)
+  CUDA_HOME, CUDA_PATH  build: where a toolkit is looked for, with nvcc on PATH and
+                        /usr/local/cuda-N.M (`wheelmerge toolkit` shows what is found)
+  TMPDIR                build: where each variant's source copy and logs are made; nothing is
+                        left there after a successful build
+
+Exit status:
+  0  success
+  1  other errors (I/O, a failed build)
+  2  usage: the command line asks for something impossible, or names a file that is missing
+  3  an input is not a valid wheel
+  4  the inputs are valid but cannot be merged
+  128+N  interrupted by signal N; nothing is left behind
+
+Documentation: https://github.com/wheelmerge/wheelmerge#readme
+)";
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`.
-  static const std::set<std::string> kCommands = {"merge",  "variants", "inspect", "build", "toolkit",
-                                                  "verify", "ci",       "config",  "loader"};
-  if (!args.empty() && !kCommands.count(args[0]) && !args[0].starts_with('-')) args.insert(args.begin(), "merge");
+  static const std::vector<std::string> kCommands = {"merge",  "variants", "inspect", "build", "toolkit",
+                                                     "verify", "ci",       "config"};  // and `loader`, unlisted
+  auto is_command = [&](const std::string& a) {
+    return a == "loader" || std::find(kCommands.begin(), kCommands.end(), a) != kCommands.end();
+  };
 
   CLI::App app{
       "wheelmerge: merge per-build wheels (CUDA majors, torch versions, CPU levels) into one that imports the right "
-      "build"};
-  app.set_version_flag("--version", std::string(wm::kVersion));
+      "build",
+      "wheelmerge"};
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.set_version_flag("--version", std::string(wm::kVersion), "print the version and exit");
+  app.set_help_flag("-h,--help", "print this help and exit");  // before the commands, which copy it
   app.require_subcommand(1);
   Output out;
   out.color = isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
+  const char* github = std::getenv("GITHUB_ACTIONS");
+  out.github = github && std::string_view(github) == "true";
   // In the order `--help` lists them.
   const std::vector<Subcommand> commands = {add_merge(app, out),  add_inspect(app, out), add_variants(app, out),
                                             add_build(app, out),  add_verify(app, out),  add_ci(app, out),
                                             add_config(app, out), add_toolkit(app, out), add_loader(app, out)};
+  app.footer(kHelpFooter);  // after the commands, which would inherit it
 
   // Every value is text: paths, names and labels are written into wheels, JSON and messages,
   // so bytes that are not UTF-8 are refused here, naming where they were given.
@@ -718,6 +1031,50 @@ int main(int argc, char** argv) {
                       "UTF-8 text",
                       fmt::format("{}: {}", where, args[i])}});
   }
+
+  // The short form: `wheelmerge a.whl b.whl` means `wheelmerge merge a.whl b.whl`, when the first
+  // argument is a wheel input (ends in .whl, is PATH=LABEL of one, or names a file); any other
+  // word is a mistyped command.
+  if (!args.empty() && !is_command(args[0]) && !args[0].starts_with('-')) {
+    const std::string path = parse_input(args[0]).path;
+    std::error_code ec;
+    if (path.ends_with(".whl") || args[0].ends_with(".whl") || std::filesystem::is_regular_file(path, ec)) {
+      args.insert(args.begin(), "merge");
+    } else {
+      out.fail({{wm::ProblemKind::usage,
+                 {},
+                 {},
+                 fmt::format("unknown command \"{}\"{}; the commands are {} (and wheel files, to merge them)", args[0],
+                             did_you_mean(args[0], kCommands), fmt::join(kCommands, ", ")),
+                 {},
+                 {}}});
+      return 2;
+    }
+  }
+  // Options no command takes: at the top level, and after the command (`ci init` is one).
+  if (!args.empty() && args[0].starts_with('-') && args[0] != "-h" && args[0] != "--help" && args[0] != "--version") {
+    const std::string name = args[0].substr(0, args[0].find('='));
+    out.fail({{wm::ProblemKind::usage,
+               {},
+               {},
+               fmt::format("unknown option {}{}; options of a command come after it (wheelmerge COMMAND --help)", name,
+                           did_you_mean(name, {"--help", "--version"})),
+               {},
+               {}}});
+    return 2;
+  }
+  if (!args.empty() && is_command(args[0])) {
+    CLI::App* cmd = app.get_subcommand(args[0]);
+    std::string command = "wheelmerge " + args[0];
+    size_t from = 1;
+    if (args[0] == "ci" && args.size() > 1 && args[1] == "init") {
+      cmd = cmd->get_subcommand("init");
+      command += " init";
+      from = 2;
+    }
+    if (auto bad = unknown_option(cmd, command, args, from)) return out.fail({*bad});
+  }
+
   std::vector<const char*> cargv = {argv[0]};
   for (const std::string& a : args) cargv.push_back(a.c_str());
   try {
@@ -733,8 +1090,10 @@ int main(int argc, char** argv) {
       at = at->get_subcommands().front();
       command += " " + at->get_name();
     }
-    out.fail({{wm::ProblemKind::usage, {}, {}, e.what(), {}, {}}});
-    out.info("(" + command + " --help lists the options)");
+    std::string what = e.what();
+    if (what == "A subcommand is required") what = "a command is required";
+    out.fail(
+        {{wm::ProblemKind::usage, {}, {}, fmt::format("{} ({} --help lists the options)", what, command), {}, {}}});
     return 2;
   }
   wm::catch_interrupts();

@@ -449,7 +449,8 @@ BuildOptions with_absolute_paths(BuildOptions options) {
   return options;
 }
 
-// The labels to build, sorted and distinct, of one selector; fewer than two is a problem.
+// The labels to build, sorted and distinct, of one selector (one is a one-build wheel, as a merge
+// of one input is).
 std::vector<VariantLabel> build_labels(const BuildOptions& options, const BuildConfig& config, Problems& problems) {
   std::vector<VariantLabel> labels = chosen_labels(requested_labels(options, config), config);
   std::sort(labels.begin(), labels.end());
@@ -465,17 +466,7 @@ std::vector<VariantLabel> build_labels(const BuildOptions& options, const BuildC
            fmt::format("{} (selector {})", label.str(), selector_name(label.selector()))});
       return {};
     }
-  if (labels.size() < 2) {
-    bool cuda = labels.empty() || labels.front().selector() == Selector::cuda;
-    std::vector<std::string> names;
-    for (const VariantLabel& label : labels) names.push_back(cuda ? std::to_string(label.cuda_major()) : label.str());
-    problems.push_back({ProblemKind::usage,
-                        {},
-                        {},
-                        cuda ? "a build needs two or more CUDA majors" : "a build needs two or more variants",
-                        "at least 2",
-                        fmt::format("{}", fmt::join(names, ", "))});
-  }
+  if (labels.empty()) problems.push_back({ProblemKind::usage, {}, {}, "a build needs a variant", "at least 1", "none"});
   return labels;
 }
 
@@ -557,15 +548,33 @@ void place_jobs(std::vector<VariantJob>& jobs, const std::string& tmp, const std
 // itself, and the default is one at a time. An exception in one build stops the others from
 // starting and reaches the caller (`build` reports it).
 void build_jobs(std::vector<VariantJob>& jobs, int workers, const ProjectConfig& project, const BuildOptions& options,
-                const VariantBackend& backend, const ProgressSink& progress) {
+                const VariantBackend& backend, const ProgressSink& progress, const PhaseHooks& phases) {
   std::mutex progress_lock;
   ProgressSink locked = [&](const std::string& line) {
     std::lock_guard lock(progress_lock);
     progress(line);
   };
+  auto begin = [&](const std::string& title) {
+    if (phases.begin) phases.begin(title);
+  };
+  auto end = [&] {
+    if (phases.end) phases.end();
+  };
+  const bool one_at_a_time = workers <= 1 || jobs.size() == 1;
+  if (!one_at_a_time) {
+    std::vector<std::string> labels;
+    for (const VariantJob& job : jobs) labels.push_back(job.build.label.str());
+    begin(fmt::format("build {}", fmt::join(labels, ", ")));
+  }
   parallel_for(
-      jobs.size(), [&](size_t i) { VariantBuilder(jobs[i], project, options, backend, locked).build(); },
+      jobs.size(),
+      [&](size_t i) {
+        if (one_at_a_time) begin("build " + jobs[i].build.label.str());
+        VariantBuilder(jobs[i], project, options, backend, locked).build();
+        if (one_at_a_time) end();
+      },
       static_cast<size_t>(std::max(1, workers)));
+  if (!one_at_a_time) end();
 }
 
 // The merge of the built variants, with what each was built against recorded for the loader's
@@ -615,7 +624,8 @@ std::vector<VariantLabel> requested_labels(const BuildOptions& options, const Bu
   return given;
 }
 
-std::optional<BuildResult> build_project(const BuildOptions& given, const ProgressSink& progress, Problems& problems) {
+std::optional<BuildResult> build_project(const BuildOptions& given, const ProgressSink& progress, Problems& problems,
+                                         const PhaseHooks& phases) {
   const BuildOptions options = with_absolute_paths(given);
   const size_t before = problems.size();
   auto project = load_project_config(options.project_dir, problems);
@@ -635,6 +645,18 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
   std::vector<VariantJob> jobs = variant_jobs(labels, options, project->wheelmerge, problems);
   if (problems.size() != before) return std::nullopt;
+  // --cuda N=PATH names a toolkit and chooses no build: one that no build uses is said so.
+  for (const auto& [major, path] : options.toolkit_paths)
+    if (std::none_of(labels.begin(), labels.end(), [major = major](const VariantLabel& l) {
+          return l.selector() != Selector::cpu && l.cuda_major() == major;
+        })) {
+      std::vector<std::string> names;
+      for (const VariantLabel& label : labels) names.push_back(label.str());
+      progress(
+          fmt::format("warning: --cuda {0}={1} names the toolkit of CUDA {0}, which none of the builds ({2}) uses; "
+                      "--cuda {0} chooses it as a build",
+                      major, path, fmt::join(names, ", ")));
+    }
 
   std::string tmp = fs::temp_directory_path().string() + "/wheelmerge-build-XXXXXX";
   if (!mkdtemp(tmp.data())) {
@@ -644,27 +666,39 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   BuildResult result;
   result.log_dir = options.log_dir.empty() ? tmp + "/logs" : options.log_dir;
   place_jobs(jobs, tmp, result.log_dir, progress);
-  build_jobs(jobs, options.jobs, *project, options, backend, progress);
+  build_jobs(jobs, options.jobs, *project, options, backend, progress, phases);
   if (int signal = interrupted())
     problems.push_back(interruption(options.project_dir, {}, signal));
   else
     for (VariantJob& job : jobs) problems.insert(problems.end(), job.problems.begin(), job.problems.end());
-  auto cleanup = [&] {
+  // After success (or an interruption) nothing is left in the temporary directory; after a
+  // failure it keeps the logs, which the problems name.
+  auto cleanup = [&](bool keep_logs) {
     std::error_code ec;
     for (VariantJob& job : jobs) fs::remove_all(job.work, ec);
-    if (interrupted())
-      fs::remove_all(tmp, ec);  // an interrupted run leaves nothing behind
+    if (interrupted() || !keep_logs)
+      fs::remove_all(tmp, ec);
     else
       fs::remove(tmp, ec);  // gone unless it holds the logs
   };
   if (problems.size() != before) {
-    cleanup();
+    cleanup(true);
+    if (options.log_dir.empty() && !interrupted()) progress("the build logs are kept in " + result.log_dir);
     return std::nullopt;
   }
   for (VariantJob& job : jobs) result.variants.push_back(job.build);
+  if (phases.begin) phases.begin("merge");
   const bool merged = merge_variants(jobs, labels, options, project->wheelmerge, progress, result, problems);
-  cleanup();
-  if (!merged) return std::nullopt;
+  if (phases.end) phases.end();
+  cleanup(!merged);
+  if (!merged) {
+    if (options.log_dir.empty() && !interrupted()) progress("the build logs are kept in " + result.log_dir);
+    return std::nullopt;
+  }
+  if (options.log_dir.empty()) {  // removed with the temporary directory
+    result.log_dir.clear();
+    for (VariantBuild& v : result.variants) v.log.clear();
+  }
   return result;
 }
 

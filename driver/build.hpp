@@ -24,8 +24,9 @@ namespace wm {
 struct BuildOptions {
   std::string project_dir = ".";
   std::string out_dir = "dist";
-  // The builds: --variant labels and --cuda majors (as cuNN); neither: the configuration's, else
-  // default_cuda_majors(). When the builds are torch labels, --cuda only names toolkit roots.
+  // The builds: --variant labels and --cuda N majors (as cuNN); neither: the configuration's, else
+  // default_cuda_majors(). --cuda N=PATH only names the toolkit of CUDA N, as do all --cuda
+  // values when the builds are torch labels.
   std::vector<VariantLabel> labels;          // --variant
   std::vector<int> majors;                   // --cuda N
   std::map<int, std::string> toolkit_paths;  // --cuda N=PATH
@@ -61,6 +62,14 @@ struct BuildResult {
 };
 
 using ProgressSink = std::function<void(const std::string&)>;
+
+// Where the long phases of a build begin (with a title) and end: each variant's build (all of
+// them as one phase when --jobs runs several at once) and the merge. `wheelmerge build` makes
+// each a group of the GitHub Actions log. Either may be empty.
+struct PhaseHooks {
+  std::function<void(const std::string&)> begin;
+  std::function<void()> end;
+};
 
 // The whole environment of a variant's build, from `base`. With a toolkit: every toolkit variable
 // names it and no other toolkit's nvcc stays reachable on PATH. For a cpu label: CFLAGS and
@@ -105,6 +114,11 @@ bool copy_source_tree(const std::string& from, const std::string& to, std::strin
 // builds are torch labels (then --cuda N=PATH only names CUDA N's toolkit). Empty: none asked.
 std::vector<VariantLabel> requested_labels(const BuildOptions& options, const BuildConfig& config);
 
-std::optional<BuildResult> build_project(const BuildOptions& options, const ProgressSink& progress, Problems& problems);
+// The builds of the chosen labels (one or more), then their merge (a one-build wheel for one).
+// The logs are written under BuildOptions::log_dir when given, else in a temporary directory
+// that is removed after a successful build (BuildResult::log_dir and each log are then empty)
+// and kept after a failed one, whose problems name the logs.
+std::optional<BuildResult> build_project(const BuildOptions& options, const ProgressSink& progress, Problems& problems,
+                                         const PhaseHooks& phases = {});
 
 }  // namespace wm

@@ -319,6 +319,7 @@ SUITES = {
     "test_bad_inputs": Suite(("cxx",)),
     "test_build": Suite(("network", "slow", "cxx")),
     "test_ci": Suite(("network", "slow")),
+    "test_cli": Suite(("cxx",)),
     "test_ci_init": Suite(("cxx",)),
     "test_cpulevels": Suite(("qemu",)),
     "test_cudademo": Suite(("network", "gpu", "slow")),

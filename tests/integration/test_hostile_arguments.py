@@ -17,13 +17,15 @@ WHEELMERGE = os.environ.get("WHEELMERGE", "")
 
 # Each subcommand with the arguments that make the rest of its command line valid enough for
 # the option under test to be read: a wheel that does not exist, a project without sources.
-# `build` and `toolkit` name CUDA 13 (installed here) so that nothing is downloaded.
+# `build` and `toolkit` name CUDA 13 (installed here) so that nothing is downloaded; `build`
+# also names an x86-64 level, so that it is refused where the labels are chosen (a build of
+# one variant would start) and nothing is built.
 SUBCOMMANDS: dict[str, list[str]] = {
     "merge": ["a.whl"],
     "inspect": ["a.whl"],
     "variants": ["a.whl"],
     "verify": ["a.whl"],
-    "build": ["project"],
+    "build": ["project", "--variant", "x86_64_v3"],
     "toolkit": [],
     "ci init": ["project"],
     "config": ["project"],
