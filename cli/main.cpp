@@ -332,6 +332,12 @@ std::optional<std::string> take_cuda_options(const std::vector<std::string>& cud
     else
       options.majors.push_back(option->major);
   }
+  // `--cuda 12=PATH --cuda 13` builds 12 and 13: once majors are chosen on the command line, a
+  // major named with its toolkit is one of them. Alone, N=PATH chooses nothing.
+  if (!options.majors.empty())
+    for (const auto& [major, path] : options.toolkit_paths)
+      if (std::find(options.majors.begin(), options.majors.end(), major) == options.majors.end())
+        options.majors.push_back(major);
   return std::nullopt;
 }
 
@@ -709,7 +715,8 @@ Subcommand add_build(CLI::App& app, Output& out) {
       "a variant to build: cuNN, torchMmm_cuNN or x86_64_vN (repeatable; default: the configuration's)"));
   repeatable(build->add_option("--cuda", a->cuda,
                                "N: a CUDA major to build (instead of the configured variants); N=TOOLKIT_ROOT: the "
-                               "toolkit of CUDA N, choosing no builds (repeatable)"));
+                               "toolkit of CUDA N, built only when the configuration or another --cuda N names N "
+                               "(repeatable)"));
   build->add_option("-o,--output-dir", o.out_dir, "output directory, created when missing (default: dist)");
   build->add_flag("!--no-isolation", o.isolation, "build in the current environment");
   repeatable(build->add_option("-C,--config-setting", a->settings, "KEY=VALUE for the project's build backend"));
@@ -834,9 +841,9 @@ Subcommand add_loader(CLI::App& app, Output& out) {
           return out.fail({{wm::ProblemKind::usage,
                             a->manifest,
                             {},
-                            "not a loader manifest",
-                            "a format 2 manifest",
-                            in ? why : std::string("an unreadable file")}});
+                            in ? "not a loader manifest of format 2" : "cannot read the manifest",
+                            {},
+                            in ? why : std::string(std::strerror(errno))}});
         if (manifest->wheelmerge.empty()) manifest->wheelmerge = std::string(wm::kVersion);
         for (const auto& [name, text] :
              {std::pair{std::string(wm::kLoaderModule), wm::render_loader(*manifest)},
@@ -845,7 +852,7 @@ Subcommand add_loader(CLI::App& app, Output& out) {
           file << text;
           if (!file.flush())
             return out.fail(
-                {{wm::ProblemKind::other, a->out_dir + "/" + name, {}, "cannot write", "a writable file", "an error"}});
+                {{wm::ProblemKind::other, a->out_dir + "/" + name, {}, "cannot write", {}, std::strerror(errno)}});
         }
         return 0;
       }};

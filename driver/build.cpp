@@ -466,7 +466,8 @@ std::vector<VariantLabel> build_labels(const BuildOptions& options, const BuildC
            fmt::format("{} (selector {})", label.str(), selector_name(label.selector()))});
       return {};
     }
-  if (labels.empty()) problems.push_back({ProblemKind::usage, {}, {}, "a build needs a variant", "at least 1", "none"});
+  if (labels.empty())
+    problems.push_back({ProblemKind::usage, {}, {}, "a build needs a variant", "at least one variant", "no variants"});
   return labels;
 }
 
@@ -497,7 +498,7 @@ VariantBackend variant_backend(const ProjectConfig& project, const std::string& 
                           {},
                           "build-backend is wheelmerge.backend but no inner backend is configured",
                           "[tool.wheelmerge] backend = \"setuptools.build_meta\" (or another)",
-                          "none"});
+                          "no backend setting"});
     // The inner backend builds each variant and needs no wheelmerge: a requirement on it goes,
     // under the distribution's name (wheelmerge-cuda) or the command's (wheelmerge).
     std::erase_if(b.requirements, [](const std::string& text) {

@@ -357,11 +357,22 @@ def test_github_groups_each_variant_build_and_the_merge(wheelmerge_bin, tmp_path
     json.loads(result.stdout)  # the summary alone on stdout
 
 
+def test_cuda_path_beside_a_chosen_major_is_built_too(wheelmerge_bin, tmp_path):
+    """`--cuda 12=PATH --cuda 13` (the demo's form): both majors are built."""
+    project = copy_project("envprobe", tmp_path)
+    tk = toolkits_in(tmp_path)
+    result = wm(wheelmerge_bin, "build", project, "--cuda", f"12={tk.cu12}", "--cuda", "13", "--cuda", f"13={tk.cu13}",
+                "--no-isolation", "--python", PYTHON, "-o", tmp_path / "out", "--json", cwd=tmp_path)
+    assert result.returncode == 0, describe(result)
+    assert [v["label"] for v in json.loads(result.stdout)["variants"]] == ["cu12", "cu13"], result.stdout
+    assert "wheelmerge: warning:" not in result.stderr, result.stderr
+
+
 def test_cuda_path_of_a_major_no_build_uses_is_a_warning(wheelmerge_bin, tmp_path):
     project = copy_project("envprobe", tmp_path)
     tk = toolkits_in(tmp_path)
-    result = wm(wheelmerge_bin, "build", project, "--cuda", "13", "--cuda", f"13={tk.cu13}", "--cuda", f"12={tk.cu12}",
-                "--no-isolation", "--python", PYTHON, "-o", tmp_path / "out", cwd=tmp_path)
+    result = wm(wheelmerge_bin, "build", project, "--variant", "cu13", "--cuda", f"13={tk.cu13}", "--cuda",
+                f"12={tk.cu12}", "--no-isolation", "--python", PYTHON, "-o", tmp_path / "out", cwd=tmp_path)
     assert result.returncode == 0, describe(result)
     assert (f"wheelmerge: warning: --cuda 12={tk.cu12} names the toolkit of CUDA 12, which none of the builds (cu13) "
             "uses; --cuda 12 chooses it as a build") in result.stderr, result.stderr
