@@ -196,7 +196,7 @@ wm::Problems unreadable_inputs(const std::vector<std::string>& paths) {
     if (fd >= 0) ::close(fd);
     if (error)
       problems.push_back(
-          {wm::ProblemKind::usage, path, {}, "cannot read the input", "a readable file", std::strerror(error)});
+          {wm::ProblemKind::usage, path, {}, "cannot read the input", {}, std::strerror(error)});
   }
   return problems;
 }

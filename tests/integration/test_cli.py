@@ -156,8 +156,8 @@ def test_missing_input_is_reported_before_labels(wheelmerge_bin, tmp_path, comma
     only_prefixed_lines(result.stderr)
     errors = result.stderr.splitlines()
     expected = ["missing.whl", "gone/other.whl=cu13" if command == ["verify"] else "gone/other.whl"][:len(names)]
-    assert errors == [f"wheelmerge: error: {n}: cannot read the input: expected a readable file, "
-                      "found No such file or directory" for n in expected], result.stderr
+    assert errors == [f"wheelmerge: error: {n}: cannot read the input: No such file or directory"
+                      for n in expected], result.stderr
     assert not (tmp_path / "dist").exists()
 
 
@@ -165,7 +165,7 @@ def test_a_directory_as_input_is_named(wheelmerge_bin, tmp_path):
     (tmp_path / "d.whl").mkdir()
     result = wm(wheelmerge_bin, "verify", "d.whl", cwd=tmp_path)
     assert result.returncode == 2, describe(result)
-    assert "d.whl: cannot read the input: expected a readable file, found Is a directory" in result.stderr
+    assert "d.whl: cannot read the input: Is a directory" in result.stderr
 
 
 def test_bad_wheel_error_has_the_prefix(wheelmerge_bin, tmp_path):
@@ -312,8 +312,7 @@ def test_github_annotations_name_the_file_and_survive_hostile_names(wheelmerge_b
     commands = workflow_commands(result.stderr)
     assert [(c[0], c[1]) for c in commands] == [("error", {"file": hostile, "title": "wheelmerge"}),
                                                  ("error", {"file": "other.whl", "title": "wheelmerge"})], commands
-    assert commands[1][2] == ("other.whl: cannot read the input: expected a readable file, "
-                              "found No such file or directory"), commands
+    assert commands[1][2] == "other.whl: cannot read the input: No such file or directory", commands
     # Without GITHUB_ACTIONS, no workflow commands at all.
     assert workflow_commands(wm(wheelmerge_bin, "merge", hostile, cwd=tmp_path).stderr) == []
 

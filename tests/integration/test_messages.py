@@ -133,7 +133,7 @@ class Corpus:
 
 def _run(binary: Path, args: list, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess[str]:
     """`wheelmerge ARGS`; quiet where the command prints progress (its errors and warnings stay)."""
-    quiet = ["-q"] if str(args[0]) in ("merge", "verify", "variants", "ci") else []
+    quiet = ["-q"] if args and str(args[0]) in ("merge", "verify", "variants", "ci") else []
     return subprocess.run([str(binary), *map(str, args), *quiet], cwd=cwd, check=False, capture_output=True,
                           text=True, errors="surrogateescape", env=clean_env(env), timeout=120)
 
@@ -399,7 +399,18 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
         "missing_input": ["verify", tmp / "nowhere-1.0-py3-none-any.whl"],
         "not_a_wheel_name": ["verify", tmp / "cpu"],
         "variants_cpu_label": ["variants", good["cu12"], f"{cpu_wheel}=x86_64_v3", "-o", tmp / "v"],
+        # The command line itself.
+        "unknown_command": ["mergee", "x"],
+        "unknown_option": ["merge", "--frob", good["cu12"]],
+        "unknown_top_option": ["--frob"],
+        "no_command": [],
+        "no_wheels": ["merge"],
     }
+    (tmp / "not-a-manifest.json").write_text('{"format": 1}')
+    usage.update({
+        "loader_not_a_manifest": ["loader", tmp / "not-a-manifest.json", "-o", tmp],
+        "loader_no_manifest": ["loader", tmp / "no-manifest.json", "-o", tmp],
+    })
     for case, args in usage.items():
         record(case, args)
     # Configuration.
@@ -414,8 +425,10 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
     (fake / "include").mkdir(parents=True)
     (fake / "include" / "cuda.h").write_text("#define CUDA_VERSION 13000\n")
     record("toolkit_none", ["toolkit", toolkit_project, "--cuda", "11"], env=nowhere)
-    record("toolkit_not_a_root", ["toolkit", toolkit_project, "--cuda", f"12={tmp / 'no-cuda'}"], env=nowhere)
-    record("toolkit_other_major", ["toolkit", toolkit_project, "--cuda", f"12={fake}"], env=nowhere)
+    record("build_variants_torch", ["build", toolkit_project, "--variants", "--variant", "torch210_cu12",
+                                    "--variant", "torch211_cu13"], env=nowhere)
+    record("toolkit_not_a_root", ["toolkit", toolkit_project, "--cuda", "12", "--cuda", f"12={tmp / 'no-cuda'}"], env=nowhere)
+    record("toolkit_other_major", ["toolkit", toolkit_project, "--cuda", "12", "--cuda", f"12={fake}"], env=nowhere)
     record("toolkit_env", ["toolkit", toolkit_project, "--cuda", "12"],
            env={**nowhere, "WHEELMERGE_CUDA_12": str(fake)})
     # ci init.
