@@ -3,14 +3,14 @@
 # the work of the composite action (ci/action.yml, its "Merge the wheels" step) and of the
 # rehearsal's merge job (ci/rehearse.sh), which run it the same way.
 #
-#   ci/merge.sh --artifact-dir DIR [--output-dir DIR] [--labels 'PATTERN=cuNN ...']
+#   ci/merge.sh --artifact-dir DIR [--output-dir DIR] [--labels 'PATTERN=LABEL ...']
 #               [--variant-files 'GLOB ...'] [--variant-file GLOB]... [--driver-fallback]
 #
 # --artifact-dir: searched recursively for *.whl (actions/download-artifact puts each artifact
 #   in a directory of its own). Every wheel found is an input.
 # --output-dir: where the merged wheel goes (default wheelmerge-dist), created if missing.
-# --labels: whitespace-separated PATTERN=cuNN, for inputs whose names carry no label (no .cuNN
-#   suffix, no +cuNN local version). PATTERN is a shell pattern matched against each wheel's path
+# --labels: whitespace-separated PATTERN=LABEL (cuNN, torchMmm_cuNN, x86_64_vN, ...), for inputs
+#   whose names carry no label (no .LABEL suffix, no +cuNN local version). PATTERN is a shell pattern matched against each wheel's path
 #   relative to --artifact-dir and against its file name; it must match exactly one wheel.
 # --variant-files / --variant-file: wheelmerge merge --variant-file, whitespace-separated / one.
 # --driver-fallback: wheelmerge merge --driver-fallback.
@@ -74,14 +74,15 @@ done < <(find "$artifact_dir" -type f -name '*.whl' -print0 | LC_ALL=C sort -z)
 say "found ${#wheels[@]} wheel(s) under $artifact_dir:"
 for wheel in "${wheels[@]}"; do say "  ${wheel#"$artifact_dir"/}"; done
 
-# Explicit labels: PATTERN=cuNN, each matching exactly one input.
+# Explicit labels: PATTERN=LABEL, each matching exactly one input.
 declare -A label_of=()
 read -r -d '' -a label_words <<<"$labels" || true
 for pair in "${label_words[@]}"; do
   pattern=${pair%=*}
   label=${pair##*=}
-  [[ $pair == *=* && -n $pattern ]] || usage_error "--labels: '$pair' is not PATTERN=cuNN"
-  [[ $label =~ ^cu[0-9]+$ ]] || usage_error "--labels: '$pair': the label must be cu followed by the CUDA major"
+  [[ $pair == *=* && -n $pattern ]] || usage_error "--labels: '$pair' is not PATTERN=LABEL"
+  # wheelmerge checks the label itself; here only that it is one word of a label's characters.
+  [[ $label =~ ^[a-z0-9_]+$ ]] || usage_error "--labels: '$pair': the label must be a variant label (cuNN, torchMmm_cuNN, x86_64_vN, ...)"
   matched=()
   for wheel in "${wheels[@]}"; do
     relative=${wheel#"$artifact_dir"/}

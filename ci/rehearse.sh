@@ -5,20 +5,21 @@
 #
 #   ci/rehearse.sh [PROJECT_DIR] [IMPORT_NAME]      # default examples/wmdemo, wmdemo
 #
-#   plan           the workflow's plan step, for this machine's Python and CUDA 12 and 13
-#   build pyX cuN  a fresh copy of the project (what actions/checkout gives: git's tracked and
+#   plan           the workflow's plan step, for this machine's Python and the project's labels
+#   build pyX L    a fresh copy of the project (what actions/checkout gives: git's tracked and
 #                  untracked-but-not-ignored files), a fresh venv (actions/setup-python), the
-#                  toolkit's root as the container step or the apt step would give it, then the
-#                  workflow's steps "Point the build at CUDA", "Build the wheel" and "Label the
-#                  wheel"; the wheel is "uploaded" to ARTIFACTS/wheel-pyX-cuN/ (the cibuildwheel
-#                  path's configuration step is rehearsed by tests/integration/test_ci.py; its
-#                  build needs docker)
-#   merge pyX      "downloads" ARTIFACTS/wheel-pyX-cu*/ as actions/download-artifact does (one
+#                  toolkit's root as the container step or the apt step would give it (labels with
+#                  a CUDA major), then the workflow's steps "Point the build at LABEL", "Build the
+#                  wheel" and "Label the wheel"; the wheel is "uploaded" to
+#                  ARTIFACTS/wheel-pyX-L/ (the cibuildwheel path's configuration step is rehearsed
+#                  by tests/integration/test_ci.py; its build needs docker)
+#   merge pyX      "downloads" ARTIFACTS/wheel-pyX-*/ as actions/download-artifact does (one
 #                  directory per artifact), runs the action's step "Merge the wheels" (ci/merge.sh)
 #                  with $WHEELMERGE as the binary the action would have installed with pip, and
 #                  "uploads" the merged wheel to ARTIFACTS/merged-pyX/
-#   test pyX cuN   a fresh venv, the merged wheel, the workflow's test step: installs it beside
-#                  pinned cuda-bindings of major N and checks <IMPORT_NAME>._wheelmerge.selected()
+#   test pyX L     a fresh venv, the merged wheel, the workflow's test step: installs it beside
+#                  what selects L (pinned cuda-bindings of its major, the torch it names; nothing
+#                  for an x86-64 level) and checks <IMPORT_NAME>._wheelmerge.selected()
 #
 # Environment:
 #   WHEELMERGE            the binary (default build/wheelmerge)
@@ -26,7 +27,13 @@
 #                         CUDA_PATH, /usr/local/cuda-N.*), then .toolkits/cuda-N
 #                         (scripts/cuda12-toolkit.sh); else a stand-in (see below)
 #   PYTHON                the Python of the jobs (default python3)
-#   REHEARSE_CUDA_MAJORS  default "12 13"
+#   REHEARSE_LABELS       the labels, space-separated (default: the project's, as `wheelmerge
+#                         config` reads them; cu12 cu13 when it names none)
+#   TORCH_FIND_LINKS      for torch labels: directories holding each torch release and its
+#                         dependencies (default: those of scripts/torch-envs.sh under
+#                         ~/.cache/wheelmerge/torch); the torch jobs' pip then uses no index
+#   REHEARSE_ENV          KEY=VALUE words added to every build job's environment, as a caller's
+#                         workflow `env:` would (e.g. TORCH_CUDA_ARCH_LIST=9.0)
 #   REHEARSE_DIR          where the jobs and artifacts go (kept); default a temporary directory,
 #                         removed at the end unless REHEARSE_KEEP=1
 #   WHEEL_CACHE           a find-links directory for the test jobs' pip (default
@@ -44,7 +51,6 @@ workflow=$root/.github/workflows/wheelmerge-wheels.yml
 action=$root/ci/action.yml
 python=${PYTHON:-python3}
 wheelmerge=${WHEELMERGE:-$root/build/wheelmerge}
-read -r -a majors <<<"${REHEARSE_CUDA_MAJORS:-12 13}"
 # The cuda-bindings each test job installs: the pins of tests/integration/conftest.py (the
 # workflow installs the newest of the major, cuda-bindings==N.*).
 declare -A bindings=([12]=12.9.4 [13]=13.0.3)
@@ -133,7 +139,43 @@ find_toolkit() {  # find_toolkit MAJOR: sets toolkit_root[MAJOR] and toolkit_ver
     "$version" "$rule" >"${toolkit_root[$major]}/include/cuda.h"
   say "CUDA $major: no toolkit found, using a stand-in at ${toolkit_root[$major]} (include/cuda.h only, CUDA_VERSION $rule)"
 }
+# --- labels and toolkits -------------------------------------------------------------------------
+
+if [ -n "${REHEARSE_LABELS:-}" ]; then
+  read -r -a labels <<<"$REHEARSE_LABELS"
+else
+  # The configured labels, else its CUDA majors, else wheelmerge's default (what `build` builds).
+  read -r -a labels <<<"$("$wheelmerge" config "$project" --json | "$python" -c '
+import json, sys
+config = json.load(sys.stdin)
+print(*(config["labels"] or [f"cu{major}" for major in config["cuda"]] or ["cu12", "cu13"]))')"
+fi
+say "labels: ${labels[*]}"
+# The CUDA majors the labels build with (cuNN, torch..._cuNN), each needing a toolkit.
+majors=() torch_labels=0
+for label in "${labels[@]}"; do
+  [[ $label != torch* ]] || torch_labels=1
+  if [[ $label =~ (^|_)cu([0-9]+)$ ]] && [[ " ${majors[*]} " != *" ${BASH_REMATCH[2]} "* ]]; then
+    majors+=("${BASH_REMATCH[2]}")
+  fi
+done
 for major in "${majors[@]}"; do find_toolkit "$major"; done
+
+# Torch labels install torch at build and at test, from the index torch-index-urls names; here
+# from local downloads, with no index (the jobs' `build` and its dependencies downloaded once).
+torch_env=()
+if [ "$torch_labels" = 1 ]; then
+  read -r -a torch_links <<<"${TORCH_FIND_LINKS:-$(compgen -G "$HOME/.cache/wheelmerge/torch/[0-9]*.[0-9]*" | grep -v '\.lock$' | tr '\n' ' ')}"
+  [ "${#torch_links[@]}" -gt 0 ] || die "torch labels need TORCH_FIND_LINKS (or scripts/torch-envs.sh's downloads)"
+  mkdir -p "$work/wheels"
+  "$python" -m pip download --quiet --disable-pip-version-check -d "$work/wheels" \
+    "$(sed -n 's/^  BUILD_REQUIREMENT: //p' "$workflow")" || die "cannot download the build job's build requirement"
+  torch_env=(--job-env PIP_NO_INDEX=1 --job-env "PIP_FIND_LINKS=$work/wheels ${torch_links[*]}${cache:+ $cache}")
+  say "torch from ${torch_links[*]} (no index)"
+fi
+extra_env=()
+read -r -a extra_words <<<"${REHEARSE_ENV:-}"
+for word in "${extra_words[@]}"; do extra_env+=(--job-env "$word"); done
 
 # --- helpers of the jobs -------------------------------------------------------------------------
 
@@ -161,48 +203,58 @@ job_banner plan
 pairs=()
 for major in "${majors[@]}"; do pairs+=("$major" "${toolkit_version_of[$major]}"); done
 versions_json=$("$python" -c 'import json, sys; a = sys.argv[1:]; print(json.dumps(dict(zip(a[::2], a[1::2]))))' "${pairs[@]}")
-majors_json="[$(IFS=,; echo "${majors[*]}")]"
+labels_json=$("$python" -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${labels[@]}")
+# The index of each torch: PyPI's torch 2.10 is built with CUDA 12.8, 2.11 and later with CUDA 13.
 "${step[@]}" "$workflow" plan --job "$work/jobs/plan" \
-  --set "PYTHON_VERSIONS=[\"$py\"]" --set "CUDA_MAJORS=$majors_json" --set "CUDA_VERSIONS=$versions_json" \
+  --set "PYTHON_VERSIONS=[\"$py\"]" --set "CUDA_MAJORS=[]" --set "LABELS=$labels_json" \
+  --set "CUDA_VERSIONS=$versions_json" \
+  --set 'TORCH_INDEX_URLS={"12": "https://pypi.org/simple", "13": "https://pypi.org/simple", "cpu": "https://pypi.org/simple"}' \
   --set CONTAINER=false --set "CONTAINER_IMAGE=nvidia/cuda:{version}-devel-ubuntu22.04" --set BUILDER=build >/dev/null
 # (CONTAINER=false: the jobs run here, on the host, with the toolkits found above.)
-# The matrices, one "PYTHON MAJOR" per line.
+plan_json=$work/jobs/plan/outputs/plan.json
+# The matrices: one JSON entry per line.
 mapfile -t builds < <("$python" -c '
 import json, sys
 for entry in json.loads(json.load(open(sys.argv[1]))["build-matrix"])["include"]:
-    print(entry["python"], entry["cuda"])' "$work/jobs/plan/outputs/plan.json")
+    print(json.dumps(entry))' "$plan_json")
 mapfile -t pythons < <("$python" -c '
 import json, sys
-print("\n".join(json.loads(json.load(open(sys.argv[1]))["python-versions"])))' "$work/jobs/plan/outputs/plan.json")
+print("\n".join(json.loads(json.load(open(sys.argv[1]))["python-versions"])))' "$plan_json")
 mapfile -t tests < <("$python" -c '
 import json, sys
-matrix = json.loads(json.load(open(sys.argv[1]))["test-matrix"])
-for python in matrix["python"]:
-    for cuda in matrix["cuda"]:
-        print(python, cuda)' "$work/jobs/plan/outputs/plan.json")
+for entry in json.loads(json.load(open(sys.argv[1]))["test-matrix"])["include"]:
+    print(json.dumps(entry))' "$plan_json")
+planned_labels=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["labels"])' "$plan_json")
 passed=(plan)
+field() {  # field JSON KEY
+  "$python" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"
+}
 
 # --- build ---------------------------------------------------------------------------------------
 
 for entry in "${builds[@]}"; do
-  read -r bpy major <<<"$entry"
-  name="build py$bpy cu$major"
+  bpy=$(field "$entry" python) label=$(field "$entry" label) major=$(field "$entry" cuda)
+  name="build py$bpy $label"
   job_banner "$name"
-  job=$work/jobs/build-py$bpy-cu$major
+  job=$work/jobs/build-py$bpy-$label
   checkout "$job/workspace"
   setup_python "$job"
   # WM_CUDA_ROOT is what the container step ("/usr/local/cuda") or the apt step writes.
-  "${step[@]}" "$workflow" cuda-env --job "$job" --cwd "$job/workspace" \
-    --job-path "$job/python/bin" --job-env "WM_CUDA_ROOT=${toolkit_root[$major]}" \
-    --set "CUDA_MAJOR=$major" >/dev/null
+  job_env=("${extra_env[@]}")
+  [ -z "$major" ] || job_env+=(--job-env "WM_CUDA_ROOT=${toolkit_root[$major]}")
+  [[ $label != torch* ]] || job_env+=("${torch_env[@]}")
+  "${step[@]}" "$workflow" label-env --job "$job" --cwd "$job/workspace" \
+    --job-path "$job/python/bin" "${job_env[@]}" \
+    --set "LABEL=$label" --set "CUDA_MAJOR=$major" --set "TORCH_VERSION=$(field "$entry" torch)" \
+    --set "TORCH_INDEX=$(field "$entry" torch-index)" --set "CPU_LEVEL=$(field "$entry" level)" >/dev/null
   "${step[@]}" "$workflow" build --job "$job" --cwd "$job/workspace" \
     --set PACKAGE_DIR=. --set "REPAIR_COMMAND=${REHEARSE_REPAIR_COMMAND:-}" >/dev/null
-  "${step[@]}" "$workflow" label --job "$job" --cwd "$job/workspace" --set "CUDA_MAJOR=$major" >/dev/null
+  "${step[@]}" "$workflow" label --job "$job" --cwd "$job/workspace" --set "LABEL=$label" >/dev/null
   wheel=$(output_of "$job" label wheel)
-  # actions/upload-artifact: name wheel-py<python>-cu<major>.
-  mkdir -p "$artifacts/wheel-py$bpy-cu$major"
-  cp "$job/workspace/$wheel" "$artifacts/wheel-py$bpy-cu$major/"
-  say "uploaded artifact wheel-py$bpy-cu$major: ${wheel##*/}"
+  # actions/upload-artifact: name wheel-py<python>-<label>.
+  mkdir -p "$artifacts/wheel-py$bpy-$label"
+  cp "$job/workspace/$wheel" "$artifacts/wheel-py$bpy-$label/"
+  say "uploaded artifact wheel-py$bpy-$label: ${wheel##*/}"
   passed+=("$name")
 done
 
@@ -212,9 +264,9 @@ for mpy in "${pythons[@]}"; do
   name="merge py$mpy"
   job_banner "$name"
   job=$work/jobs/merge-py$mpy
-  # actions/download-artifact with pattern wheel-py<python>-cu*: one directory per artifact.
+  # actions/download-artifact with pattern wheel-py<python>-*: one directory per artifact.
   mkdir -p "$job/workspace/.wheelmerge/artifacts"
-  for artifact in "$artifacts/wheel-py$mpy-cu"*; do
+  for artifact in "$artifacts/wheel-py$mpy-"*; do
     cp -r "$artifact" "$job/workspace/.wheelmerge/artifacts/"
   done
   # The action's first step installs wheelmerge with pip; the rehearsal gives it $WHEELMERGE.
@@ -240,20 +292,31 @@ done
 # --- test ----------------------------------------------------------------------------------------
 
 for entry in "${tests[@]}"; do
-  read -r tpy major <<<"$entry"
-  name="test py$tpy cu$major"
+  tpy=$(field "$entry" python) label=$(field "$entry" label) major=$(field "$entry" cuda)
+  name="test py$tpy $label"
   job_banner "$name"
-  job=$work/jobs/test-py$tpy-cu$major
+  job=$work/jobs/test-py$tpy-$label
   setup_python "$job"
   # actions/download-artifact with name merged-py<python>.
   mkdir -p "$job/workspace/.wheelmerge"
   cp -r "$artifacts/merged-py$tpy" "$job/workspace/.wheelmerge/merged"
-  links=()
-  [ ! -d "$cache" ] || links=(--job-env "PIP_FIND_LINKS=$cache")
-  requirement="cuda-bindings==${bindings[$major]:-$major.*}"
+  job_env=()
+  if [[ $label == torch* ]]; then
+    job_env=("${torch_env[@]}")
+  elif [ -d "$cache" ]; then
+    job_env=(--job-env "PIP_FIND_LINKS=$cache")
+  fi
+  # The workflow installs the newest cuda-bindings of the major; the rehearsal the pinned one
+  # (PIP_CONSTRAINT: the step's own requirement, narrowed).
+  if [ -n "$major" ] && [[ $label == cu* ]] && [ -n "${bindings[$major]:-}" ]; then
+    echo "cuda-bindings==${bindings[$major]}" >"$job/constraints.txt"
+    job_env+=(--job-env "PIP_CONSTRAINT=$job/constraints.txt")
+  fi
   "${step[@]}" "$workflow" test --job "$job" --cwd "$job/workspace" \
-    --job-path "$job/python/bin" "${links[@]}" \
-    --set "IMPORT_NAME=$import_name" --set "CUDA_MAJOR=$major" --set "CUDA_BINDINGS=$requirement" >/dev/null
+    --job-path "$job/python/bin" "${job_env[@]}" \
+    --set "IMPORT_NAME=$import_name" --set "LABEL=$label" --set "LABELS=$planned_labels" --set "CUDA_MAJOR=$major" \
+    --set "TORCH_VERSION=$(field "$entry" torch)" --set "TORCH_INDEX=$(field "$entry" torch-index)" \
+    --set "CPU_LEVEL=$(field "$entry" level)" >/dev/null
   passed+=("$name")
 done
 

@@ -39,7 +39,8 @@ MARKER = "# rehearse: "
 # Variables of the calling shell that must not reach a step (they would change what pip, Python
 # or wheelmerge's loader do), as on a fresh runner.
 LEAKY = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "WHEELMERGE_CUDA_MAJOR",
-         "CUDA_HOME", "CUDA_PATH", "CUDACXX", "WHEELMERGE_BUILD_CUDA_MAJOR", "GITHUB_ACTIONS",
+         "CUDA_HOME", "CUDA_PATH", "CUDACXX", "WHEELMERGE_BUILD_CUDA_MAJOR", "WHEELMERGE_BUILD_VARIANT",
+         "WHEELMERGE_VARIANT", "CFLAGS", "CXXFLAGS", "GITHUB_ACTIONS",
          "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY",
          "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_TARGET",
          "PIP_PREFIX", "PIP_USER", "PIP_CONSTRAINT", "PIP_REQUIRE_VIRTUALENV")

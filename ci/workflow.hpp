@@ -4,6 +4,7 @@
 #pragma once
 
 #include "merger/base/problem.hpp"
+#include "merger/format/label.hpp"
 #include "merger/version.hpp"
 
 #include <optional>
@@ -16,6 +17,9 @@ struct WorkflowOptions {
   std::string import_name;                   // checked by the test job: <import_name>._wheelmerge.selected()
   std::vector<std::string> python_versions;  // "3.10", ...
   std::vector<int> cuda_majors;
+  // Labels other than cuNN (torch labels, x86-64 levels): each a build and a test job, given to
+  // the reusable workflow as `labels` (cuNN builds go as `cuda-majors`). Empty: cuda_majors.
+  std::vector<VariantLabel> labels;
   bool container = false;  // build in NVIDIA's CUDA images rather than installing the toolkit
   // Build manylinux wheels with cibuildwheel, the toolkit installed in its image (builder:
   // cibuildwheel); excludes `container`.
@@ -36,7 +40,8 @@ struct WorkflowOptions {
 // its grammar before anything is written, since GitHub evaluates `${{ ... }}` in any string of
 // a workflow and the reusable workflow passes values on to shell steps (through env, but a line
 // break in a value still ends a line of $GITHUB_ENV): the import name dotted ASCII identifiers,
-// Python versions 3.N (3.Nt for free-threaded builds), CUDA majors 1 to 99, the ref a git ref
+// Python versions 3.N (3.Nt for free-threaded builds), CUDA majors 1 to 99, labels of one kind,
+// none twice, cibuildwheel and PEP 825 variant wheels only for labels that have them, the ref a git ref
 // name of letters, digits and ._/-, the variant-file globs printable ASCII without white space,
 // quotes, backslash, backquote, `$`, `{` or `}`, not starting with `-`. A usage problem names each value that is not.
 void validate_workflow_options(const WorkflowOptions& options, Problems& problems);

@@ -513,7 +513,7 @@ int run_verify(const Output& out, const std::vector<std::string>& paths) {
 }
 
 int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowOptions options,
-                const std::string& pythons, const std::string& cuda, bool force) {
+                const std::string& pythons, const std::string& cuda, const std::string& variants, bool force) {
   wm::Problems problems;
   auto project = wm::load_project_config(project_dir, problems);
   if (!project) return out.fail(problems);
@@ -529,7 +529,26 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
     if (!major) return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "majors such as 12,13", cuda}});
     majors.push_back(*major);
   }
-  options.cuda_majors = wm::chosen_cuda_majors(majors, project->wheelmerge);
+  std::vector<wm::VariantLabel> labels;
+  for (const std::string& item : split(variants)) {
+    std::string why;
+    auto label = wm::VariantLabel::parse(item, why);
+    if (!label) return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --variant", why, item}});
+    labels.push_back(*label);
+  }
+  if (!labels.empty() && !majors.empty())
+    return out.fail({{wm::ProblemKind::usage, {}, {}, "both --cuda and --variant", "one of them", cuda + " and " + variants}});
+  // cuNN builds go to the workflow as CUDA majors, any other labels as labels: those given, else
+  // the configuration's.
+  if (labels.empty() && majors.empty() && project->wheelmerge.selector() != wm::Selector::cuda)
+    labels = project->wheelmerge.labels;
+  if (std::all_of(labels.begin(), labels.end(),
+                  [](const wm::VariantLabel& l) { return l.selector() == wm::Selector::cuda; })) {
+    for (const wm::VariantLabel& label : labels) majors.push_back(label.cuda_major());
+    labels.clear();
+  }
+  options.labels = labels;
+  if (labels.empty()) options.cuda_majors = wm::chosen_cuda_majors(majors, project->wheelmerge);
   if (options.import_name.empty()) {
     if (!project->name.empty() && !wm::is_project_name(project->name))
       return out.fail({{wm::ProblemKind::usage,
@@ -551,8 +570,11 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   options.driver_fallback = project->wheelmerge.driver_fallback;
   auto path = wm::write_workflow(project_dir, options, force, problems);
   if (!path) return out.fail(problems);
-  out.info(fmt::format("wrote {}: builds {} x CUDA {}, imports {}", *path, fmt::join(options.python_versions, ", "),
-                       fmt::join(options.cuda_majors, ", "), options.import_name));
+  std::vector<std::string> builds = wm::label_strings(options.labels);
+  if (builds.empty())
+    for (int major : options.cuda_majors) builds.push_back(fmt::format("CUDA {}", major));
+  out.info(fmt::format("wrote {}: builds {} x {}, imports {}", *path, fmt::join(options.python_versions, ", "),
+                       fmt::join(builds, ", "), options.import_name));
   if (out.json) fmt::print("{}\n", nlohmann::json{{"output", *path}}.dump(2));
   return 0;
 }
@@ -754,7 +776,7 @@ Subcommand add_verify(CLI::App& app, Output& out) {
 // `ci init`, the one subcommand of `ci`.
 Subcommand add_ci(CLI::App& app, Output& out) {
   struct Args {
-    std::string project = ".", pythons = "3.10,3.11,3.12,3.13", cuda;
+    std::string project = ".", pythons = "3.10,3.11,3.12,3.13", cuda, variants;
     bool force = false;
     wm::WorkflowOptions workflow;
   };
@@ -767,6 +789,9 @@ Subcommand add_ci(CLI::App& app, Output& out) {
   ci_init->add_option("project", a->project, "the project directory (default: .)");
   ci_init->add_option("--python", a->pythons, "Python versions, comma-separated (default: 3.10,3.11,3.12,3.13)");
   ci_init->add_option("--cuda", a->cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
+  ci_init->add_option("--variant", a->variants,
+                      "variant labels instead, comma-separated: torchMmm_cuNN, torchMmmplus_cuNN, torchMmm_cpu, x86_64_vN "
+                      "(default: the configuration's)");
   auto* container = ci_init->add_flag("--container", a->workflow.container, "build in NVIDIA's CUDA container images");
   ci_init
       ->add_flag("--cibuildwheel", a->workflow.cibuildwheel,
@@ -778,13 +803,17 @@ Subcommand add_ci(CLI::App& app, Output& out) {
       "also build PEP 825 variant wheels and their index; with --publish, attach them to the tag's release");
   ci_init->add_option("--import-name", a->workflow.import_name,
                       "the package to import in the test job (default: from [project] name)");
-  ci_init->add_option("--ref", a->workflow.ref, "the ref of wheelmerge's reusable workflow (default: main)");
+  ci_init->add_option("--ref", a->workflow.ref,
+                      "the ref of wheelmerge's reusable workflow (default: this release's tag, v" + std::string(wm::kVersion) + ")");
   ci_init->add_flag("--force", a->force, "replace an existing workflow file");
   add_common(ci_init, out, "print only errors");
   ci_init->footer(examples({{"wheelmerge ci init", "write .github/workflows/wheels.yml for the project in ."},
                             {"wheelmerge ci init --cuda 12,13 --python 3.12,3.13 --publish",
-                             "those builds, published to PyPI on version tags"}}));
-  return {ci_init, [&out, a] { return run_ci_init(out, a->project, a->workflow, a->pythons, a->cuda, a->force); }};
+                             "those builds, published to PyPI on version tags"},
+                            {"wheelmerge ci init --variant torch210plus_cu12,torch211plus_cu13",
+                             "a torch extension: a build and a test job per label, each with its torch"}}));
+  return {ci_init,
+          [&out, a] { return run_ci_init(out, a->project, a->workflow, a->pythons, a->cuda, a->variants, a->force); }};
 }
 
 Subcommand add_config(CLI::App& app, Output& out) {

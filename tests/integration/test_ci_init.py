@@ -154,3 +154,62 @@ def test_cibuildwheel_option_names_the_builder_and_leaves_the_repair_to_it(wheel
     assert "container" not in call and "repair-command" not in call
     both = init(wheelmerge_bin, project, "--cibuildwheel", "--container", "--force", check=False)
     assert both.returncode != 0 and "excludes" in both.stderr
+
+
+# --- labels other than CUDA majors: torch releases, x86-64 levels --------------------------------
+
+LABEL_CONFIGS = {
+    "torch-floors": ('variants = ["torch210plus_cu12", "torch211plus_cu13"]',
+                     ["torch210plus_cu12", "torch211plus_cu13"], "beside the torch each label names"),
+    "torch-cpu": ('variants = ["torch210_cpu"]', ["torch210_cpu"], "beside the torch each label names"),
+    "cpu-levels": ('variants = ["x86_64_v1", "x86_64_v3"]', ["x86_64_v1", "x86_64_v3"],
+                   "on the runner's CPU, each level it runs"),
+}
+
+
+@pytest.mark.parametrize("config, labels, tested", LABEL_CONFIGS.values(), ids=LABEL_CONFIGS.keys())
+def test_labels_of_the_configuration_become_one_job_each(wheelmerge_bin, linters: Linters, tmp_path, config, labels,
+                                                         tested):
+    """A torch or CPU-level configuration gets its own labels as the workflow's builds (not CUDA
+    12 and 13 jobs); the file passes actionlint against the reusable workflow, the schema, and
+    the workflow's own plan step turns the call into one build and one test job per label."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(f'[project]\nname = "mypkg"\n\n[tool.wheelmerge]\n{config}\n')
+    run([wheelmerge_bin, "ci", "init", project, "--python", "3.12"])
+    path = project / ".github" / "workflows" / "wheels.yml"
+    text = path.read_text()
+    call = linters.yaml(path)["jobs"]["wheels"]["with"]
+    assert "cuda-majors" not in call and call["labels"] == "[" + ", ".join(f'"{l}"' for l in labels) + "]"
+    assert tested in " ".join(line.lstrip("# ") for line in text.splitlines()[:5])
+    command = f"wheelmerge ci init --python 3.12 --variant {','.join(labels)} --import-name mypkg --force"
+    assert f"`{command}`" in text
+    # The command the comment gives writes the same file again.
+    run([wheelmerge_bin, *command.split()[1:], project])
+    assert path.read_text() == text
+    (project / ".github" / "workflows" / REUSABLE.name).write_text(REUSABLE.read_text())
+    path.write_text(re.sub(r"uses: wheelmerge/wheelmerge/(\.github/workflows/[^@]+)@\S+", r"uses: ./\1", text))
+    run(["git", "init", "-q", project])
+    assert_clean(linters.actionlint(cwd=project), "actionlint")
+    assert_clean(linters.schema("vendor.github-workflows", path), "schema check")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--variant", "torch210_cu12,x86_64_v3"], "variant labels of two kinds for the workflow"),
+    (["--variant", "torch210_cu12,torch210_cu12"], "a variant label given twice"),
+    (["--variant", "torch210_cu12", "--cuda", "12"], "both --cuda and --variant"),
+    (["--variant", "torch2_cu12"], "invalid --variant"),
+    (["--variant", "x86_64_v3", "--cibuildwheel"], "--cibuildwheel builds CUDA labels only"),
+    (["--variant", "torch211plus_cu13", "--variants"], "--variants: no variant properties for a label"),
+])
+def test_labels_the_workflow_cannot_build_are_refused(wheelmerge_bin, project, args, message):
+    result = init(wheelmerge_bin, project, *args, check=False)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr, result.stderr
+    assert not (project / ".github").exists()
+
+
+def test_cuda_labels_given_as_variants_are_cuda_majors(wheelmerge_bin, linters: Linters, project):
+    init(wheelmerge_bin, project, "--variant", "cu13,cu12")
+    call = linters.yaml(project / ".github" / "workflows" / "wheels.yml")["jobs"]["wheels"]["with"]
+    assert call["cuda-majors"] == "[13, 12]" and "labels" not in call
