@@ -90,6 +90,8 @@ void validate_workflow_options(const WorkflowOptions& o, Problems& problems) {
   std::set<std::string> labels;
   for (const VariantLabel& label : o.labels) {
     if (!labels.insert(label.str()).second) refuse("a variant label given twice", "each label once", label.str());
+    if (label.selector() != Selector::cpu && label.cuda_major() > 99)
+      refuse("invalid CUDA major for the workflow", "a major from 1 to 99", label.str());
     if (label.selector() != o.labels.front().selector())
       refuse("variant labels of two kinds for the workflow", "labels of one kind (one wheel selects its builds one way)",
              o.labels.front().str() + " and " + label.str());

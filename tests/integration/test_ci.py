@@ -241,7 +241,7 @@ def marked_steps() -> list[tuple[Path, str]]:
 
 def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
     steps = marked_steps()
-    assert {name for _, name in steps} == {"plan", "cuda-env", "build", "cibuildwheel-config", "label", "test", "install",
+    assert {name for _, name in steps} == {"plan", "label-env", "build", "cibuildwheel-config", "label", "test", "install",
                                            "merge", "variants"}
     for path, name in steps:
         shown = json.loads(run([tool_python(), STEP, path, name, "--show"]).stdout)
@@ -415,8 +415,11 @@ def test_merge_labels_and_variant_files(tmp_path: Path, wheelmerge_bin: Path) ->
     assert unlabelled.returncode == 2 and "no variant label" in unlabelled.stderr
     conflict = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=cu12 b/*=cu13", check=False)
     assert conflict.returncode == 4, conflict.stderr
-    wrong = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=12", check=False)
-    assert wrong.returncode == 2 and "the label must be cu followed by the CUDA major" in wrong.stderr
+    wrong = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=CU12", check=False)
+    assert wrong.returncode == 2 and "the label must be a variant label (cuNN, torchMmm_cuNN" in wrong.stderr
+    # A word of a label's characters that is no label: wheelmerge says so.
+    wrong = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*=12 b/*=cu13", check=False)
+    assert wrong.returncode == 2 and "invalid variant label: expected cuNN, torchMmm_cuNN" in wrong.stderr, wrong.stderr
     empty = merge_step(job, "nothing-here", wheelmerge_bin, check=False)
     assert empty.returncode == 2 and "is not a directory" in empty.stderr
     (job / "workspace" / "empty").mkdir()
@@ -437,6 +440,7 @@ def reusable_defaults(linters: Linters) -> dict[str, str]:
 
 def plan(tmp_path: Path, defaults: dict[str, str], check: bool = True, **changes: str):
     values = {"PYTHON_VERSIONS": defaults["python-versions"], "CUDA_MAJORS": defaults["cuda-majors"],
+              "LABELS": defaults["labels"], "TORCH_INDEX_URLS": defaults["torch-index-urls"],
               "CUDA_VERSIONS": defaults["cuda-versions"], "CONTAINER": defaults["container"],
               "CONTAINER_IMAGE": defaults["container-image"], "BUILDER": defaults["builder"], **changes}
     job = tmp_path / f"plan-{len(list(tmp_path.glob('plan-*')))}"
@@ -444,20 +448,27 @@ def plan(tmp_path: Path, defaults: dict[str, str], check: bool = True, **changes
     return result, {k: json.loads(v) for k, v in outputs(result).items()}
 
 
+def cuda_entry(python: str, major: str, version: str, image: str) -> dict[str, str]:
+    return {"python": python, "label": f"cu{major}", "kind": "cuda", "cuda": major, "cuda-version": version,
+            "image": image, "torch": "", "torch-index": "", "level": "",
+            "cibuildwheel": f"cp{python.replace('.', '')}-manylinux_*"}
+
+
 def test_plan_step(linters: Linters, tmp_path: Path) -> None:
     defaults = reusable_defaults(linters)
-    assert defaults["container"] == "true" and defaults["cuda-majors"] == "[12, 13]"
+    assert defaults["container"] == "true" and defaults["cuda-majors"] == "[12, 13]" and defaults["labels"] == ""
     _, planned = plan(tmp_path, defaults)
     builds = planned["build-matrix"]["include"]
-    assert [(b["python"], b["cuda"]) for b in builds] == [
-        (p, c) for p in ("3.10", "3.11", "3.12", "3.13") for c in ("12", "13")]
+    assert [(b["python"], b["label"]) for b in builds] == [
+        (p, c) for p in ("3.10", "3.11", "3.12", "3.13") for c in ("cu12", "cu13")]
     assert {b["cuda"]: b["image"] for b in builds} == {"12": "nvidia/cuda:12.9.1-devel-ubuntu22.04",
                                                        "13": "nvidia/cuda:13.0.2-devel-ubuntu22.04"}
     assert planned["python-versions"] == ["3.10", "3.11", "3.12", "3.13"]
-    assert planned["test-matrix"] == {"python": ["3.10", "3.11", "3.12", "3.13"], "cuda": ["12", "13"]}
+    assert planned["labels"] == ["cu12", "cu13"]
+    assert [(t["python"], t["label"], t["cuda"]) for t in planned["test-matrix"]["include"]] == [
+        (p, f"cu{c}", c) for p in ("3.10", "3.11", "3.12", "3.13") for c in ("12", "13")]
     _, planned = plan(tmp_path, defaults, CONTAINER="false", PYTHON_VERSIONS='["3.12"]', CUDA_MAJORS='["13"]')
-    assert planned["build-matrix"]["include"] == [
-        {"python": "3.12", "cuda": "13", "cuda-version": "13.0.2", "image": "", "cibuildwheel": "cp312-manylinux_*"}]
+    assert planned["build-matrix"]["include"] == [cuda_entry("3.12", "13", "13.0.2", "")]
     # cibuildwheel brings its own container: none for the job, whatever `container` says.
     _, planned = plan(tmp_path, defaults, BUILDER="cibuildwheel", PYTHON_VERSIONS='["3.10", "3.13t"]',
                       CUDA_MAJORS='["12"]')
@@ -465,15 +476,93 @@ def test_plan_step(linters: Linters, tmp_path: Path) -> None:
         ("", "cp310-manylinux_*"), ("", "cp313t-manylinux_*")]
     for changes, message in (({"PYTHON_VERSIONS": "[3.10]"}, "is not a version string such as"),
                              ({"PYTHON_VERSIONS": "3.12"}, "expected a non-empty JSON list"),
-                             ({"CUDA_MAJORS": "[12, 12]"}, "names 12 twice"),
+                             ({"CUDA_MAJORS": "[12, 12]"}, "names a major twice"),
                              ({"CUDA_MAJORS": "[11]"}, "expected a toolkit version 11.MINOR"),
                              ({"CUDA_VERSIONS": '{"12": "13.0.2", "13": "13.0.2"}'},
                               "for CUDA 12, found '13.0.2'"),
                              ({"CONTAINER_IMAGE": "nvidia/cuda:latest"}, "has no {version}"),
                              ({"CUDA_VERSIONS": "{12: 1}"}, "is not JSON"),
-                             ({"BUILDER": "maturin"}, "is neither build nor cibuildwheel")):
+                             ({"BUILDER": "maturin"}, "is neither build nor cibuildwheel"),
+                             ({"LABELS": '["cu12", "x86_64_v3"]'}, "mixes kinds of label (cpu, cuda)"),
+                             ({"LABELS": '["torch210_cu12", "torch210_cu12"]'}, "names torch210_cu12 twice"),
+                             ({"LABELS": '["torch210_cu12"]', "BUILDER": "cibuildwheel"},
+                              "builder cibuildwheel builds CUDA labels (cuNN) only, not torch210_cu12"),
+                             ({"LABELS": '["torch210_cu12"]', "TORCH_INDEX_URLS": '{"12": "http://x"}'},
+                              "expected an https:// index for 12 (label torch210_cu12)"),
+                             ({"LABELS": '["torch210_cu12\\necho"]'}, "is not a variant label")):
         result, _ = plan(tmp_path, defaults, check=False, **changes)
-        assert result.returncode == 1 and message in result.stderr, (changes, result.stderr)
+        assert result.returncode == 1 and message in result.stderr + result.stdout, (changes, result.stderr)
+
+
+def test_plan_step_with_torch_and_cpu_labels(linters: Linters, tmp_path: Path) -> None:
+    defaults = reusable_defaults(linters)
+    _, planned = plan(tmp_path, defaults, PYTHON_VERSIONS='["3.12"]',
+                      LABELS='["torch210plus_cu12", "torch211plus_cu13", "torch212_cpu"]')
+    builds = planned["build-matrix"]["include"]
+    assert [(b["label"], b["kind"], b["cuda"], b["cuda-version"], b["torch"], b["torch-index"], b["image"])
+            for b in builds] == [
+        ("torch210plus_cu12", "torch", "12", "12.9.1", "2.10", "https://download.pytorch.org/whl/cu128",
+         "nvidia/cuda:12.9.1-devel-ubuntu22.04"),
+        ("torch211plus_cu13", "torch", "13", "13.0.2", "2.11", "https://download.pytorch.org/whl/cu130",
+         "nvidia/cuda:13.0.2-devel-ubuntu22.04"),
+        ("torch212_cpu", "torch", "", "", "2.12", "https://download.pytorch.org/whl/cpu", "")]
+    assert planned["labels"] == ["torch210plus_cu12", "torch211plus_cu13", "torch212_cpu"]
+    assert [t["label"] for t in planned["test-matrix"]["include"]] == planned["labels"]
+    _, planned = plan(tmp_path, defaults, PYTHON_VERSIONS='["3.12", "3.13"]', LABELS='["x86_64_v1", "x86_64_v4"]',
+                      CUDA_VERSIONS="{}")
+    assert [(b["python"], b["label"], b["kind"], b["level"], b["cuda"], b["image"])
+            for b in planned["build-matrix"]["include"]] == [
+        (p, f"x86_64_v{l}", "cpu", l, "", "") for p in ("3.12", "3.13") for l in ("1", "4")]
+
+
+LABEL_CORPUS = ["cu12", "cu1", "cu100", "cu1000", "cu012", "cu", "torch210_cu12", "torch210plus_cu13", "torch20_cu12",
+                "torch29_cpu", "torch2100_cu12", "torch205_cu12", "torch210_cu", "torch210_cu012", "torch210plus",
+                "torch210plus_cpu", "torch010_cu12", "torch210_gpu", "torch210plusplus_cu12", "x86_64_v1", "x86_64_v4",
+                "x86_64_v5", "x86_64_v0", "x86_64_v", "x86-64-v3", "Cu12", "cu12 ", "rocm6", "torch210_cu12_"]
+
+
+def test_plan_step_reads_labels_as_wheelmerge_does(linters: Linters, tmp_path: Path, wheelmerge_bin: Path) -> None:
+    """The plan step's label grammar and wheelmerge's accept the same labels (`ci init --variant`
+    refuses an invalid one with exit 2, the plan step with exit 1)."""
+    defaults = reusable_defaults(linters)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "mypkg"\n')
+    for label in LABEL_CORPUS:
+        planned, _ = plan(tmp_path, defaults, check=False, LABELS=json.dumps([label]), PYTHON_VERSIONS='["3.12"]',
+                          CUDA_VERSIONS=json.dumps({str(m): f"{m}.0" for m in (1, 12, 13, 100)}))
+        init = run([wheelmerge_bin, "ci", "init", project, "--variant", label, "--force"], check=False)
+        assert init.returncode in (0, 2), init.stderr
+        assert (planned.returncode == 0) == (init.returncode == 0), (label, planned.stdout, init.stderr)
+        if init.returncode == 0:
+            written = linters.yaml(project / ".github" / "workflows" / "wheels.yml")["jobs"]["wheels"]["with"]
+            assert label in written.get("labels", "") + " " + " ".join(
+                f"cu{m}" for m in json.loads(written.get("cuda-majors", "[]")))
+
+
+def label_env(label: str, **values: str) -> dict[str, str]:
+    """The env of the workflow's step "Point the build at LABEL" for `label`."""
+    return {"LABEL": label, "CUDA_MAJOR": "", "TORCH_VERSION": "", "TORCH_INDEX": "", "CPU_LEVEL": "", **values}
+
+
+@pytest.mark.parametrize("given", [None, "-O1 -g"], ids=["cflags-unset", "cflags-set"])
+def test_label_env_step_gives_a_cpu_level_its_march(tmp_path: Path, given: str | None) -> None:
+    """As `wheelmerge build` does: the level's -march after the interpreter's own CFLAGS (an unset
+    CFLAGS) or after the caller's; no toolkit variables for a CPU label."""
+    job = tmp_path / "job"
+    run([tool_python(), "-m", "venv", job / "python"])
+    job_env = {} if given is None else {"CFLAGS": given, "CXXFLAGS": given}
+    run_step(REUSABLE, "label-env", job, job_env=job_env, job_path=(job / "python" / "bin",),
+             **label_env("x86_64_v3", CPU_LEVEL="3"))
+    env = json.loads((job / "state.json").read_text())["env"]
+    base = given if given is not None else run([job / "python" / "bin" / "python", "-c",
+                                                "import sysconfig; print(sysconfig.get_config_var('CFLAGS'))"]).stdout.strip()
+    assert env["CFLAGS"] == env["CXXFLAGS"] == f"{base} -march=x86-64-v3"
+    assert env["WHEELMERGE_BUILD_VARIANT"] == "x86_64_v3"
+    assert not {"CUDA_HOME", "CUDA_PATH", "WHEELMERGE_BUILD_CUDA_MAJOR", "WM_BUILD_ISOLATION"} & env.keys()
+    run_step(REUSABLE, "label-env", tmp_path / "v1", job_path=(job / "python" / "bin",),
+             **label_env("x86_64_v1", CPU_LEVEL="1"))
+    assert json.loads((tmp_path / "v1" / "state.json").read_text())["env"]["CFLAGS"].endswith(" -march=x86-64")
 
 
 def test_build_step_with_a_repair_command(tmp_path: Path) -> None:
@@ -485,19 +574,20 @@ def test_build_step_with_a_repair_command(tmp_path: Path) -> None:
     toolkit = tmp_path / "toolkit"
     (toolkit / "include").mkdir(parents=True)
     (toolkit / "include" / "cuda.h").write_text("#define CUDA_VERSION 12090\n")
-    wrong = run_step(REUSABLE, "cuda-env", tmp_path / "wrong", workspace, check=False,
+    wrong = run_step(REUSABLE, "label-env", tmp_path / "wrong", workspace, check=False,
                      job_env={"WM_CUDA_ROOT": str(toolkit)}, job_path=(job / "python" / "bin",),
-                     CUDA_MAJOR="13")
+                     **label_env("cu13", CUDA_MAJOR="13"))
     assert wrong.returncode == 1 and f"the toolkit at {toolkit} is CUDA 12.9, not CUDA 13" in wrong.stderr
-    run_step(REUSABLE, "cuda-env", job, workspace, job_env={"WM_CUDA_ROOT": str(toolkit)},
-             job_path=(job / "python" / "bin",), CUDA_MAJOR="12")
+    run_step(REUSABLE, "label-env", job, workspace, job_env={"WM_CUDA_ROOT": str(toolkit)},
+             job_path=(job / "python" / "bin",), **label_env("cu12", CUDA_MAJOR="12"))
     state = json.loads((job / "state.json").read_text())
     assert state["env"]["CUDA_HOME"] == state["env"]["CUDA_PATH"] == str(toolkit)
     assert state["env"]["WHEELMERGE_BUILD_CUDA_MAJOR"] == "12" and "CUDACXX" not in state["env"]
+    assert state["env"]["WHEELMERGE_BUILD_VARIANT"] == "cu12" and "CFLAGS" not in state["env"]
     assert state["path"][0] == str(toolkit / "bin")
     repair = "cp {wheel} {dest_dir}/ && echo {wheel} {dest_dir} >.wheelmerge/repair.log"
     run_step(REUSABLE, "build", job, workspace, PACKAGE_DIR=".", REPAIR_COMMAND=repair)
-    wheel = outputs(run_step(REUSABLE, "label", job, workspace, CUDA_MAJOR="12"))["wheel"]
+    wheel = outputs(run_step(REUSABLE, "label", job, workspace, LABEL="cu12"))["wheel"]
     assert wheel == ".wheelmerge/wheelhouse/wmdemo-0.1.0-cp311-cp311-linux_x86_64.cu12.whl"
     assert (workspace / wheel).is_file()
     assert (workspace / ".wheelmerge" / "repair.log").read_text().split() == [
@@ -507,11 +597,11 @@ def test_build_step_with_a_repair_command(tmp_path: Path) -> None:
 def test_label_step_wants_exactly_one_wheel(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     (workspace / ".wheelmerge" / "built").mkdir(parents=True)
-    none = run_step(REUSABLE, "label", tmp_path / "none", workspace, check=False, CUDA_MAJOR="13")
+    none = run_step(REUSABLE, "label", tmp_path / "none", workspace, check=False, LABEL="cu13")
     assert none.returncode == 1 and "expected one wheel from the build, found 0" in none.stderr
     for name in ("a-1.0-py3-none-any.whl", "b-1.0-py3-none-any.whl"):
         (workspace / ".wheelmerge" / "built" / name).write_bytes(b"")
-    two = run_step(REUSABLE, "label", tmp_path / "two", workspace, check=False, CUDA_MAJOR="13")
+    two = run_step(REUSABLE, "label", tmp_path / "two", workspace, check=False, LABEL="cu13")
     assert two.returncode == 1 and "found 2" in two.stderr
 
 
@@ -543,7 +633,7 @@ def test_cibuildwheel_configuration_step(tmp_path: Path, identifier: str, found:
     assert "repos/rhel${VERSION_ID%%.*}/$arch/cuda-rhel${VERSION_ID%%.*}.repo" in env["CIBW_BEFORE_ALL_LINUX"]
     assert env["CIBW_ENVIRONMENT_LINUX"] == ("CUDA_HOME=/usr/local/cuda-13.0 CUDA_PATH=/usr/local/cuda-13.0 "
                                              "CUDACXX=/usr/local/cuda-13.0/bin/nvcc PATH=/usr/local/cuda-13.0/bin:$PATH "
-                                             "WHEELMERGE_BUILD_CUDA_MAJOR=13")
+                                             "WHEELMERGE_BUILD_CUDA_MAJOR=13 WHEELMERGE_BUILD_VARIANT=cu13")
     assert env["CIBW_REPAIR_WHEEL_COMMAND_LINUX"] == "auditwheel repair --exclude 'libcuda.so.*' -w {dest_dir} {wheel}"
 
 
@@ -577,7 +667,7 @@ def test_rehearsal_selects_cu12_and_cu13(rehearsal: Rehearsal, wheelmerge_bin: P
     assert "wmdemo: selected cu13 with cuda-bindings 13.0.3" in log, log
     assert re.search(r"all 6 jobs passed: plan, build py3\.\d+ cu12, build py3\.\d+ cu13, merge py3\.\d+, "
                      r"test py3\.\d+ cu12, test py3\.\d+ cu13", log), log
-    for name in ("plan", "cuda-env", "build", "merge", "variants", "test"):
+    for name in ("plan", "label-env", "build", "merge", "variants", "test"):
         assert f"run step '{name}'" in log
     artifacts = Path(rehearsal.result.stdout.strip().splitlines()[-1])
     assert artifacts == rehearsal.directory / "artifacts"
@@ -609,10 +699,10 @@ def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp
     merged = next((rehearsal.directory / "artifacts").glob("merged-*"))
     shutil.copytree(merged, job / "workspace" / ".wheelmerge" / "merged")
     run([tool_python(), "-m", "venv", job / "python"])
-    # CUDA 12 expected, cuda-bindings 13 installed: the loader selects cu13 and the step fails.
+    # The cu12 job given cuda-bindings 13: the loader selects cu13 and the step fails.
     result = run_step(REUSABLE, "test", job, job / "workspace", check=False,
                       job_env={"PIP_FIND_LINKS": str(ROOT / "tests" / ".cache" / "wheels")},
                       job_path=(job / "python" / "bin",),
-                      IMPORT_NAME="wmdemo", CUDA_MAJOR="12", CUDA_BINDINGS="cuda-bindings==13.0.3")
+                      IMPORT_NAME="wmdemo", LABELS='["cu12", "cu13"]', **label_env("cu12", CUDA_MAJOR="13"))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "wmdemo._wheelmerge.selected() is 'cu13', expected 'cu12'" in result.stderr
