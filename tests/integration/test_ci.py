@@ -706,3 +706,49 @@ def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp
                       IMPORT_NAME="wmdemo", LABELS='["cu12", "cu13"]', **label_env("cu12", CUDA_MAJOR="13"))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "wmdemo._wheelmerge.selected() is 'cu13', expected 'cu12'" in result.stderr
+
+
+# --- the rehearsal of a CPU-level configuration ------------------------------------------------
+
+CPULEVELS = ROOT / "examples" / "cpulevels"
+
+
+@pytest.fixture(scope="module")
+def cpu_rehearsal(tmp_path_factory: pytest.TempPathFactory, wheelmerge_bin: Path) -> Rehearsal:
+    """ci/rehearse.sh on examples/cpulevels: its configured labels x86_64_v1, v3 and v4."""
+    directory = tmp_path_factory.mktemp("cpu-rehearsal")
+    env = clean_env({"WHEELMERGE": str(wheelmerge_bin), "REHEARSE_DIR": str(directory)})
+    result = run(["bash", CI / "rehearse.sh", CPULEVELS, "cpulevels"], check=False, cwd=ROOT, timeout=1200, env=env)
+    return Rehearsal(result, directory)
+
+
+def test_rehearsal_of_cpu_levels_builds_each_level_and_selects_this_cpus(cpu_rehearsal: Rehearsal, tmp_path: Path,
+                                                                         wheelmerge_bin: Path) -> None:
+    from test_loader_selectors import ld_so_level
+
+    log = cpu_rehearsal.log
+    assert cpu_rehearsal.result.returncode == 0, log
+    labels = ["x86_64_v1", "x86_64_v3", "x86_64_v4"]
+    assert re.search(r"all 8 jobs passed: plan, " + ", ".join(rf"build py3\.\d+ {l}" for l in labels) +
+                     r", merge py3\.\d+, " + ", ".join(rf"test py3\.\d+ {l}" for l in labels), log), log
+    host = ld_so_level()
+    expected = max(level for level in (1, 3, 4) if level <= host)
+    # Every test job expects the build of this CPU's level; each tries its own build where it runs.
+    assert log.count(f"cpulevels: selected x86_64_v{expected} on an x86-64-v{host} CPU") == 3, log
+    for level in (1, 3, 4):
+        if level == expected:
+            continue
+        line = (f"cpulevels: x86_64_v{level} imports with WHEELMERGE_VARIANT=x86_64_v{level}" if level <= host
+                else f"x86_64_v{level}: not run, this CPU is x86-64-v{host}")
+        assert line in log, log
+    # Independently of the workflow's steps: each build in the merged wheel was compiled for its
+    # level (cpulevels.level() reports the -march the compiler targeted).
+    merged = next((cpu_rehearsal.directory / "artifacts").glob("merged-*/*.whl"))
+    assert json.loads(run([wheelmerge_bin, "inspect", merged, "--json"]).stdout)["variants"] == labels
+    venv = tmp_path / "venv"
+    run([tool_python(), "-m", "venv", venv])
+    run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check", merged])
+    for level in (level for level in (1, 3, 4) if level <= host):
+        found = run([venv / "bin" / "python", "-c", "import cpulevels; print(cpulevels.level())"], cwd=tmp_path,
+                    env=clean_env({"WHEELMERGE_VARIANT": f"x86_64_v{level}"})).stdout.strip()
+        assert found == str(level), (level, found)
