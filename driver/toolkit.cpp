@@ -169,6 +169,7 @@ ToolkitHints toolkit_hints(const std::map<int, std::string>& command_line, const
     hints.config_table[label.cuda_major()] = label.str();
   }
   hints.env = std::move(env);
+  if (only) hints.label = only->str();
   return hints;
 }
 
@@ -217,7 +218,7 @@ std::optional<Toolkit> find_toolkit(int major, const ToolkitHints& hints, Proble
        fmt::format("no CUDA {} toolkit found", major),
        fmt::format("a toolkit named by --cuda {0}=PATH, WHEELMERGE_CUDA_{0} or [tool.wheelmerge.{1}] toolkit, or "
                    "one at CUDA_HOME, CUDA_PATH, {2}/cuda-{0}.* or nvcc on PATH",
-                   major, VariantLabel::cuda(major).str(), hints.search_root),
+                   major, hints.label.empty() ? VariantLabel::cuda(major).str() : hints.label, hints.search_root),
        // Every named root was read above (one that is not a toolkit stops there): none was named.
        fmt::format("none named, and none of CUDA {} at the places looked: {}", major, fmt::join(looked, "; "))});
   return std::nullopt;

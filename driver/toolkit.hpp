@@ -26,6 +26,7 @@ struct ToolkitHints {
   std::map<int, std::string> config_table;  // the label of the table each config hint is from
   std::map<std::string, std::string> env;   // the environment (WHEELMERGE_CUDA_N, CUDA_HOME, CUDA_PATH, PATH)
   std::string search_root = "/usr/local";   // where cuda-N.* directories are looked for
+  std::string label;  // the label whose build wants the toolkit (toolkit_hints' `only`), for the table a hint names
 };
 
 // The hints of a project's builds: `command_line` (--cuda N=PATH) as given, each

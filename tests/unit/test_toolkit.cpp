@@ -198,6 +198,20 @@ TEST_CASE("a configuration's toolkit is found by its table's name") {
       "a toolkit named by --cuda 13=PATH, WHEELMERGE_CUDA_13 or [tool.wheelmerge.cu13] toolkit, or one at "));
 }
 
+TEST_CASE("a torch label's missing toolkit names the label's own table") {
+  TempTree t;
+  t.write("proj/pyproject.toml", "");
+  BuildConfig config;
+  const VariantLabel label = VariantLabel::torch(2, 11, 13, true);
+  ToolkitHints hints = toolkit_hints({}, config, (t.root / "proj").string(), {}, &label);
+  hints.search_root = t.root.string();
+  Problems problems;
+  CHECK_FALSE(find_toolkit(13, hints, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].expected.starts_with(
+      "a toolkit named by --cuda 13=PATH, WHEELMERGE_CUDA_13 or [tool.wheelmerge.torch211plus_cu13] toolkit, or "));
+}
+
 TEST_CASE("a cpu label's environment: -march appended to CFLAGS and CXXFLAGS, no toolkit") {
   BuildConfig config;
   const VariantLabel v3 = VariantLabel::cpu(3), v1 = VariantLabel::cpu(1);
