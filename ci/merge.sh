@@ -113,8 +113,8 @@ say "running: ${command[*]}"
 status=0
 "${command[@]}" >"$scratch/merge.json" || status=$?
 if [ "$status" -ne 0 ]; then
+  # wheelmerge annotated its own errors (::error) under GitHub Actions; this line only ends the log.
   say "error: wheelmerge merge failed with exit status $status"
-  [ -z "${GITHUB_ACTIONS:-}" ] || echo "::error title=wheelmerge::wheelmerge merge failed with exit status $status (see the log)"
   exit "$status"
 fi
 
