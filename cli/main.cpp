@@ -946,45 +946,29 @@ std::vector<std::string> option_names(const CLI::App* cmd) {
   return names;
 }
 
-const CLI::Option* find_option(const CLI::App* cmd, const std::string& name) {
-  for (const CLI::Option* opt : cmd->get_options())
-    if (!opt->get_lnames().empty() || !opt->get_snames().empty())
-      if (opt->check_name(name)) return opt;
-  return nullptr;
+// The first argument `cmd` did not take (CLI11's extras: an option it does not have, or a word
+// no positional takes), as a usage problem naming the nearest option; nullopt when none.
+std::optional<wm::Problem> unexpected_argument(const CLI::App* cmd) {
+  std::string command = "wheelmerge";
+  for (const CLI::App* at = cmd; at && at->get_parent(); at = at->get_parent()) command.insert(10, " " + at->get_name());
+  const std::vector<std::string> extras = cmd->remaining();
+  if (extras.empty()) return std::nullopt;
+  const std::string& arg = extras.front();
+  std::string what;
+  if (arg.size() >= 2 && arg[0] == '-' && arg != "--") {
+    const std::string name = arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
+    what = fmt::format("unknown option {} of {}{}", name, command, did_you_mean(name, option_names(cmd)));
+  } else {
+    what = fmt::format("unexpected argument \"{}\" of {} ({} --help lists what it takes)", arg, command, command);
+  }
+  return wm::Problem{wm::ProblemKind::usage, {}, {}, what, {}, {}};
 }
 
-// The first of args[from...] that looks like an option but is none of `cmd`'s, as a usage
-// problem naming the nearest; values of options that take one are skipped.
-std::optional<wm::Problem> unknown_option(const CLI::App* cmd, const std::string& command,
-                                          const std::vector<std::string>& args, size_t from) {
-  auto problem = [&](const std::string& name) {
-    return wm::Problem{wm::ProblemKind::usage,
-                       {},
-                       {},
-                       fmt::format("unknown option {} of {}{}", name, command, did_you_mean(name, option_names(cmd))),
-                       {},
-                       {}};
-  };
-  for (size_t i = from; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") break;
-    if (arg.size() < 2 || arg[0] != '-') continue;
-    const bool is_long = arg[1] == '-';
-    const std::string name = is_long ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
-    const CLI::Option* opt = find_option(cmd, name);
-    if (!opt) return problem(name);
-    if (opt->get_expected_max() == 0) {
-      if (!is_long)  // -qv: each a flag
-        for (char c : arg.substr(2)) {
-          const CLI::Option* next = find_option(cmd, std::string("-") + c);
-          if (!next) return problem(std::string("-") + c);
-          if (next->get_expected_max() != 0) break;  // -C... : the rest is its value
-        }
-      continue;
-    }
-    if ((is_long && arg.find('=') == std::string::npos) || (!is_long && arg.size() == 2)) ++i;  // its value
-  }
-  return std::nullopt;
+// The command CLI11 parsed last: the one whose arguments these were.
+CLI::App* parsed_command(CLI::App& app) {
+  CLI::App* at = &app;
+  while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+  return at;
 }
 
 const char* kHelpFooter = R"(Examples:
@@ -1026,11 +1010,6 @@ Documentation: https://github.com/wheelmerge/wheelmerge#readme
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  static const std::vector<std::string> kCommands = {"merge",  "variants", "inspect", "build", "toolkit",
-                                                     "verify", "ci",       "config"};  // and `loader`, unlisted
-  auto is_command = [&](const std::string& a) {
-    return a == "loader" || std::find(kCommands.begin(), kCommands.end(), a) != kCommands.end();
-  };
 
   CLI::App app{
       "wheelmerge: merge per-build wheels (CUDA majors, torch versions, CPU levels) into one that imports the right "
@@ -1049,6 +1028,18 @@ int main(int argc, char** argv) {
                                             add_build(app, out),  add_verify(app, out),  add_ci(app, out),
                                             add_config(app, out), add_toolkit(app, out), add_loader(app, out)};
   app.footer(kHelpFooter);  // after the commands, which would inherit it
+  // Arguments a command does not take are kept (CLI11's extras) and refused after the parse,
+  // naming the nearest option.
+  std::vector<std::string> command_names;  // those --help lists (not the hidden `loader`)
+  for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+    cmd->allow_extras();
+    for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; })) sub->allow_extras();
+    if (!cmd->get_group().empty()) command_names.push_back(cmd->get_name());
+  }
+  auto is_command = [&](const std::string& a) {
+    const auto all = app.get_subcommands([&](CLI::App* cmd) { return cmd->get_name() == a; });
+    return !all.empty();
+  };
 
   // Every value is text: paths, names and labels are written into wheels, JSON and messages,
   // so bytes that are not UTF-8 are refused here, naming where they were given.
@@ -1081,7 +1072,7 @@ int main(int argc, char** argv) {
                  {},
                  {},
                  fmt::format("unknown command \"{}\"{}; the commands are {} (and wheel files, to merge them)", args[0],
-                             did_you_mean(args[0], kCommands), fmt::join(kCommands, ", ")),
+                             did_you_mean(args[0], command_names), fmt::join(command_names, ", ")),
                  {},
                  {}}});
       return 2;
@@ -1099,18 +1090,6 @@ int main(int argc, char** argv) {
                {}}});
     return 2;
   }
-  if (!args.empty() && is_command(args[0])) {
-    CLI::App* cmd = app.get_subcommand(args[0]);
-    std::string command = "wheelmerge " + args[0];
-    size_t from = 1;
-    if (args[0] == "ci" && args.size() > 1 && args[1] == "init") {
-      cmd = cmd->get_subcommand("init");
-      command += " init";
-      from = 2;
-    }
-    if (auto bad = unknown_option(cmd, command, args, from)) return out.fail({*bad});
-  }
-
   std::vector<const char*> cargv = {argv[0]};
   for (const std::string& a : args) cargv.push_back(a.c_str());
   try {
@@ -1120,6 +1099,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // An argument the command does not take says more than what it then missed.
+    if (auto bad = unexpected_argument(parsed_command(app))) return out.fail({*bad});
     // CLI11's own text quotes the argument as given: printed as every message is, escaped.
     std::string command = "wheelmerge";
     for (CLI::App* at = &app; at && !at->get_subcommands().empty();) {
@@ -1132,6 +1113,7 @@ int main(int argc, char** argv) {
         {{wm::ProblemKind::usage, {}, {}, fmt::format("{} ({} --help lists the options)", what, command), {}, {}}});
     return 2;
   }
+  if (auto bad = unexpected_argument(parsed_command(app))) return out.fail({*bad});
   wm::catch_interrupts();
   // The local zone, named: with TZ unset glibc stats /etc/localtime again on every mktime(),
   // which libzip calls for each entry it reads (the output check), 0.2 s of a 70,000-entry merge.

@@ -403,6 +403,7 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
         "unknown_command": ["mergee", "x"],
         "unknown_option": ["merge", "--frob", good["cu12"]],
         "unknown_top_option": ["--frob"],
+        "unexpected_argument": ["inspect", good["cu12"], good["cu13"]],
         "no_command": [],
         "no_wheels": ["merge"],
     }
@@ -440,6 +441,12 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
         "ci_cuda_twice": ["--cuda", "12,12"],
         "ci_ref": ["--ref", "a b"],
         "ci_import": ["--import-name", "1a"],
+        "ci_label_kinds": ["--variant", "torch210_cu12,x86_64_v3"],
+        "ci_label_twice": ["--variant", "torch210_cu12,torch210_cu12"],
+        "ci_label_invalid": ["--variant", "torch2_cu12"],
+        "ci_cuda_and_label": ["--variant", "torch210_cu12", "--cuda", "12"],
+        "ci_label_cibuildwheel": ["--variant", "x86_64_v3", "--cibuildwheel"],
+        "ci_label_variants": ["--variant", "torch211plus_cu13", "--variants"],
     }
     for case, args in ci_args.items():
         d = tmp / "ci" / case
