@@ -321,6 +321,7 @@ SUITES = {
     "test_ci": Suite(("network", "slow")),
     "test_cli": Suite(("cxx",)),
     "test_ci_init": Suite(("cxx",)),
+    "test_ci_torch": Suite(("network", "torch", "slow"), first=True),
     "test_cpulevels": Suite(("qemu",)),
     "test_cudademo": Suite(("network", "gpu", "slow")),
     "test_cupy": Suite(("network", "slow"), first=True),

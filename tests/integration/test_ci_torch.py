@@ -1,0 +1,77 @@
+"""The reusable workflow on a torch configuration, rehearsed (ci/rehearse.sh): examples/torchstable
+with its floor labels torch210plus_cu12 and torch211plus_cu13. Each build job installs its
+label's torch from the downloads of scripts/torch-envs.sh (no index) and builds against it with
+that CUDA major's toolkit; each test job installs the merged wheel beside that torch and checks
+the build it imports. Also the build step's refusal of a torch other than the label's."""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, WheelCache, clean_env, run, tool_python
+from test_ci import CI, REUSABLE, Rehearsal, label_env, run_step
+
+
+# --- the rehearsal of a torch configuration ----------------------------------------------------
+
+TORCHSTABLE = ROOT / "examples" / "torchstable"
+TORCH_LABELS = ["torch210plus_cu12", "torch211plus_cu13"]
+
+
+@pytest.fixture(scope="module")
+def torch_rehearsal(tmp_path_factory: pytest.TempPathFactory, wheelmerge_bin: Path,
+                    wheel_cache: WheelCache) -> Rehearsal:
+    """ci/rehearse.sh on examples/torchstable (floor labels): each build job installs its label's
+    torch (2.10 with CUDA 12, 2.11 with CUDA 13, from scripts/torch-envs.sh's downloads, no
+    index) and builds against it with that CUDA major's toolkit; each test job installs the merged
+    wheel beside that torch."""
+    import torch_envs
+
+    envs, _, _ = torch_envs.prepare(["torch210_cu12", "torch211_cu13"])  # the downloads, checked
+    directory = tmp_path_factory.mktemp("torch-rehearsal")
+    env = clean_env({"WHEELMERGE": str(wheelmerge_bin), "WHEEL_CACHE": str(wheel_cache.path),
+                     "REHEARSE_DIR": str(directory), "REHEARSE_ENV": "TORCH_CUDA_ARCH_LIST=9.0",
+                     "TORCH_FIND_LINKS": " ".join(str(env.wheels) for env in envs.values())})
+    result = run(["bash", CI / "rehearse.sh", TORCHSTABLE, "torchstable"], check=False, cwd=ROOT, timeout=2400,
+                 env=env)
+    return Rehearsal(result, directory)
+
+
+def test_rehearsal_of_torch_floor_labels(torch_rehearsal: Rehearsal, wheelmerge_bin: Path) -> None:
+    from packaging.metadata import Metadata
+
+    log = torch_rehearsal.log
+    assert torch_rehearsal.result.returncode == 0, log
+    assert re.search(r"all 6 jobs passed: plan, " + ", ".join(rf"build py3\.\d+ {l}" for l in TORCH_LABELS) +
+                     r", merge py3\.\d+, " + ", ".join(rf"test py3\.\d+ {l}" for l in TORCH_LABELS), log), log
+    assert "torch 2.10.0 (CUDA 12.8) from https://pypi.org/simple" in log, log
+    assert "torch 2.11.0 (CUDA 13.0) from https://pypi.org/simple" in log, log
+    assert "torchstable: selected torch210plus_cu12 with torch 2.10.0" in log, log
+    assert "torchstable: selected torch211plus_cu13 with torch 2.11.0" in log, log
+    merged = next((torch_rehearsal.directory / "artifacts").glob("merged-*/*.whl"))
+    report = json.loads(run([wheelmerge_bin, "inspect", merged, "--json"]).stdout)
+    assert report["valid"] and report["variants"] == TORCH_LABELS
+    with zipfile.ZipFile(merged) as wheel:
+        metadata = Metadata.from_email(wheel.read("torchstable-0.1.0.dist-info/METADATA"), validate=False)
+    assert [str(r) for r in metadata.requires_dist or [] if r.name == "torch"] == ["torch<3,>=2.10"]
+
+
+def test_label_env_step_refuses_a_torch_other_than_the_labels(tmp_path: Path) -> None:
+    """torch210_cpu asks for a CPU-only torch 2.10; the index given holds torch 2.10 with CUDA
+    12.8: the step fails, naming both and the input to change."""
+    import torch_envs
+
+    envs, _, _ = torch_envs.prepare(["torch210_cu12"])
+    job = tmp_path / "job"
+    run([tool_python(), "-m", "venv", job / "python"])
+    result = run_step(REUSABLE, "label-env", job, check=False, job_path=(job / "python" / "bin",),
+                      job_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(envs["torch210_cu12"].wheels)},
+                      **label_env("torch210_cpu", TORCH_VERSION="2.10", TORCH_INDEX="https://example.invalid/cpu"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ("torch210_cpu needs torch 2.10 built with no CUDA; https://example.invalid/cpu gave torch 2.10.0 with "
+            "CUDA 12.8 (set torch-index-urls)") in result.stdout + result.stderr
