@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Prepares one virtual environment per pinned torch release, for building and testing torch
-# extensions (examples/torchdemo): torch 2.10.0 (built with CUDA 12.8) and torch 2.11.0 (CUDA
-# 13.0) from the package index, for CPython 3.11 (the project's .venv interpreter).
+# extensions (examples/torchdemo, examples/torchstable): torch 2.10.0 (built with CUDA 12.8),
+# torch 2.11.0 (CUDA 13.0) and torch 2.15.0 (CUDA 13.2, the newest on the index when pinned,
+# where a build against 2.11's stable ABI must run) from the package index, for CPython 3.11 (the
+# project's .venv interpreter).
 #
-#   scripts/torch-envs.sh [VERSION...]     # default: every pinned version
+#   scripts/torch-envs.sh [VERSION...]     # default: 2.10.0 and 2.11.0
 #
 # Each release is downloaded once with its dependencies into $TORCH_CACHE/VERSION (default
-# ~/.cache/wheelmerge/torch; about 4 GB for 2.10.0, 2.7 GB for 2.11.0), torch's own wheel is
+# ~/.cache/wheelmerge/torch; about 4 GB for 2.10.0, 2.7 GB for 2.11.0, 2.8 GB for 2.15.0), torch's own wheel is
 # checked against its pinned sha256, and the environment is made from that directory without
 # the network (uv, which hardlinks files from its cache, so an environment costs little disk
 # beyond the cache) in $TORCH_ENVS/VERSION (default ~/.cache/wheelmerge/torch-envs). An
@@ -27,6 +29,7 @@ setuptools_version=81.0.0
 pins=(
   "2.10.0 12.8 torch-2.10.0-3-cp311-cp311-manylinux_2_28_x86_64.whl ac5bdcbb074384c66fa160c15b1ead77839e3fe7ed117d667249afce0acabfac"
   "2.11.0 13.0 torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl 7aa2f9bbc6d4595ba72138026b2074be1233186150e9292865e04b7a63b8c67a"
+  "2.15.0 13.2 torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl 48c2d861134c0b5697c7602cb5ffa68f62a2989fdcd1717e593356f67996ca1e"
 )
 
 say() { echo "torch-envs: $*" >&2; }
@@ -112,7 +115,7 @@ prepare() {
 }
 
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=("${pins[@]%% *}")
+[ ${#versions[@]} -gt 0 ] || versions=(2.10.0 2.11.0)
 for version in "${versions[@]}"; do
   prepare "$version"
 done

@@ -34,7 +34,7 @@ from torch_envs import TorchEnv
 EXAMPLE = ROOT / "examples" / "torchdemo"
 TOOLKIT_SCRIPT = ROOT / "scripts" / "cuda12-toolkit.sh"
 CUDA13_HOME = Path("/usr/local/cuda")
-LABELS = list(torch_envs.RELEASES)  # torch210_cu12, torch211_cu13
+LABELS = list(torch_envs.BUILT)  # torch210_cu12, torch211_cu13
 # The toolkit each build is compiled with: CUDA_VERSION of its cuda.h, as build() reports it.
 TOOLKIT_CUDA = {"torch210_cu12": "12.9", "torch211_cu13": "13.0"}
 ARCH_LIST = "9.0"  # what the example's [tool.wheelmerge] env sets
