@@ -352,6 +352,7 @@ SUITES = {
     "test_static_wheels": Suite(("network", "qemu", "slow"), first=True),
     "test_torch_floors": Suite(("network", "torch")),
     "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), first=True),
+    "test_torchstable": Suite(("network", "torch", "gpu", "slow"), first=True),
     "test_variants": Suite(("network", "cxx")),
     "test_variants_cpu": Suite(("cxx",)),
     "test_verify": Suite(("cxx",)),
