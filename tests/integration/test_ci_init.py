@@ -5,7 +5,6 @@ is the example shipped in ci/examples/."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 

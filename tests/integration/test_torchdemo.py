@@ -213,19 +213,9 @@ def test_merged_requires_one_torch_range(merged: Path) -> None:
 
 @pytest.fixture(scope="session")
 def site_of(tmp_path_factory: pytest.TempPathFactory):
-    """Factory: site_of(wheel) -> a directory the wheel is installed into (pip --target), to be
-    put first on a torch environment's sys.path; the environment itself is never changed."""
-    base = tmp_path_factory.mktemp("torchdemo-sites")
-    sites: dict[Path, Path] = {}
-
-    def install(wheel: Path) -> Path:
-        if wheel not in sites:
-            target = base / f"site-{len(sites)}"
-            run([tool_python(), "-m", "pip", "install", "--no-deps", "--no-index", "--target", target, wheel])
-            sites[wheel] = target
-        return sites[wheel]
-
-    return install
+    """site_of(wheel): a directory the wheel is installed into, put first on a torch
+    environment's sys.path; the environment itself is never changed."""
+    return torch_envs.site_factory(tmp_path_factory.mktemp("torchdemo-sites"))
 
 
 # Runs in a torch environment with torchdemo installed: what was imported, compiled and computed.

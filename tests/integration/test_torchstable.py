@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sysconfig
 import time
 import zipfile
@@ -151,19 +150,9 @@ def test_each_build_calls_only_the_c_shim(built: Built, envs: dict[str, TorchEnv
 
 @pytest.fixture(scope="session")
 def site_of(tmp_path_factory: pytest.TempPathFactory):
-    """site_of(wheel): a directory the wheel is installed into (pip --target), put first on a
-    torch environment's sys.path; the environment itself is never changed."""
-    base = tmp_path_factory.mktemp("torchstable-sites")
-    sites: dict[Path, Path] = {}
-
-    def install(wheel: Path) -> Path:
-        if wheel not in sites:
-            target = base / f"site-{len(sites)}"
-            run([tool_python(), "-m", "pip", "install", "--no-deps", "--no-index", "--target", target, wheel])
-            sites[wheel] = target
-        return sites[wheel]
-
-    return install
+    """site_of(wheel): a directory the wheel is installed into, put first on a torch
+    environment's sys.path; the environment itself is never changed."""
+    return torch_envs.site_factory(tmp_path_factory.mktemp("torchstable-sites"))
 
 
 PROBE = r"""

@@ -11,11 +11,11 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pytest
 
-from conftest import ROOT, clean_env, run
+from conftest import ROOT, clean_env, run, tool_python
 
 SCRIPT = ROOT / "scripts" / "torch-envs.sh"
 CACHE = Path(os.environ.get("TORCH_CACHE") or Path.home() / ".cache" / "wheelmerge" / "torch")
@@ -71,3 +71,19 @@ def prepare(labels: Sequence[str] = BUILT) -> tuple[dict[str, TorchEnv], str, fl
                         pytrace=False)
         envs[label] = TorchEnv(label, version, cuda, Path(pythons[version]), CACHE / version)
     return envs, result.stderr, seconds
+
+
+def site_factory(base: Path) -> Callable[[Path], Path]:
+    """install(wheel) -> a directory under `base` the wheel is installed into (pip --target, once
+    per wheel), to be put first on a torch environment's sys.path (TorchEnv.run's `site`): the
+    shared environments are never changed."""
+    sites: dict[Path, Path] = {}
+
+    def install(wheel: Path) -> Path:
+        if wheel not in sites:
+            target = base / f"site-{len(sites)}"
+            run([tool_python(), "-m", "pip", "install", "--no-deps", "--no-index", "--target", target, wheel])
+            sites[wheel] = target
+        return sites[wheel]
+
+    return install
