@@ -255,6 +255,9 @@ for entry in "${builds[@]}"; do
   mkdir -p "$artifacts/wheel-py$bpy-$label"
   cp "$job/workspace/$wheel" "$artifacts/wheel-py$bpy-$label/"
   say "uploaded artifact wheel-py$bpy-$label: ${wheel##*/}"
+  # A runner is discarded after its job; here its interpreter environment goes (a torch job's
+  # holds a whole torch, GBs), the workspace stays for a look.
+  rm -rf "$job/python"
   passed+=("$name")
 done
 
@@ -319,6 +322,7 @@ for entry in "${tests[@]}"; do
     --set "IMPORT_NAME=$import_name" --set "LABEL=$label" --set "LABELS=$planned_labels" --set "CUDA_MAJOR=$major" \
     --set "TORCH_VERSION=$(field "$entry" torch)" --set "TORCH_INDEX=$(field "$entry" torch-index)" \
     --set "CPU_LEVEL=$(field "$entry" level)" >/dev/null
+  rm -rf "$job/python" "$job/workspace/.wheelmerge/venv"
   passed+=("$name")
 done
 

@@ -2,14 +2,18 @@
 with its floor labels torch210plus_cu12 and torch211plus_cu13. Each build job installs its
 label's torch from the downloads of scripts/torch-envs.sh (no index) and builds against it with
 that CUDA major's toolkit; each test job installs the merged wheel beside that torch and checks
-the build it imports. Also the build step's refusal of a torch other than the label's."""
+the build it imports. Also the build step's refusal of a torch other than the label's. Each
+job's torch (GBs, copied by pip) is removed when the job is done, and the rehearsal's directory
+after its test."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import zipfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -25,7 +29,7 @@ TORCH_LABELS = ["torch210plus_cu12", "torch211plus_cu13"]
 
 @pytest.fixture(scope="module")
 def torch_rehearsal(tmp_path_factory: pytest.TempPathFactory, wheelmerge_bin: Path,
-                    wheel_cache: WheelCache) -> Rehearsal:
+                    wheel_cache: WheelCache) -> Iterator[Rehearsal]:
     """ci/rehearse.sh on examples/torchstable (floor labels): each build job installs its label's
     torch (2.10 with CUDA 12, 2.11 with CUDA 13, from scripts/torch-envs.sh's downloads, no
     index) and builds against it with that CUDA major's toolkit; each test job installs the merged
@@ -39,7 +43,8 @@ def torch_rehearsal(tmp_path_factory: pytest.TempPathFactory, wheelmerge_bin: Pa
                      "TORCH_FIND_LINKS": " ".join(str(env.wheels) for env in envs.values())})
     result = run(["bash", CI / "rehearse.sh", TORCHSTABLE, "torchstable"], check=False, cwd=ROOT, timeout=2400,
                  env=env)
-    return Rehearsal(result, directory)
+    yield Rehearsal(result, directory)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_rehearsal_of_torch_floor_labels(torch_rehearsal: Rehearsal, wheelmerge_bin: Path) -> None:
@@ -69,9 +74,12 @@ def test_label_env_step_refuses_a_torch_other_than_the_labels(tmp_path: Path) ->
     envs, _, _ = torch_envs.prepare(["torch210_cu12"])
     job = tmp_path / "job"
     run([tool_python(), "-m", "venv", job / "python"])
-    result = run_step(REUSABLE, "label-env", job, check=False, job_path=(job / "python" / "bin",),
-                      job_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(envs["torch210_cu12"].wheels)},
-                      **label_env("torch210_cpu", TORCH_VERSION="2.10", TORCH_INDEX="https://example.invalid/cpu"))
+    try:
+        result = run_step(REUSABLE, "label-env", job, check=False, job_path=(job / "python" / "bin",),
+                          job_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(envs["torch210_cu12"].wheels)},
+                          **label_env("torch210_cpu", TORCH_VERSION="2.10", TORCH_INDEX="https://example.invalid/cpu"))
+    finally:
+        shutil.rmtree(job / "python")  # a whole torch 2.10, GBs
     assert result.returncode == 1, result.stdout + result.stderr
     assert ("torch210_cpu needs torch 2.10 built with no CUDA; https://example.invalid/cpu gave torch 2.10.0 with "
             "CUDA 12.8 (set torch-index-urls)") in result.stdout + result.stderr
