@@ -951,11 +951,13 @@ std::vector<std::string> option_names(const CLI::App* cmd) {
 std::optional<wm::Problem> unexpected_argument(const CLI::App* cmd) {
   std::string command = "wheelmerge";
   for (const CLI::App* at = cmd; at && at->get_parent(); at = at->get_parent()) command.insert(10, " " + at->get_name());
+  // "--" ends the options (`merge -o dist -- a.whl b.whl`); CLI11 keeps it among the extras.
   const std::vector<std::string> extras = cmd->remaining();
-  if (extras.empty()) return std::nullopt;
-  const std::string& arg = extras.front();
+  const auto first = std::find_if(extras.begin(), extras.end(), [](const std::string& a) { return a != "--"; });
+  if (first == extras.end()) return std::nullopt;
+  const std::string& arg = *first;
   std::string what;
-  if (arg.size() >= 2 && arg[0] == '-' && arg != "--") {
+  if (arg.size() >= 2 && arg[0] == '-') {
     const std::string name = arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
     what = fmt::format("unknown option {} of {}{}", name, command, did_you_mean(name, option_names(cmd)));
   } else {

@@ -109,6 +109,7 @@ def test_workflow_command_parser_follows_githubs_escaping():
     (["inspect", "-x", "a.whl"], "unknown option -x of wheelmerge inspect"),
     (["merge", "-v", "-qz", "a.whl"], "unknown option -z of wheelmerge merge"),
     (["build", "-v"], "unknown option -v of wheelmerge build"),  # -v prints nothing more in build: not taken
+    (["inspect", "a.whl", "b.whl"], 'unexpected argument "b.whl" of wheelmerge inspect'),
 ])
 def test_mistyped_commands_and_options_are_named(wheelmerge_bin, tmp_path, args, expected):
     """Before: `mergee x` was taken as input wheels ("no variant label"), `--frob` gave CLI11's
@@ -118,6 +119,17 @@ def test_mistyped_commands_and_options_are_named(wheelmerge_bin, tmp_path, args,
     only_prefixed_lines(result.stderr)
     assert expected in result.stderr, result.stderr
     assert "no variant label" not in result.stderr and "A subcommand is required" not in result.stderr
+
+
+def test_double_dash_ends_the_options(wheelmerge_bin, tmp_path):
+    """`merge -o out -- A B`: the inputs after `--` are inputs (the fuzz oracle's form), even one
+    whose name starts with a dash."""
+    inputs = two_builds(tmp_path / "in")
+    result = wm(wheelmerge_bin, "merge", "-o", tmp_path / "out", "--", *inputs, cwd=tmp_path)
+    assert result.returncode == 0, describe(result)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [f"pkg-1.0-{TAGS}.whl"]
+    result = wm(wheelmerge_bin, "merge", "-o", tmp_path / "out2", "--", inputs[0], "-x.whl", cwd=tmp_path)
+    assert result.returncode == 2 and "-x.whl: cannot read the input" in result.stderr, describe(result)
 
 
 def test_a_wheel_input_first_is_still_the_short_form_of_merge(wheelmerge_bin, tmp_path):
