@@ -946,11 +946,17 @@ std::vector<std::string> option_names(const CLI::App* cmd) {
   return names;
 }
 
+// "wheelmerge ci init" for the `init` command of `ci`: the words that name `cmd`.
+std::string command_line_name(const CLI::App* cmd) {
+  std::string words;
+  for (const CLI::App* at = cmd; at && at->get_parent(); at = at->get_parent()) words = " " + at->get_name() + words;
+  return "wheelmerge" + words;
+}
+
 // The first argument `cmd` did not take (CLI11's extras: an option it does not have, or a word
 // no positional takes), as a usage problem naming the nearest option; nullopt when none.
 std::optional<wm::Problem> unexpected_argument(const CLI::App* cmd) {
-  std::string command = "wheelmerge";
-  for (const CLI::App* at = cmd; at && at->get_parent(); at = at->get_parent()) command.insert(10, " " + at->get_name());
+  const std::string command = command_line_name(cmd);
   // "--" ends the options (`merge -o dist -- a.whl b.whl`); CLI11 keeps it among the extras.
   const std::vector<std::string> extras = cmd->remaining();
   const auto first = std::find_if(extras.begin(), extras.end(), [](const std::string& a) { return a != "--"; });
@@ -1033,15 +1039,14 @@ int main(int argc, char** argv) {
   // Arguments a command does not take are kept (CLI11's extras) and refused after the parse,
   // naming the nearest option.
   std::vector<std::string> command_names;  // those --help lists (not the hidden `loader`)
+  std::set<std::string> all_commands;
   for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
     cmd->allow_extras();
     for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; })) sub->allow_extras();
+    all_commands.insert(cmd->get_name());
     if (!cmd->get_group().empty()) command_names.push_back(cmd->get_name());
   }
-  auto is_command = [&](const std::string& a) {
-    const auto all = app.get_subcommands([&](CLI::App* cmd) { return cmd->get_name() == a; });
-    return !all.empty();
-  };
+  auto is_command = [&](const std::string& a) { return all_commands.count(a) != 0; };
 
   // Every value is text: paths, names and labels are written into wheels, JSON and messages,
   // so bytes that are not UTF-8 are refused here, naming where they were given.
@@ -1104,11 +1109,7 @@ int main(int argc, char** argv) {
     // An argument the command does not take says more than what it then missed.
     if (auto bad = unexpected_argument(parsed_command(app))) return out.fail({*bad});
     // CLI11's own text quotes the argument as given: printed as every message is, escaped.
-    std::string command = "wheelmerge";
-    for (CLI::App* at = &app; at && !at->get_subcommands().empty();) {
-      at = at->get_subcommands().front();
-      command += " " + at->get_name();
-    }
+    const std::string command = command_line_name(parsed_command(app));
     std::string what = e.what();
     if (what == "A subcommand is required") what = "a command is required";
     out.fail(
