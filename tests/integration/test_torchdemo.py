@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sysconfig
 import time
 import zipfile
@@ -286,20 +285,7 @@ def test_each_torch_imports_its_build(label: str, envs: dict[str, TorchEnv], mer
                           "the CPU kernel was checked, and the CUDA kernel's registration")
 
 
-# Imports torchdemo; prints the import error's class, module and message, or what was selected.
-IMPORT = r"""
-import json
-try:
-    import torchdemo
-except ImportError as error:
-    print(json.dumps({"error": type(error).__name__, "module": type(error).__module__, "message": str(error)}))
-else:
-    print(json.dumps({"error": None, "selected": torchdemo._wheelmerge.selected()}))
-"""
-
-
-def assert_refused(result: subprocess.CompletedProcess[str], wanted: str, installed: TorchEnv) -> None:
-    report = json.loads(result.stdout)
+def assert_refused(report: dict, wanted: str, installed: TorchEnv) -> None:
     assert report["error"] == "SelectionError" and report["module"] == "torchdemo._wheelmerge", report
     message = report["message"]
     assert "undefined symbol" not in message
@@ -310,10 +296,10 @@ def assert_refused(result: subprocess.CompletedProcess[str], wanted: str, instal
 def test_override_naming_the_other_torchs_build_is_refused(label: str, other: str, envs: dict[str, TorchEnv],
                                                            merged: Path, site_of) -> None:
     env = envs[label]
-    result = env.run("-c", IMPORT, site=site_of(merged), extra={"WHEELMERGE_VARIANT": other})
-    assert_refused(result, other, env)
+    refused = env.import_report("torchdemo", site_of(merged), extra={"WHEELMERGE_VARIANT": other})
+    assert_refused(refused, other, env)
     # The override naming the build that fits is taken.
-    fits = json.loads(env.run("-c", IMPORT, site=site_of(merged), extra={"WHEELMERGE_VARIANT": label}).stdout)
+    fits = env.import_report("torchdemo", site_of(merged), extra={"WHEELMERGE_VARIANT": label})
     assert fits == {"error": None, "selected": label}
 
 

@@ -211,23 +211,12 @@ def test_each_torch_imports_the_build_of_its_cuda_major(torch_label: str, envs: 
                           "and the CUDA kernel's registration checked")
 
 
-IMPORT = r"""
-import json
-try:
-    import torchstable
-except ImportError as error:
-    print(json.dumps({"error": type(error).__name__, "module": type(error).__module__, "message": str(error)}))
-else:
-    print(json.dumps({"error": None, "selected": torchstable._wheelmerge.selected()}))
-"""
-
-
 def test_a_torch_below_the_floor_is_refused_with_the_fix(built: Built, envs: dict[str, TorchEnv], site_of) -> None:
     """The torch211plus_cu13 build alone (a one-build wheel) beside torch 2.10: refused before
     the extension loads, naming the torch found and the requirement that fixes it; beside 2.11
     and 2.15 it is selected."""
     site = site_of(built.one)
-    refused = json.loads(envs["torch210_cu12"].run("-c", IMPORT, site=site).stdout)
+    refused = envs["torch210_cu12"].import_report("torchstable", site)
     assert refused["error"] == "SelectionError" and refused["module"] == "torchstable._wheelmerge", refused
     message = refused["message"]
     assert message.startswith("torchstable: cannot select a torch build: torch 2.10.0"), message
@@ -235,7 +224,7 @@ def test_a_torch_below_the_floor_is_refused_with_the_fix(built: Built, envs: dic
     assert ('pip install "torch>=2.11,<3"  # torch211plus_cu13: torch 2.11 or a later 2.x built with CUDA 13'
             in message), message
     for torch_label in ("torch211_cu13", "torch215_cu13"):
-        chosen = json.loads(envs[torch_label].run("-c", IMPORT, site=site).stdout)
+        chosen = envs[torch_label].import_report("torchstable", site)
         assert chosen == {"error": None, "selected": "torch211plus_cu13"}
     with zipfile.ZipFile(built.one) as archive:
         metadata = Metadata.from_email(archive.read("torchstable-0.1.0.dist-info/METADATA"), validate=True)

@@ -6,6 +6,7 @@ what it builds into a directory of its own and puts that in front with PYTHONPAT
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -26,6 +27,18 @@ RELEASES = {"torch210_cu12": ("2.10.0", "12.8"), "torch211_cu13": ("2.11.0", "13
 # The two releases most suites build and run with; 2.15 (the newest on the index when pinned)
 # is for the stable-ABI example, whose build against 2.11 must run there.
 BUILT = ("torch210_cu12", "torch211_cu13")
+
+
+# Imports PACKAGE; prints the import error's class, module and message, or what was selected.
+_IMPORT = r"""
+import json
+try:
+    import PACKAGE
+except ImportError as error:
+    print(json.dumps({"error": type(error).__name__, "module": type(error).__module__, "message": str(error)}))
+else:
+    print(json.dumps({"error": None, "selected": PACKAGE._wheelmerge.selected()}))
+"""
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,11 @@ class TorchEnv:
             env["PYTHONPATH"] = str(site)
         return run([self.python, *args], env=env, check=check, timeout=timeout,
                    cwd=self.python.parent.parent)
+
+    def import_report(self, package: str, site: Path, extra: Mapping[str, str] | None = None) -> dict:
+        """Imports `package` (a merged wheel's, installed in `site`): {"error": None, "selected":
+        LABEL}, or the ImportError's class, module and message."""
+        return json.loads(self.run("-c", _IMPORT.replace("PACKAGE", package), site=site, extra=extra).stdout)
 
 
 def prepare(labels: Sequence[str] = BUILT) -> tuple[dict[str, TorchEnv], str, float]:
