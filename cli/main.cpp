@@ -341,13 +341,14 @@ std::optional<std::string> take_cuda_options(const std::vector<std::string>& cud
   return std::nullopt;
 }
 
-// --variant values into `options`; a usage problem for the first that is no label.
-std::optional<wm::Problem> take_variant_options(const std::vector<std::string>& variants, wm::BuildOptions& options) {
+// --variant values (canonical labels) into `labels`; a usage problem for the first that is no label.
+std::optional<wm::Problem> take_variant_options(const std::vector<std::string>& variants,
+                                                std::vector<wm::VariantLabel>& labels) {
   for (const std::string& v : variants) {
     std::string why;
     auto label = wm::VariantLabel::parse(v, why);
     if (!label || label->str() != v) return wm::Problem{wm::ProblemKind::usage, {}, {}, "invalid --variant", why, v};
-    options.labels.push_back(*label);
+    labels.push_back(*label);
   }
   return std::nullopt;
 }
@@ -371,7 +372,7 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
   if (auto bad = take_cuda_options(cuda, options))
     return out.fail(
         {{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N, e.g. 12=/usr/local/cuda-12.9", *bad}});
-  if (auto bad = take_variant_options(variants, options)) return out.fail({*bad});
+  if (auto bad = take_variant_options(variants, options.labels)) return out.fail({*bad});
   for (const std::string& kv : settings) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -474,7 +475,7 @@ int run_toolkit(const Output& out, wm::BuildOptions& options, const std::vector<
   if (!project) return out.fail(problems);
   if (auto bad = take_cuda_options(cuda, options))
     return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N", *bad}});
-  if (auto bad = take_variant_options(variants, options)) return out.fail({*bad});
+  if (auto bad = take_variant_options(variants, options.labels)) return out.fail({*bad});
   const std::vector<wm::VariantLabel> labels =
       wm::chosen_labels(wm::requested_labels(options, project->wheelmerge), project->wheelmerge);
   std::optional<std::string> cflags = std::string();
@@ -530,12 +531,7 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
     majors.push_back(*major);
   }
   std::vector<wm::VariantLabel> labels;
-  for (const std::string& item : split(variants)) {
-    std::string why;
-    auto label = wm::VariantLabel::parse(item, why);
-    if (!label) return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --variant", why, item}});
-    labels.push_back(*label);
-  }
+  if (auto bad = take_variant_options(split(variants), labels)) return out.fail({*bad});
   if (!labels.empty() && !majors.empty())
     return out.fail({{wm::ProblemKind::usage, {}, {}, "both --cuda and --variant", "one of them", cuda + " and " + variants}});
   // cuNN builds go to the workflow as CUDA majors, any other labels as labels: those given, else
