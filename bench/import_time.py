@@ -31,7 +31,7 @@ importlib.resources, ctypes, json, email, re, threading, typing (or their submod
 what the unmerged import loads. Exit 1 when either fails; 2 when the binary is missing or
 the setup fails. The cpu loader's figures are information.
 
-cuda-bindings comes from tests/.cache/wheels when a cuda_bindings-12.* wheel is there
+cuda-bindings comes from ~/.cache/wheelmerge/wheels when a cuda_bindings-12.* wheel is there
 (`pip install --no-index --find-links`), else from the package index. The environments are
 reused when their stamp.json matches (interpreter, requirements); a wheel that changed (a new
 wheelmerge build writes a new loader) is reinstalled into its environment, so a re-run takes
@@ -70,7 +70,7 @@ import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEFAULT_WORK = HERE / "out" / "import"
-WHEEL_CACHE = ROOT / "tests" / ".cache" / "wheels"
+WHEEL_CACHE = Path(os.environ.get("WHEELMERGE_WHEEL_CACHE") or Path.home() / ".cache" / "wheelmerge") / "wheels"
 
 NAME = "wmbench"
 VERSION = "1.0"

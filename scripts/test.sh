@@ -9,12 +9,52 @@
 # scripts/test.sh --quick [PYTEST ARGS]: the edit loop (about 2 min here): the unit tests and the
 # integration suites that need no network, torch, qemu, GPU or minutes (markers), against the
 # release build only. Not what CI runs. WHEELMERGE_TEST_WORKERS sets the number of pytest workers.
+#
+# Time: the run is a list of phases; each one's wall time is printed when the run ends, with a
+# warning for any phase past its share of the budget (docs/testing.md: the full run at most 40
+# minutes on a fresh 2-core machine, the quick tier at most 2 once set up). The pytest passes
+# also print their longest suites.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 quick=0
 if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
-"$root/scripts/setup.sh"
 cd "$root"
+
+# phase NAME SHARE: ends the phase under way, begins NAME, whose share of the budget is SHARE
+# seconds; `phase` alone ends the last one. report_phases prints them all (on exit).
+phase_names=() phase_shares=() phase_seconds=()
+phase_began=0 run_began=$(date +%s)
+phase() {
+  local now
+  now=$(date +%s)
+  if (( ${#phase_names[@]} > ${#phase_seconds[@]} )); then phase_seconds+=($(( now - phase_began ))); fi
+  if (( $# )); then
+    phase_names+=("$1") phase_shares+=("$2") phase_began=$now
+    echo "== $1"
+  fi
+}
+report_phases() {
+  phase
+  local i total=$(( $(date +%s) - run_began )) budget=0 over=()
+  echo "== time by phase (share of the budget in parentheses)"
+  for i in "${!phase_seconds[@]}"; do
+    budget=$(( budget + phase_shares[i] ))
+    printf '%6d s  (%5d s)  %s\n' "${phase_seconds[i]}" "${phase_shares[i]}" "${phase_names[i]}"
+    if (( phase_seconds[i] > phase_shares[i] )); then over+=("${phase_names[i]}"); fi
+  done
+  printf '%6d s  (%5d s)  in all\n' "$total" "$budget"
+  for i in "${over[@]}"; do
+    echo "warning: the phase '$i' ran past its share of the budget (docs/testing.md)" >&2
+  done
+  if (( total > budget )); then
+    echo "warning: the run took $total s, past its budget of $budget s (docs/testing.md)" >&2
+  fi
+}
+trap report_phases EXIT
+
+if (( quick )); then phase "setup (packages, .venv, ISA-L, the release build)" 60
+else phase "setup (packages, .venv, ISA-L, the release build)" 480; fi
+"$root/scripts/setup.sh"
 
 # Parallel pytest workers (pytest-xdist): each suite runs on one worker, so that its module and
 # session fixtures are made once (--dist loadfile), the longest suites first (the order of
@@ -29,12 +69,14 @@ if (( quick )); then
   # loader injection and verify (the two wmdemo builds, compiled here), data layouts, the
   # source layout. The network is cut off (an unreachable proxy) so that a suite that would
   # download fails here instead of passing on what an earlier run cached.
-  echo "== quick tier: unit tests, then the integration suites marked for no network, torch, qemu, GPU or time"
+  phase "unit tests (release build)" 15
   ctest --test-dir build --output-on-failure -j "$(nproc)"
+  phase "quick integration suites: no network, torch, qemu, GPU or minutes (release build)" 105
   export http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
          HTTPS_PROXY=http://127.0.0.1:9 no_proxy= NO_PROXY= UV_OFFLINE=1
-  WHEELMERGE="$root/build/wheelmerge" exec "${pytest[@]}" tests/integration \
+  WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration \
     -m "not (network or torch or qemu or gpu or slow)" "$@"
+  exit
 fi
 
 # Disk: the suites need about NEED_GIB free under TMPDIR at their peak (27.1 GiB used at the
@@ -84,19 +126,47 @@ report_disk() {
        "(from $(gib "$start_free") at the start)"
   rm -f "$lowest_file"
 }
-trap report_disk EXIT
-# The corpus of real wheels from the package index (about 1.5 GB, cached outside the checkout).
-scripts/fetch-real-wheels.sh
+trap 'report_disk; report_phases' EXIT
+
+# What the suites download (the package index, Debian's mirror) is fetched in the background
+# while the sanitizer build compiles: the real-wheel corpus (about 1.5 GB), the three torch
+# releases with their dependencies and their environments (about 9.5 GB), the CUDA 12 toolkit
+# assembled from NVIDIA's wheels, and the clean Debian 12 and 11 roots. Each is cached under
+# ~/.cache/wheelmerge and does nothing when there; the fixtures that use them call the same
+# scripts, which then find them made.
+phase "downloads (background) and the sanitizer build" 540
+fetch_logs=$(mktemp -d) fetch_pids=()
+fetch() {  # fetch NAME COMMAND...: runs COMMAND in the background, its output in NAME.log
+  local name=$1; shift
+  ( status=0; "$@" >"$fetch_logs/$name.log" 2>&1 || status=$?; echo "$status" >"$fetch_logs/$name.status" ) &
+  fetch_pids+=($!)
+}
+fetch real-wheels scripts/fetch-real-wheels.sh
+fetch torch scripts/torch-envs.sh 2.10.0 2.11.0 2.15.0
+fetch roots-and-toolkit bash -c 'scripts/cuda12-toolkit.sh && scripts/clean-root.sh bookworm && scripts/clean-root.sh bullseye'
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWHEELMERGE_SANITIZE=ON >/dev/null
-cmake --build build-asan
+# What the cxx suites run: the executable, the unit tests, test_inject's driver.
+cmake --build build-asan --target wheelmerge unit_tests inject_tool
+wait_started=$(date +%s)
+wait "${fetch_pids[@]}"
+echo "   downloads: waited $(( $(date +%s) - wait_started )) s for them after the build"
+for status in "$fetch_logs"/*.status; do
+  name=$(basename "$status" .status)
+  if [[ $(cat "$status") != 0 ]]; then
+    echo "error: fetching $name failed:" >&2
+    tail -40 "$fetch_logs/$name.log" >&2
+    exit 1
+  fi
+done
+rm -rf "$fetch_logs"
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-echo "== unit tests (release, then sanitizers)"
+phase "unit tests (release, then sanitizers)" 120
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
 
-echo "== integration suites, release build ($workers workers)"
+phase "integration suites, release build ($workers workers)" 900
 WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration "$@"
 
 # Again against the sanitizer build: the suites marked cxx, which spend their time in
@@ -104,5 +174,5 @@ WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration "$@"
 # arguments, variant documents, workflows, merges, verify, scale, the build driver). The others
 # spend theirs in compilers, pip, torch, qemu or linters around a few merges that these cover;
 # test_fuzz.py runs its own sanitized harnesses.
-echo "== integration suites marked cxx, sanitizer build ($workers workers)"
+phase "integration suites marked cxx, sanitizer build ($workers workers)" 360
 WHEELMERGE="$root/build-asan/wheelmerge" "${pytest[@]}" tests/integration -m cxx "$@"

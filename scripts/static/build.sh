@@ -7,13 +7,22 @@
 # the doctest unit tests beside it (unit_tests), for running under qemu-user.
 #
 #   scripts/static/build.sh TARGET
+#   scripts/static/build.sh --cached TARGET   # prints the executable's path only when it is built
+#                                             # already; exits 1, building nothing, when not
 set -euo pipefail
-target=${1:?usage: build.sh TARGET}
+cached_only=0
+if [ "${1:-}" = --cached ]; then cached_only=1; shift; fi
+target=${1:?usage: build.sh [--cached] TARGET}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cache=${WHEELMERGE_CACHE:-$HOME/.cache/wheelmerge}/static
-prefix=$("$here/deps.sh" "$target")
-zigbin=$("$here/zig.sh" "$target")
+if [ "$cached_only" = 1 ]; then
+  prefix=$("$here/deps.sh" --cached "$target") || exit 1
+  zigbin=$("$here/zig.sh" --cached "$target") || exit 1
+else
+  prefix=$("$here/deps.sh" "$target")
+  zigbin=$("$here/zig.sh" "$target")
+fi
 units=${WHEELMERGE_STATIC_UNITS:-0}
 
 # The key: every file the executable is made from (tracked or not, as git sees the tree), the
@@ -24,6 +33,7 @@ key=$(cd "$root" && { git ls-files -co --exclude-standard -- CMakeLists.txt cmak
 out=$cache/build/$target-$key
 built() { [ -x "$out/wheelmerge" ] && { [ "$units" = 0 ] || [ -x "$out/unit_tests" ]; }; }
 if built; then echo "$out/wheelmerge"; exit 0; fi
+[ "$cached_only" = 0 ] || exit 1
 # One build of a target at a time (a second caller waits, then finds it done).
 mkdir -p "$cache/build"
 exec 9>"$cache/build/.lock-$target"

@@ -6,6 +6,8 @@
 # nothing when that prefix is complete (its `stamp` is written last).
 #
 #   scripts/static/deps.sh TARGET
+#   scripts/static/deps.sh --cached TARGET   # prints the prefix only when it is complete already;
+#                                            # exits 1, fetching and building nothing, when not
 #
 # zlib, libzip (read-only consistency check: no bzip2/lzma/zstd/crypto backends), OpenSSL's
 # libcrypto (SHA-2 with its assembly: SHA-NI, ARMv8 crypto extensions), fmt, yaml-cpp, utf8proc,
@@ -13,13 +15,17 @@
 # CMake package files for the header-only libraries of Debian's -dev packages (nlohmann-json,
 # CLI11, toml++, doctest), whose headers are copied into the prefix.
 set -euo pipefail
-target=${1:?usage: deps.sh TARGET}
+cached_only=0
+if [ "${1:-}" = --cached ]; then cached_only=1; shift; fi
+target=${1:?usage: deps.sh [--cached] TARGET}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cache=${WHEELMERGE_CACHE:-$HOME/.cache/wheelmerge}/static
-src=$("$here/fetch.sh")
-zigbin=$("$here/zig.sh" "$target")
-isal_tarball=$(bash "$root/scripts/isal.sh" --fetch)
+if [ "$cached_only" = 1 ]; then
+  zigbin=$("$here/zig.sh" --cached "$target") || exit 1
+else
+  zigbin=$("$here/zig.sh" "$target")
+fi
 jobs=${WHEELMERGE_JOBS:-$(nproc)}
 
 # OpenSSL's configuration, and ISA-L's make arguments (none: no ISA-L). x86_64 assembles with
@@ -37,6 +43,9 @@ key=$(cat "$here/sources.lock" "$here/deps.sh" "$here/toolchain.cmake" "$root"/t
         "$zigbin/$target-cc" | sha256sum | cut -c1-16)
 prefix=$cache/deps/$target-$key
 if [ -f "$prefix/stamp" ]; then echo "$prefix"; exit 0; fi
+[ "$cached_only" = 0 ] || exit 1
+src=$("$here/fetch.sh")
+isal_tarball=$(bash "$root/scripts/isal.sh" --fetch)
 # One build of a target at a time (a second caller waits, then finds it done).
 mkdir -p "$cache/deps"
 exec 9>"$cache/deps/.lock-$target"

@@ -5,8 +5,12 @@
 # bin/: TARGET-cc, TARGET-c++, TARGET-ar, TARGET-ranlib. Prints the bin/ directory.
 #
 #   scripts/static/zig.sh TARGET
+#   scripts/static/zig.sh --cached TARGET   # the same, but only when zig is installed already:
+#                                           # exits 1, installing nothing, when it is not
 set -euo pipefail
-target=${1:?usage: zig.sh TARGET}
+cached_only=0
+if [ "${1:-}" = --cached ]; then cached_only=1; shift; fi
+target=${1:?usage: zig.sh [--cached] TARGET}
 version=0.17.1
 wheel=ziglang-$version-py3-none-manylinux_2_12_x86_64.manylinux2010_x86_64.musllinux_1_1_x86_64.whl
 sha256=ea6cc5d87b033cf0aedfbc8f9549a908cae6c50ac31f1698188fa48a74524b54
@@ -15,6 +19,7 @@ cache=${WHEELMERGE_CACHE:-$HOME/.cache/wheelmerge}/static
 home=$cache/zig-$version
 [ "$(uname -m)" = x86_64 ] || { echo "zig.sh: the pinned zig is the x86_64 Linux one; this machine is $(uname -m)" >&2; exit 1; }
 if [ ! -x "$home/ziglang/zig" ]; then
+  [ "$cached_only" = 0 ] || exit 1
   python=${PYTHON:-$root/.venv/bin/python}
   [ -x "$python" ] || python=python3
   mkdir -p "$cache/downloads"

@@ -32,9 +32,14 @@ MANIFEST = ".files"
 _SKIPPED_PARTS = {"__pycache__", "build", "dist", ".pytest_cache"}
 
 
+def cache_home() -> Path:
+    """Where the suites keep what they download or build between runs, outside the checkout (a
+    fresh clone of the same sources finds it): $WHEELMERGE_WHEEL_CACHE, else ~/.cache/wheelmerge."""
+    return Path(os.environ.get("WHEELMERGE_WHEEL_CACHE") or Path.home() / ".cache" / "wheelmerge")
+
+
 def cache_root() -> Path:
-    base = os.environ.get("WHEELMERGE_WHEEL_CACHE") or Path.home() / ".cache" / "wheelmerge"
-    return Path(base) / "builds"
+    return cache_home() / "builds"
 
 
 def source_files(entries: Iterable[str | Path]) -> list[Path]:

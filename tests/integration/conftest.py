@@ -7,12 +7,14 @@ Names are prefixed by what they are about (`wheelmerge_bin`, `demo_wheels`, `whe
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -23,7 +25,7 @@ import build_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "wmdemo"
-WHEEL_CACHE = ROOT / "tests" / ".cache" / "wheels"
+WHEEL_CACHE = build_cache.cache_home() / "wheels"
 
 # The cuda-bindings each variant is tested with, and the pins of their dependencies, so that a
 # cache filled later holds the same wheels.
@@ -222,7 +224,7 @@ def _download(requirement: str, constraints: Path, *, offline: bool) -> subproce
 
 @pytest.fixture(scope="session")
 def wheel_cache(tmp_path_factory: pytest.TempPathFactory) -> WheelCache:
-    """tests/.cache/wheels, filled from PyPI once and used offline (--no-index) afterwards."""
+    """~/.cache/wheelmerge/wheels, filled from PyPI once and used offline (--no-index) afterwards."""
     WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
     constraints = tmp_path_factory.mktemp("wheel-cache") / "constraints.txt"
     constraints.write_text("".join(f"{c}\n" for c in CACHE_CONSTRAINTS))
@@ -240,6 +242,45 @@ def _fill_wheel_cache(constraints: Path) -> None:
         if online.returncode != 0:
             pytest.fail(f"could not fill {WHEEL_CACHE} with {requirement} (needs PyPI once):\n"
                         f"{online.stdout}{online.stderr}", pytrace=False)
+
+
+# --- wheelmerge's static executables (scripts/static/, test_static_wheels.py) -------------------
+
+# Each zig target and the platform tags of its wheel (scripts/static/wheels.sh).
+STATIC_TAGS = {
+    "x86_64-linux-musl": "manylinux2014_x86_64.manylinux_2_17_x86_64.musllinux_1_1_x86_64",
+    "aarch64-linux-musl": "manylinux2014_aarch64.manylinux_2_17_aarch64.musllinux_1_1_aarch64",
+    "x86_64-macos.10.15": "macosx_10_15_x86_64",
+    "aarch64-macos.11.0": "macosx_11_0_arm64",
+}
+# The target this machine runs: its checks compare with the native build, install it in clean
+# roots and run the backend from it, so it is always among the chosen.
+STATIC_NATIVE = "x86_64-linux-musl"
+
+
+@functools.lru_cache(maxsize=None)
+def static_targets() -> tuple[str, ...]:
+    """The static targets test_static_wheels.py builds and checks: WHEELMERGE_STATIC_TARGETS
+    (`all`, or zig targets separated by commas), else the native one and every other whose
+    executable is built already (`scripts/static/build.sh --cached`, which builds nothing). A cold
+    build costs minutes of two cores a target; the release workflow checks all four."""
+    wanted = os.environ.get("WHEELMERGE_STATIC_TARGETS", "").strip()
+    if wanted == "all":
+        return tuple(STATIC_TAGS)
+    if wanted:
+        chosen = tuple(t.strip() for t in wanted.split(",") if t.strip())
+        unknown = [t for t in chosen if t not in STATIC_TAGS]
+        if unknown or STATIC_NATIVE not in chosen:
+            raise pytest.UsageError(f"WHEELMERGE_STATIC_TARGETS={wanted!r}: expected 'all' or targets among "
+                                    f"{', '.join(STATIC_TAGS)}, {STATIC_NATIVE} included")
+        return tuple(t for t in STATIC_TAGS if t in chosen)
+
+    def built(target: str) -> bool:
+        script = ROOT / "scripts" / "static" / "build.sh"
+        return subprocess.run(["bash", str(script), "--cached", target], capture_output=True,
+                              check=False).returncode == 0
+
+    return tuple(t for t in STATIC_TAGS if t == STATIC_NATIVE or built(t))
 
 
 # --- virtual environments ----------------------------------------------------------------------
@@ -372,6 +413,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in suite.marks:
             item.add_marker(getattr(pytest.mark, mark))
     items.sort(key=lambda item: not SUITES[item.path.stem].first)
+    # A static target that is not chosen has no tests here (test_static_wheels.py parametrizes
+    # over the chosen ones); the summary names the targets checked and those left out.
+    unchosen = [item for item in items if item.path.stem == "test_static_wheels"
+                and any(m.name == "skip" and str(m.kwargs.get("reason", "")).startswith("got empty parameter set")
+                        for m in item.iter_markers())]
+    if unchosen:
+        config.hook.pytest_deselected(items=unchosen)
+        items[:] = [item for item in items if item not in unchosen]
 
 
 # A skipped test is a failed test, except for these: things a CI machine of this project cannot
@@ -390,7 +439,20 @@ ALLOWED_SKIPS = {
 _skips: list[tuple[str, str, str | None]] = []  # (test, reason, why it is allowed or None)
 
 
+# Per suite: when its first phase (setup, call or teardown) started, when its last one stopped,
+# and the seconds its tests took (fixtures included): the summary's table of the longest suites,
+# which says where a run's time went (scripts/test.sh prints the phases around it).
+_suite_times: dict[str, list[float]] = {}
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    suite = report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    start, stop = getattr(report, "start", 0.0), getattr(report, "stop", 0.0)
+    if start and stop:
+        times = _suite_times.setdefault(suite, [start, stop, 0.0, 0])
+        times[0], times[1] = min(times[0], start), max(times[1], stop)
+        times[2] += report.duration
+        times[3] += report.when == "call"
     if not report.skipped:
         return
     reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
@@ -400,6 +462,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if _suite_times:
+        first = min(t[0] for t in _suite_times.values())
+        terminalreporter.section("suites by wall time (from the pass's first test)")
+        for suite, (start, stop, busy, tests) in sorted(_suite_times.items(), key=lambda kv: kv[1][0] - kv[1][1])[:15]:
+            terminalreporter.write_line(f"{stop - start:8.0f} s  {suite} ({tests} tests; started at +{start - first:.0f} s,"
+                                        f" ended at +{stop - first:.0f} s)")
+    if "test_static_wheels" in _suite_times:
+        chosen = static_targets()
+        left = [t for t in STATIC_TAGS if t not in chosen]
+        terminalreporter.write_line(f"static targets built and checked here: {', '.join(chosen)}"
+                                    + (f"; left to the release workflow (built on none here): {', '.join(left)}"
+                                       if left else ""))
     if not _skips:
         return
     terminalreporter.section("skipped tests")

@@ -2,7 +2,7 @@
 installability.
 
 The wheelmerge wheel is built once (`pip wheel` of this repository's sdist, scikit-build-core) and cached under
-tests/.cache/wheelmerge-wheel/KEY/, KEY a hash of the sources that go into it; $WHEELMERGE_WHEEL
+~/.cache/wheelmerge/builds/wheelmerge-wheel/KEY/ (build_cache.py), KEY a hash of the sources that go into it; $WHEELMERGE_WHEEL
 names a prebuilt wheel to use instead. Build frontends get it from a --find-links directory
 (PIP_FIND_LINKS for pip and build, --find-links for uv) that also holds wmtest-backends, the
 inner backends of backend_projects/backends/ packed into a wheel; everything else a build asks
@@ -50,7 +50,7 @@ else:  # pragma: no cover
 
 PY = tool_python()
 PROJECTS = Path(__file__).resolve().parent / "backend_projects"
-CACHE = ROOT / "tests" / ".cache"
+CACHE = build_cache.cache_home()
 UV_VERSION = "0.13.9"
 LABELS = ("cu12", "cu13")
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -109,7 +109,7 @@ def find_links(wheelmerge_wheel: Path, tmp_path_factory: pytest.TempPathFactory)
 
 @pytest.fixture(scope="session")
 def uv() -> Path:
-    """uv, pinned, from PyPI into a tools venv under tests/.cache (made once)."""
+    """uv, pinned, from PyPI into a tools venv under ~/.cache/wheelmerge (made once)."""
     home = CACHE / f"uv-{UV_VERSION}"
     exe = home / "bin" / "uv"
     if not exe.is_file():

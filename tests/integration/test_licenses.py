@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import email.parser
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -241,7 +242,7 @@ def isal_sdist() -> Path:
     script = (ROOT / "scripts" / "isal.sh").read_text()
     version = re.search(r"^version=(\S+)$", script, re.M)[1]
     sha256 = re.search(r"^sha256=([0-9a-f]{64})$", script, re.M)[1]
-    cache = Path.home() / ".cache" / "wheelmerge" / "isal"
+    cache = Path(os.environ.get("WHEELMERGE_CACHE") or Path.home() / ".cache" / "wheelmerge") / "isal"
     tarball = cache / f"isal-{version}.tar.gz"
     if not tarball.is_file() or hashlib.sha256(tarball.read_bytes()).hexdigest() != sha256:
         run([tool_python(), "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",

@@ -15,6 +15,12 @@ What each test proves:
 - the macOS executables are Mach-O files for their architecture and minimum OS (nothing here can
   run them);
 - every wheel carries LICENSE and the third-party notices in `.dist-info/licenses/`.
+
+Which targets (conftest.static_targets): the test command builds and checks the native one,
+x86_64 Linux, every time, and the others only where their executables are built already (a cold
+build of each costs minutes of two cores: docs/testing.md). The release workflow checks all four
+on the very wheels it uploads: WHEELMERGE_STATIC_DIST names the directory of scripts/static/wheels.sh's
+output, and WHEELMERGE_STATIC_TARGETS=all (or a comma-separated list of zig targets) chooses.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, DemoWheels, clean_env, run, tool_python
+from conftest import ROOT, STATIC_TAGS as TAGS, DemoWheels, clean_env, run, static_targets, tool_python
 from test_backend import uv  # noqa: F401  (the fixture)
 from test_licenses import assert_licenses_in_sdist, assert_licenses_in_wheel
 from test_own_wheel import in_root
@@ -38,12 +44,9 @@ from test_own_wheel import in_root
 STATIC = ROOT / "scripts" / "static"
 LINUX = {"x86_64": "x86_64-linux-musl", "aarch64": "aarch64-linux-musl"}
 MACOS = {"x86_64": "x86_64-macos.10.15", "arm64": "aarch64-macos.11.0"}
-TAGS = {
-    "x86_64-linux-musl": "manylinux2014_x86_64.manylinux_2_17_x86_64.musllinux_1_1_x86_64",
-    "aarch64-linux-musl": "manylinux2014_aarch64.manylinux_2_17_aarch64.musllinux_1_1_aarch64",
-    "x86_64-macos.10.15": "macosx_10_15_x86_64",
-    "aarch64-macos.11.0": "macosx_11_0_arm64",
-}
+CHOSEN = static_targets()
+LINUX_CHOSEN = sorted(arch for arch, target in LINUX.items() if target in CHOSEN)
+MACOS_CHOSEN = sorted(arch for arch, target in MACOS.items() if target in CHOSEN)
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,23 @@ class Built:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """Every wheel and the sdist, from the script a release runs (the static builds are cached by
-    source key under ~/.cache/wheelmerge/static; a cold build takes several minutes a target)."""
-    out = tmp_path_factory.mktemp("dist")
-    result = run(["bash", STATIC / "wheels.sh", out, *TAGS], timeout=5400)
-    paths = [Path(p) for p in result.stdout.split()]
-    wheels = {t: next(p for p in paths if p.name.endswith(f"-{tag}.whl")) for t, tag in TAGS.items()}
-    return Built(wheels, next(p for p in paths if p.name.endswith(".tar.gz")))
+    """The chosen targets' wheels and the sdist: those of WHEELMERGE_STATIC_DIST (a release's
+    dist/), else made by the script a release runs (the static builds are cached by source key
+    under ~/.cache/wheelmerge/static; a cold build takes several minutes a target)."""
+    given = os.environ.get("WHEELMERGE_STATIC_DIST")
+    if given:
+        paths = sorted(Path(given).resolve().iterdir())
+    else:
+        out = tmp_path_factory.mktemp("dist")
+        paths = [Path(p) for p in run(["bash", STATIC / "wheels.sh", out, *CHOSEN], timeout=5400).stdout.split()]
+    wheels = {}
+    for target in CHOSEN:
+        found = [p for p in paths if p.name.endswith(f"-{TAGS[target]}.whl")]
+        assert len(found) == 1, f"expected one wheel tagged {TAGS[target]} among {[p.name for p in paths]}"
+        wheels[target] = found[0]
+    sdists = [p for p in paths if p.name.endswith(".tar.gz")]
+    assert len(sdists) == 1, f"expected one sdist among {[p.name for p in paths]}"
+    return Built(wheels, sdists[0])
 
 
 def executable_of(wheel: Path, dest: Path) -> Path:
@@ -86,7 +99,7 @@ def test_the_wheels_are_named_for_their_platforms(built: Built) -> None:
         assert [n for n in names if "/_bin/" in n] == ["wheelmerge/_bin/wheelmerge"], names
 
 
-@pytest.mark.parametrize("arch", sorted(LINUX))
+@pytest.mark.parametrize("arch", LINUX_CHOSEN)
 def test_the_linux_executables_are_static(built: Built, arch: str, tmp_path: Path) -> None:
     exe = executable_of(built.wheels[LINUX[arch]], tmp_path)
     header = run(["readelf", "-h", exe]).stdout
@@ -97,7 +110,7 @@ def test_the_linux_executables_are_static(built: Built, arch: str, tmp_path: Pat
     assert "NEEDED" not in dynamic, dynamic
 
 
-@pytest.mark.parametrize("arch", sorted(LINUX))
+@pytest.mark.parametrize("arch", LINUX_CHOSEN)
 def test_auditwheel_show_agrees_with_the_tags(built: Built, arch: str) -> None:
     wheel = built.wheels[LINUX[arch]]
     shown = " ".join(run([tool_python(), "-m", "auditwheel", "show", wheel]).stdout.split())
@@ -123,8 +136,8 @@ def install_target(built: Built, tmp_path: Path, command: list[str | Path]) -> s
     return next(target.glob("*.dist-info/WHEEL")).read_text()
 
 
-@pytest.mark.parametrize("platform", ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "musllinux_1_1_x86_64",
-                                      "manylinux2014_aarch64", "manylinux_2_17_aarch64", "musllinux_1_1_aarch64"])
+@pytest.mark.parametrize("platform", [f"{tag}_{arch}" for arch in LINUX_CHOSEN
+                                      for tag in ("manylinux2014", "manylinux_2_17", "musllinux_1_1")])
 def test_pip_reads_every_tag_of_the_compressed_set(built: Built, platform: str, tmp_path: Path) -> None:
     """pip's --platform is one exact tag: each of the file name's tags is found."""
     arch = "aarch64" if platform.endswith("aarch64") else "x86_64"
@@ -133,9 +146,10 @@ def test_pip_reads_every_tag_of_the_compressed_set(built: Built, platform: str, 
     assert f"Tag: py3-none-manylinux_2_17_{arch}" in installed and f"musllinux_1_1_{arch}" in installed
 
 
-@pytest.mark.parametrize("platform", ["x86_64-manylinux_2_17", "x86_64-manylinux_2_31", "x86_64-unknown-linux-gnu",
-                                      "x86_64-unknown-linux-musl", "aarch64-manylinux_2_28",
-                                      "aarch64-unknown-linux-musl"])
+@pytest.mark.parametrize("platform", [p for p in ("x86_64-manylinux_2_17", "x86_64-manylinux_2_31",
+                                                   "x86_64-unknown-linux-gnu", "x86_64-unknown-linux-musl",
+                                                   "aarch64-manylinux_2_28", "aarch64-unknown-linux-musl")
+                                      if p.split("-", 1)[0] in LINUX_CHOSEN])
 def test_uv_picks_the_one_wheel_for_glibc_and_musl_systems(built: Built, platform: str, uv: Path,  # noqa: F811
                                                            tmp_path: Path) -> None:
     """uv's --python-platform stands for a whole system (every tag it accepts, newest glibc or
@@ -177,12 +191,13 @@ def test_x86_64_merges_in_an_empty_root_like_the_native_build(built: Built, demo
     assert merged == native_merge(wheelmerge_bin, demo_wheels, tmp_path / "native")
 
 
-def test_aarch64_merges_under_qemu_like_the_native_build(built: Built, demo_wheels: DemoWheels,
+@pytest.mark.parametrize("arch", [a for a in LINUX_CHOSEN if a != "x86_64"])
+def test_aarch64_merges_under_qemu_like_the_native_build(built: Built, demo_wheels: DemoWheels, arch: str,
                                                           wheelmerge_bin: Path, tmp_path: Path) -> None:
     """Under qemu-user (scripts/setup.sh installs it). This machine has no aarch64 libc or
     loader at all, so only a static executable can start here."""
     assert shutil.which("qemu-aarch64"), "qemu-user is missing: scripts/setup.sh installs it"
-    exe = executable_of(built.wheels["aarch64-linux-musl"], tmp_path / "exe")
+    exe = executable_of(built.wheels[LINUX[arch]], tmp_path / "exe")
     assert not Path("/lib/ld-linux-aarch64.so.1").exists()
     result = run(["qemu-aarch64", exe, "merge", demo_wheels.cu12, demo_wheels.cu13, "-o", tmp_path / "out", "--json"],
                  env=clean_env({"SOURCE_DATE_EPOCH": "315532800"}))
@@ -257,7 +272,7 @@ def macho(data: bytes) -> MachO:
     return MachO(cputype, filetype, minos, dylibs, signed)
 
 
-@pytest.mark.parametrize("arch", sorted(MACOS))
+@pytest.mark.parametrize("arch", MACOS_CHOSEN)
 def test_the_macos_executables_are_mach_o_for_their_cpu(built: Built, arch: str) -> None:
     with zipfile.ZipFile(built.wheels[MACOS[arch]]) as z:
         found = macho(z.read("wheelmerge/_bin/wheelmerge"))
