@@ -920,13 +920,18 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 // ` (did you mean "X"?)` for the nearest of `names` to `given`, when it is near enough to be
-// a typing mistake.
+// a typing mistake. Letters' case counts for nothing (`MERGE` is `merge` typed with caps lock).
 std::string did_you_mean(const std::string& given, const std::vector<std::string>& names) {
   if (given.size() <= 2) return {};  // -x: any other letter is as near
+  auto folded = [](std::string text) {
+    for (char& c : text) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    return text;
+  };
+  const std::string typed = folded(given);
   const std::string* best = nullptr;
   size_t distance = 0;
   for (const std::string& name : names)
-    if (size_t d = edit_distance(given, name); !best || d < distance) best = &name, distance = d;
+    if (size_t d = edit_distance(typed, folded(name)); !best || d < distance) best = &name, distance = d;
   if (!best || distance > std::max<size_t>(2, given.size() / 3)) return {};
   return fmt::format(" (did you mean \"{}\"?)", *best);
 }

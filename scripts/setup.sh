@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs what wheelmerge needs to build and test on Debian 12: the distribution's -dev
 # packages, then a virtual environment (.venv) with the pinned Python tools, then the build.
+#
+#   scripts/setup.sh [--no-build]    (--no-build: all but the build; scripts/test.sh builds then)
 set -euo pipefail
+build=1
+if [ "${1:-}" = --no-build ]; then build=0; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
@@ -31,5 +35,7 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
 
 scripts/isal.sh  # the patched ISA-L that wheelmerge inflates with, into .deps/isal
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build
+if [ "$build" = 1 ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build
+fi

@@ -52,9 +52,14 @@ report_phases() {
 }
 trap report_phases EXIT
 
-if (( quick )); then phase "setup (packages, .venv, ISA-L, the release build)" 60
-else phase "setup (packages, .venv, ISA-L, the release build)" 480; fi
-"$root/scripts/setup.sh"
+if (( quick )); then
+  phase "setup (packages, .venv, ISA-L, the release build)" 10
+  "$root/scripts/setup.sh"
+else
+  # The builds come later, beside the downloads.
+  phase "setup (packages, .venv, ISA-L)" 240
+  "$root/scripts/setup.sh" --no-build
+fi
 
 # Parallel pytest workers (pytest-xdist): each suite runs on one worker, so that its module and
 # session fixtures are made once (--dist loadfile), the longest suites first (the order of
@@ -69,9 +74,9 @@ if (( quick )); then
   # loader injection and verify (the two wmdemo builds, compiled here), data layouts, the
   # source layout. The network is cut off (an unreachable proxy) so that a suite that would
   # download fails here instead of passing on what an earlier run cached.
-  phase "unit tests (release build)" 15
+  phase "unit tests (release build)" 10
   ctest --test-dir build --output-on-failure -j "$(nproc)"
-  phase "quick integration suites: no network, torch, qemu, GPU or minutes (release build)" 105
+  phase "quick integration suites: no network, torch, qemu, GPU or minutes (release build)" 100
   export http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
          HTTPS_PROXY=http://127.0.0.1:9 no_proxy= NO_PROXY= UV_OFFLINE=1
   WHEELMERGE="$root/build/wheelmerge" "${pytest[@]}" tests/integration \
@@ -129,12 +134,12 @@ report_disk() {
 trap 'report_disk; report_phases' EXIT
 
 # What the suites download (the package index, Debian's mirror) is fetched in the background
-# while the sanitizer build compiles: the real-wheel corpus (about 1.5 GB), the three torch
-# releases with their dependencies and their environments (about 9.5 GB), the CUDA 12 toolkit
-# assembled from NVIDIA's wheels, and the clean Debian 12 and 11 roots. Each is cached under
-# ~/.cache/wheelmerge and does nothing when there; the fixtures that use them call the same
+# while the release and sanitizer builds compile: the real-wheel corpus (about 1.5 GB), the
+# three torch releases with their dependencies and their environments (about 9.5 GB), the CUDA
+# 12 toolkit assembled from NVIDIA's wheels, and the clean Debian 12 and 11 roots. Each is cached
+# under ~/.cache/wheelmerge and does nothing when there; the fixtures that use them call the same
 # scripts, which then find them made.
-phase "downloads (background) and the sanitizer build" 540
+phase "the release and sanitizer builds, downloads in the background" 780
 fetch_logs=$(mktemp -d) fetch_pids=()
 fetch() {  # fetch NAME COMMAND...: runs COMMAND in the background, its output in NAME.log
   local name=$1; shift
@@ -144,6 +149,8 @@ fetch() {  # fetch NAME COMMAND...: runs COMMAND in the background, its output i
 fetch real-wheels scripts/fetch-real-wheels.sh
 fetch torch scripts/torch-envs.sh 2.10.0 2.11.0 2.15.0
 fetch roots-and-toolkit bash -c 'scripts/cuda12-toolkit.sh && scripts/clean-root.sh bookworm && scripts/clean-root.sh bullseye'
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWHEELMERGE_SANITIZE=ON >/dev/null
 # What the cxx suites run: the executable, the unit tests, test_inject's driver.
 cmake --build build-asan --target wheelmerge unit_tests inject_tool

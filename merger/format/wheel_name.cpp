@@ -123,13 +123,6 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   }
   std::string_view stem = filename.substr(0, filename.size() - kExt.size());
   WheelName w;
-  // The cuda-python CI convention: a ".cuNN" label after the platform tags.
-  if (size_t dot = stem.rfind('.'); dot != std::string_view::npos) {
-    if (auto label = VariantLabel::parse(stem.substr(dot + 1))) {
-      w.suffix_label = std::move(*label);
-      stem = stem.substr(0, dot);
-    }
-  }
   std::vector<std::string> parts = split(stem, '-');
   if (parts.size() < 5 || parts.size() > 7) {
     why = fmt::format(
@@ -143,14 +136,26 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
   // PEP 825: a variant label is the last component. Six parts are a build tag (which starts
   // with a digit, as no python tag does) or a variant label; seven are both. A last component
   // that reads as a platform tag is one: "pkg-1.0-x-py3-none-linux_x86_64.whl" has a bad build
-  // tag, not a variant "linux_x86_64".
-  auto platform_like = [](const std::string& tag) {
+  // tag, not a variant "linux_x86_64" (a compressed set or a .cuNN suffix: its first tag).
+  auto platform_like = [](const std::string& component) {
+    const std::string tag = component.substr(0, component.find('.'));
     return tag == "any" || tag.starts_with("win") || parse_platform_tag(tag).family != PlatformTag::Family::other;
   };
   const bool variant =
       parts.size() == 7 ||
       (parts.size() == 6 && !std::isdigit(static_cast<unsigned char>(parts[2].empty() ? '0' : parts[2].front())) &&
        !platform_like(parts.back()));
+  // The cuda-python CI convention: a ".cuNN" label after the platform tags. A variant label's
+  // dots are its own ("gpu.cu12", as packaging and uv read it): there is no suffix after one.
+  if (!variant) {
+    std::string& last = parts.back();
+    if (size_t dot = last.rfind('.'); dot != std::string::npos) {
+      if (auto label = VariantLabel::parse(std::string_view(last).substr(dot + 1))) {
+        w.suffix_label = std::move(*label);
+        last.resize(dot);
+      }
+    }
+  }
   const bool build = parts.size() == 7 || (parts.size() == 6 && !variant);
   if (build) {
     w.build = parts[2];
@@ -164,10 +169,6 @@ std::optional<WheelName> parse_wheel_filename(std::string_view filename, std::st
     parts.pop_back();
     if (!is_variant_label(w.variant)) {
       why = "the variant label \"" + w.variant + "\", which is not made of 0-9, a-z, _ and . (PEP 825)";
-      return std::nullopt;
-    }
-    if (w.suffix_label) {  // "...-any-a.cu12.whl": the two conventions would read it two ways
-      why = fmt::format("both a PEP 825 variant label \"{}\" and a .{} suffix", w.variant, w.suffix_label->str());
       return std::nullopt;
     }
   }

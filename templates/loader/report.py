@@ -21,7 +21,8 @@ def main(loader: dict[str, object]) -> None:
     if any(argument != "--json" for argument in arguments):
         print(f"error: unknown arguments {arguments}\n{_USAGE}", file=sys.stderr)
         raise SystemExit(2)
-    data = _diagnosis(loader)
+    data = _visible(_diagnosis(loader))
+    assert isinstance(data, dict)
     if arguments:
         import json
 
@@ -29,6 +30,27 @@ def main(loader: dict[str, object]) -> None:
     else:
         print(_render(data))
     raise SystemExit(0 if data["selected"] else 1)
+
+
+def _visible(value: object) -> object:
+    """VALUE with every string made valid Unicode: what Python decoded from undecodable bytes of
+    the environment or a path (lone surrogates, which strict JSON readers and UTF-8 output
+    refuse) shown as backslash escapes, ``\\xff`` for each such byte."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            pass
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_visible(k): _visible(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_visible(v) for v in value]
+    return value
 
 
 def _diagnosis(loader: dict[str, object]) -> dict[str, object]:

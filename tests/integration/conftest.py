@@ -349,10 +349,18 @@ class Suite:
     scripts/test.sh runs it again against the sanitizer build; the others spend theirs in
     compilers, pip, torch or linters. pytest-xdist runs each suite on one worker (--dist
     loadfile: module fixtures are made once); `first`: scheduled before the others, being the
-    longest."""
+    longest (in the order of FIRST)."""
 
     marks: tuple[str, ...] = ()
     first: bool = False
+
+
+# The suites marked `first`, longest first on a fresh machine (cold caches: the static build of
+# the native target, the torch examples' builds, the torch installs of the workflow rehearsal).
+# pytest-xdist hands the first scopes to the workers in turn and each worker runs its own in
+# order, so this order spreads the long ones over the workers instead of queueing them on one.
+FIRST = ("test_static_wheels", "test_torchdemo", "test_ci_torch", "test_real_wheels", "test_torchstable",
+         "test_backend", "test_cupy", "test_gpu_code")
 
 
 SUITES = {
@@ -412,7 +420,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         suite = SUITES[item.path.stem]
         for mark in suite.marks:
             item.add_marker(getattr(pytest.mark, mark))
-    items.sort(key=lambda item: not SUITES[item.path.stem].first)
+    assert {name for name, suite in SUITES.items() if suite.first} == set(FIRST), "conftest.py: FIRST lists the suites marked first"
+    items.sort(key=lambda item: FIRST.index(item.path.stem) if SUITES[item.path.stem].first else len(FIRST))
     # A static target that is not chosen has no tests here (test_static_wheels.py parametrizes
     # over the chosen ones); the summary names the targets checked and those left out.
     unchosen = [item for item in items if item.path.stem == "test_static_wheels"

@@ -1,9 +1,10 @@
 """wheelmerge as a build backend (`build-backend = "wheelmerge.backend"`), and wheelmerge's own
 installability.
 
-The wheelmerge wheel is built once (`pip wheel` of this repository's sdist, scikit-build-core) and cached under
-~/.cache/wheelmerge/builds/wheelmerge-wheel/KEY/ (build_cache.py), KEY a hash of the sources that go into it; $WHEELMERGE_WHEEL
-names a prebuilt wheel to use instead. Build frontends get it from a --find-links directory
+The wheelmerge wheel is made once (`pip wheel` of this repository, scikit-build-core, packing
+the executable under test) and cached under ~/.cache/wheelmerge/builds/wheelmerge-wheel/KEY/
+(build_cache.py), KEY a hash of the sources and the executable; $WHEELMERGE_WHEEL names a
+prebuilt wheel to use instead. Build frontends get it from a --find-links directory
 (PIP_FIND_LINKS for pip and build, --find-links for uv) that also holds wmtest-backends, the
 inner backends of backend_projects/backends/ packed into a wheel; everything else a build asks
 for (setuptools, scikit-build-core) comes from PyPI.
@@ -70,27 +71,28 @@ def output(result: subprocess.CompletedProcess[str]) -> str:
 
 # --- the wheelmerge wheel ----------------------------------------------------------------------
 
-def _build_wheelmerge_wheel(out: Path) -> None:
-    # From the source distribution, as an installer without a wheel for its platform would build
-    # it: the sdist must hold everything (ISA-L is then built from the package index's source).
-    work = Path(tempfile.mkdtemp(prefix="wheelmerge-wheel-"))
-    run([PY, "-m", "build", "--sdist", "--outdir", work / "sdist", ROOT], timeout=600)
-    (sdist,) = work.glob("sdist/wheelmerge_cuda-*.tar.gz")
-    run([PY, "-m", "pip", "wheel", "--no-deps", "-w", out, sdist], timeout=3600)
-    shutil.rmtree(work)
+def _wheel_of(executable: Path, out: Path) -> None:
+    # The project's own PEP 517 build (scikit-build-core) packing the executable under test
+    # (WHEELMERGE_PREBUILT, as scripts/static/wheels.sh packs the static ones): the backend and
+    # its installation are what these suites check. That the sdist compiles into a working wheel
+    # is checked by the release workflow (.github/workflows/release.yml), on the sdist it uploads;
+    # here, that the sdist holds every file the compile reads
+    # (test_sdist_holds_every_file_the_build_reads).
+    run([PY, "-m", "pip", "wheel", "--no-deps", "-w", out,
+         f"--config-settings=cmake.define.WHEELMERGE_PREBUILT={executable}", ROOT], timeout=900)
 
 
 @pytest.fixture(scope="session")
-def wheelmerge_wheel() -> Path:
-    """The wheelmerge wheel of this source tree: `pip wheel` of its sdist, made once per hash of
-    the sources (build_cache.py)."""
+def wheelmerge_wheel(wheelmerge_bin: Path) -> Path:
+    """The wheelmerge wheel of this source tree holding the executable under test, made once per
+    hash of the sources and the executable's bytes (build_cache.py)."""
     if os.environ.get("WHEELMERGE_WHEEL"):
         given = Path(os.environ["WHEELMERGE_WHEEL"]).resolve()
         assert given.is_file(), f"WHEELMERGE_WHEEL={given} is not a file"
         return given
-    key = build_cache.key_of(WHEEL_SOURCES, build_cache.tool_version(PY, "-m", "pip", "--version"),
-                             build_cache.tool_version("c++", "--version"))
-    built = sorted(build_cache.cached("wheelmerge-wheel", key, _build_wheelmerge_wheel).glob("wheelmerge_cuda-*.whl"))
+    key = build_cache.key_of(WHEEL_SOURCES, wheelmerge_bin, build_cache.tool_version(PY, "-m", "pip", "--version"))
+    built = sorted(build_cache.cached("wheelmerge-wheel", key, lambda out: _wheel_of(wheelmerge_bin, out))
+                   .glob("wheelmerge_cuda-*.whl"))
     assert len(built) == 1, f"pip wheel made {built}"
     return built[0]
 
@@ -275,6 +277,21 @@ def install_and_import(wheel: Path, project: str, make_venv, wheel_cache, toolki
 
 
 # --- (1) the wheelmerge wheel and its installation ---------------------------------------------
+
+def test_sdist_holds_every_file_the_build_reads(tmp_path):
+    """The sdist holds every tracked file below what the wheel is made from (WHEEL_SOURCES: the
+    CMake project, its sources and templates, ISA-L's patches and script, the Python package),
+    so a compile from it finds them; the release workflow compiles the uploaded sdist."""
+    run([PY, "-m", "build", "--sdist", "--outdir", tmp_path, ROOT], timeout=600)
+    (sdist,) = tmp_path.glob("wheelmerge_cuda-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        top = f"{sdist.name.removesuffix('.tar.gz')}/"
+        members = {m.name.removeprefix(top) for m in tar.getmembers() if m.isfile()}
+    tracked = run(["git", "-C", ROOT, "ls-files", "--", *WHEEL_SOURCES]).stdout.split()
+    assert len(tracked) > 100, tracked
+    missing = sorted(set(tracked) - members)
+    assert not missing, f"{sdist.name} lacks {missing}"
+
 
 def test_sdist_is_wheelmerge_cuda_with_its_license_files(tmp_path):
     run([PY, "-m", "build", "--sdist", "--outdir", tmp_path, ROOT], timeout=600)
@@ -676,11 +693,13 @@ def test_in_tree_inner_backend_through_tool_wheelmerge_backend_path(find_links, 
 
 # --- (1, continued) pip install from the source tree -------------------------------------------
 
-def test_pip_install_from_the_source_tree(make_venv, tmp_path):
-    """`pip install` of this repository into a clean venv: scikit-build-core compiles the executable
-    (minutes; a scikit-build-core build-dir kept between runs does not save the rebuild)."""
+def test_pip_install_from_the_source_tree(make_venv, wheelmerge_bin, tmp_path):
+    """`pip install` of this repository into a clean venv: scikit-build-core installs the command,
+    the module and the executable (here the one under test, WHEELMERGE_PREBUILT; the compile
+    from source, minutes of two cores, is the release workflow's check of the uploaded sdist)."""
     venv = make_venv("wheelmerge-from-source")
-    result = run([PY, "-m", "pip", "--python", venv.python, "install", ROOT],
+    result = run([PY, "-m", "pip", "--python", venv.python, "install",
+                  f"--config-settings=cmake.define.WHEELMERGE_PREBUILT={wheelmerge_bin}", ROOT],
                  env=clean_env({"TMPDIR": str(tmp_path)}), timeout=3600)
     assert "Successfully installed wheelmerge-cuda-" in result.stdout, output(result)
     assert venv.run("-m", "wheelmerge", "--version").stdout.strip() == VERSION
@@ -689,4 +708,5 @@ def test_pip_install_from_the_source_tree(make_venv, tmp_path):
     assert on_path.stdout.strip() == VERSION
     exe = Path(venv.run("-c", "import wheelmerge; print(wheelmerge.executable())").stdout.strip())
     assert str(exe).startswith(str(venv.path) + os.sep) and os.access(exe, os.X_OK), exe
+    assert exe.read_bytes() == wheelmerge_bin.read_bytes(), "the installed executable is not the one given"
     venv.run("-c", "import wheelmerge.backend")

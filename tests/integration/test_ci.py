@@ -293,6 +293,9 @@ def test_release_publishes_only_tags_with_the_token_alone(linters: Linters) -> N
     assert "WHEELMERGE_STATIC_DIST=dist WHEELMERGE_STATIC_TARGETS=all" in runs[check], runs[check]
     assert check < next(i for i, s in enumerate(build["steps"]) if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert build["container"]["options"] == "--privileged", "the checks chroot in mount namespaces of their own"
+    # The uploaded sdist compiles (the test command packs its own build into the wheel it tests).
+    from_sdist = next(r for r in runs if "dist/wheelmerge_cuda-*.tar.gz" in r)
+    assert "pip\" install" in from_sdist and "tests/integration/test_merge_e2e.py" in from_sdist, from_sdist
     assert publish["needs"] == "build"
     assert publish["if"] == "github.event_name == 'push' && startsWith(github.ref, 'refs/tags/v')"
     assert publish["environment"]["name"] == "pypi"

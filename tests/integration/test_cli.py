@@ -100,6 +100,9 @@ def test_workflow_command_parser_follows_githubs_escaping():
 @pytest.mark.parametrize("args, expected", [
     (["mergee", "x"], 'unknown command "mergee" (did you mean "merge"?)'),
     (["verfy", "a.whl"], 'unknown command "verfy" (did you mean "verify"?)'),
+    (["MERGE", "a.whl"], 'unknown command "MERGE" (did you mean "merge"?)'),
+    (["Inspect", "a.whl"], 'unknown command "Inspect" (did you mean "inspect"?)'),
+    (["merge", "--OUTPUT-DIR", "d", "a.whl"], 'unknown option --OUTPUT-DIR of wheelmerge merge (did you mean "--output-dir"?)'),
     (["frobnicate"], 'unknown command "frobnicate"; the commands are merge,'),
     (["--frob"], "unknown option --frob"),
     (["--jsn", "merge", "a.whl"], "unknown option --jsn"),

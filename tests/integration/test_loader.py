@@ -5,6 +5,7 @@ import runs in a fresh interpreter."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -899,3 +900,35 @@ def test_a_distributions_override_naming_no_build_is_refused_naming_it(bare_pyth
                               "names no build of this wheel.\n")
     assert "    export WHEELMERGE_VARIANT_PKG_NAME=cu13\n" in message
     assert "    unset WHEELMERGE_VARIANT_PKG_NAME\n" in message
+
+
+@pytest.mark.parametrize("flag", [[], ["--json"]])
+def test_the_report_escapes_undecodable_environment_bytes_visibly(bare_python, site, flag):
+    """An environment value that is not UTF-8 (Python holds its bytes as lone surrogates) is
+    reported as \\xNN text: the output is strict UTF-8, and --json a document with no lone
+    surrogate escape (RFC 7493), as strict readers require."""
+    site_dir = site()
+    env = {b"PATH": os.environ["PATH"].encode(), b"PYTHONPATH": str(site_dir).encode(), b"PYTHONNOUSERSITE": b"1",
+           b"LANG": b"C.UTF-8", b"WHEELMERGE_CUDA_MAJOR": b"1\xff3", b"WHEELMERGE_NOTE\xfe": b"caf\xe9"}
+    result = subprocess.run([str(bare_python), "-m", "pkg._wheelmerge", *flag], env=env, cwd=site_dir.parent,
+                            capture_output=True, timeout=60)
+    assert result.returncode == 1, result.stderr  # the override names no build
+    text = result.stdout.decode("utf-8")  # strict: a lone surrogate would not have been written
+    if flag:
+        document = json.loads(text)
+        assert document["environment"] == {"WHEELMERGE_CUDA_MAJOR": "1\\xff3", "WHEELMERGE_NOTE\\xfe": "caf\\xe9"}
+        assert "WHEELMERGE_CUDA_MAJOR" in document["error"], document["error"]
+        strings = []
+        def walk(value):
+            if isinstance(value, str):
+                strings.append(value)
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    walk(k), walk(v)
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v)
+        walk(document)
+        assert not [s for s in strings if any(0xD800 <= ord(c) <= 0xDFFF for c in s)]
+    else:
+        assert "WHEELMERGE_CUDA_MAJOR: 1\\xff3" in text.splitlines(), text

@@ -46,8 +46,20 @@ TEST_CASE("PEP 825 variant wheel names: the label is the last component") {
   CHECK_FALSE(parse_wheel_filename("pkg-1.0-cp311-cp311-linux_x86_64-CU12.whl", why));
   CHECK(why.find("variant label") != std::string::npos);
   CHECK_FALSE(parse_wheel_filename("pkg-1.0-1-cp311-cp311-linux_x86_64-cu-12.whl", why));
-  CHECK_FALSE(parse_wheel_filename("pkg-1.0-py3-none-any-a.cu12.whl", why));  // a .cu12 suffix too
-  CHECK(why.find("both a PEP 825 variant label") != std::string::npos);
+  // A variant label's dots are its own (packaging's [0-9a-z._]{1,16}): no .cu12 suffix after it.
+  auto dotted = parse_wheel_filename("pkg-1.0-py3-none-any-gpu.cu12.whl", why);
+  REQUIRE(dotted);
+  CHECK(dotted->variant == "gpu.cu12");
+  CHECK_FALSE(dotted->suffix_label);
+  CHECK(dotted->platform == std::vector<std::string>{"any"});
+  auto built = parse_wheel_filename("pkg-1.0-1-py3-none-any-a.cu12.whl", why);
+  REQUIRE(built);
+  CHECK((built->build == "1" && built->variant == "a.cu12" && !built->suffix_label));
+  // After platform tags the suffix is still the cuda-python convention's, compressed sets too.
+  auto suffixed = parse_wheel_filename("pkg-1.0-1-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.cu12.whl", why);
+  REQUIRE(suffixed);
+  CHECK((suffixed->variant.empty() && suffixed->suffix_label && suffixed->suffix_label->str() == "cu12"));
+  CHECK(suffixed->platform == std::vector<std::string>{"manylinux2014_x86_64", "manylinux_2_17_x86_64"});
   CHECK(is_variant_label("torch.2_9"));
   CHECK_FALSE(is_variant_label(""));
   CHECK_FALSE(is_variant_label("a-b"));
