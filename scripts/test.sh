@@ -151,7 +151,9 @@ fetch torch scripts/torch-envs.sh 2.10.0 2.11.0 2.15.0
 fetch roots-and-toolkit bash -c 'scripts/cuda12-toolkit.sh && scripts/clean-root.sh bookworm && scripts/clean-root.sh bullseye'
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWHEELMERGE_SANITIZE=ON >/dev/null
+# Line tables only (-g1): the sanitizers' reports keep file and line, and the compile takes
+# about a third less than with full debug information.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DWHEELMERGE_SANITIZE=ON >/dev/null
 # What the cxx suites run: the executable, the unit tests, test_inject's driver.
 cmake --build build-asan --target wheelmerge unit_tests inject_tool
 wait_started=$(date +%s)
