@@ -87,14 +87,12 @@ void validate_workflow_options(const WorkflowOptions& o, Problems& problems) {
       refuse("invalid CUDA major for the workflow", "a major from 1 to 99", std::to_string(m));
     else if (!majors.insert(m).second)
       refuse("a CUDA major given twice", "each major once", std::to_string(m));
-  std::set<std::string> labels;
+  // The rules of a set of labels are merge's: a workflow whose merge job would refuse its builds
+  // is refused here, before anything is written.
+  for (const LabelSetProblem& p : label_set_problems(o.labels, " for the workflow")) refuse(p.what, p.expected, p.found);
   for (const VariantLabel& label : o.labels) {
-    if (!labels.insert(label.str()).second) refuse("a variant label given twice", "each label once", label.str());
     if (label.selector() != Selector::cpu && label.cuda_major() > 99)
       refuse("invalid CUDA major for the workflow", "a major from 1 to 99", label.str());
-    if (label.selector() != o.labels.front().selector())
-      refuse("variant labels of two kinds for the workflow", "labels of one kind (one wheel selects its builds one way)",
-             o.labels.front().str() + " and " + label.str());
     if (o.cibuildwheel && label.selector() != Selector::cuda)
       refuse("--cibuildwheel builds CUDA labels only", "cuNN labels, or no --cibuildwheel", label.str());
     std::string why;

@@ -30,6 +30,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -101,6 +103,12 @@ std::string no_workflow_commands(const std::string& text) {
   return out;
 }
 
+// Writes `text` to stderr, whatever becomes of it: a closed or failing stderr (a full disk, a
+// reader gone) loses the messages, never the run, whose outcome the exit status still tells.
+void to_stderr(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), stderr) != text.size()) std::clearerr(stderr);
+}
+
 struct Output {
   bool json = false;
   bool quiet = false;
@@ -120,14 +128,14 @@ struct Output {
     const bool path = !file.empty() && !wm::VariantLabel::parse(file, why);
     std::string properties =
         path ? "file=" + github_property(wm::is_valid_utf8(file) ? file : wm::printable(file)) + "," : std::string();
-    fmt::print(stderr, "::{} {}title=wheelmerge::{}\n", command, properties, github_data(message));
+    to_stderr(fmt::format("::{} {}title=wheelmerge::{}\n", command, properties, github_data(message)));
   }
   // A collapsible group of the log; nothing outside GitHub. Groups do not nest.
   void begin_group(const std::string& title) const {
-    if (github) fmt::print(stderr, "::group::{}\n", github_data(wm::printable(title)));
+    if (github) to_stderr(fmt::format("::group::{}\n", github_data(wm::printable(title))));
   }
   void end_group() const {
-    if (github) fmt::print(stderr, "::endgroup::\n");
+    if (github) to_stderr("::endgroup::\n");
   }
 
   void error(const wm::Problem& p) const {
@@ -135,19 +143,19 @@ struct Output {
     if (quiet && json) return;
     std::string prefix =
         color ? fmt::format(fmt::fg(fmt::terminal_color::red) | fmt::emphasis::bold, "error") : std::string("error");
-    fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, line(wm::describe(p)));
+    to_stderr(fmt::format("wheelmerge: {}: {}\n", prefix, line(wm::describe(p))));
   }
   void warning(const std::string& text) const {
     if (quiet) return;
     annotate("warning", {}, wm::printable(text));
     std::string prefix = color ? fmt::format(fmt::fg(fmt::terminal_color::yellow), "warning") : std::string("warning");
-    fmt::print(stderr, "wheelmerge: {}: {}\n", prefix, line(wm::printable(text)));
+    to_stderr(fmt::format("wheelmerge: {}: {}\n", prefix, line(wm::printable(text))));
   }
   void info(const std::string& text) const {
-    if (!quiet) fmt::print(stderr, "{}\n", line(wm::printable(text)));
+    if (!quiet) to_stderr(fmt::format("{}\n", line(wm::printable(text))));
   }
   void detail(const std::string& text) const {
-    if (verbose) fmt::print(stderr, "  {}\n", line(wm::printable(text)));
+    if (verbose) to_stderr(fmt::format("  {}\n", line(wm::printable(text))));
   }
 
   int fail(const wm::Problems& problems) const {
@@ -155,7 +163,7 @@ struct Output {
     if (json) {
       nlohmann::json out = {
           {"error", {{"kind", wm::kind_name(problems.front().kind)}, {"problems", problem_list(problems)}}}};
-      fmt::print("{}\n", out.dump(2));
+      wm::cli::print_out("{}\n", out.dump(2));
     }
     return wm::exit_code(problems);
   }
@@ -239,7 +247,7 @@ int run_merge(const Output& out, const std::vector<std::string>& args, const std
                         {"loaders", result->plan.loader_packages},
                         {"warnings", result->plan.warnings},
                         {"seconds", seconds}};
-    fmt::print("{}\n", j.dump(2));
+    wm::cli::print_out("{}\n", j.dump(2));
   }
   return 0;
 }
@@ -276,7 +284,7 @@ int run_variants(const Output& out, const std::vector<std::string>& args, const 
                         {"merged", result->merged ? nlohmann::json(*result->merged) : nlohmann::json()},
                         {"warnings", result->warnings},
                         {"seconds", seconds}};
-    fmt::print("{}\n", j.dump(2));
+    wm::cli::print_out("{}\n", j.dump(2));
   }
   return 0;
 }
@@ -415,7 +423,7 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
       j["variant_wheels"] = result->variant_wheels->wheels;
       j["variants_index"] = result->variant_wheels->index;
     }
-    fmt::print("{}\n", j.dump(2));
+    wm::cli::print_out("{}\n", j.dump(2));
   }
   return 0;
 }
@@ -453,12 +461,14 @@ std::optional<nlohmann::json> variant_toolkit(const Output& out, const wm::Varia
 
 // The sysconfig CFLAGS of the build interpreter, read in a temporary directory of its own.
 std::optional<std::string> read_python_cflags(const std::string& python, wm::Problems& problems) {
-  std::string dir = std::filesystem::temp_directory_path().string() + "/wheelmerge-toolkit-XXXXXX", error;
-  if (!mkdtemp(dir.data())) {
-    problems.push_back(
-        {wm::ProblemKind::other, dir, {}, "cannot create a temporary directory", {}, std::strerror(errno)});
+  std::string error;
+  std::optional<std::string> made = wm::make_temp_directory("wheelmerge-toolkit", error);
+  if (!made) {
+    problems.push_back({wm::ProblemKind::other, {}, {}, "cannot create a temporary directory",
+                        "a writable directory (set TMPDIR to one)", error});
     return std::nullopt;
   }
+  const std::string dir = *made;
   auto flags = wm::python_cflags(python, wm::current_environment(), dir, error);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
@@ -485,7 +495,7 @@ int run_toolkit(const Output& out, wm::BuildOptions& options, const std::vector<
   nlohmann::json found = nlohmann::json::array();
   for (const wm::VariantLabel& label : labels)
     if (auto j = variant_toolkit(out, label, options, *project, *cflags)) found.push_back(*j);
-  if (out.json) fmt::print("{}\n", nlohmann::json{{"toolkits", found}}.dump(2));
+  if (out.json) wm::cli::print_out("{}\n", nlohmann::json{{"toolkits", found}}.dump(2));
   return found.empty() ? 2 : 0;
 }
 
@@ -509,7 +519,7 @@ int run_verify(const Output& out, const std::vector<std::string>& paths) {
       all.insert(all.end(), problems.begin(), problems.end());
     }
   }
-  if (out.json) fmt::print("{}\n", nlohmann::json{{"wheels", reports}}.dump(2));
+  if (out.json) wm::cli::print_out("{}\n", nlohmann::json{{"wheels", reports}}.dump(2));
   return wm::exit_code(all);
 }
 
@@ -571,7 +581,7 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
     for (int major : options.cuda_majors) builds.push_back(fmt::format("CUDA {}", major));
   out.info(fmt::format("wrote {}: builds {} x {}, imports {}", *path, fmt::join(options.python_versions, ", "),
                        fmt::join(builds, ", "), options.import_name));
-  if (out.json) fmt::print("{}\n", nlohmann::json{{"output", *path}}.dump(2));
+  if (out.json) wm::cli::print_out("{}\n", nlohmann::json{{"output", *path}}.dump(2));
   return 0;
 }
 
@@ -581,7 +591,7 @@ int run_config(const Output& out, const std::string& project_dir) {
   wm::Problems problems;
   auto project = wm::load_project_config(project_dir, problems);
   if (!project) return out.fail(problems);
-  fmt::print("{}\n", wm::config_json(*project).dump(2));  // JSON whether or not --json is given: it is the output
+  wm::cli::print_out("{}\n", wm::config_json(*project).dump(2));  // JSON whether or not --json is given: it is the output
   return 0;
 }
 
@@ -592,7 +602,7 @@ int run_inspect(const Output& out, const std::string& path, bool gpu_code) {
   if (!report) return out.fail(problems);
   for (const std::string& w : report->warnings) out.warning(w);
   if (out.json)
-    fmt::print("{}\n", wm::cli::to_json(*report).dump(2));
+    wm::cli::print_out("{}\n", wm::cli::to_json(*report).dump(2));
   else
     wm::cli::print_text(*report);
   return 0;
@@ -1017,7 +1027,7 @@ Documentation: https://github.com/wheelmerge/wheelmerge#readme
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_command_line(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
 
   CLI::App app{
@@ -1131,4 +1141,35 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return out.fail({{wm::ProblemKind::other, {}, {}, std::string("internal error: ") + e.what(), {}, {}}});
   }
+}
+
+// Standard streams the caller closed are opened again, on /dev/null (or, with no /dev, on the
+// root directory), before anything else opens a file: otherwise the first file opened (an
+// output wheel) would take their number, and messages would be written into it. stdout is
+// reopened read-only, so that its writes still fail and are reported; stderr writable, so
+// that its messages are lost quietly; stdin readable, at its end.
+void reopen_closed_standard_streams() {
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int opened = ::open("/dev/null", fd == STDERR_FILENO ? O_WRONLY : O_RDONLY);
+    if (opened < 0) opened = ::open("/", O_RDONLY | O_DIRECTORY);
+    if (opened >= 0 && opened != fd) {
+      ::dup2(opened, fd);
+      ::close(opened);
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  reopen_closed_standard_streams();
+  // A reader that goes away (`wheelmerge inspect ... | head`) is a failed write like any other,
+  // reported below, rather than a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  int rc = run_command_line(argc, argv);
+  // What is still buffered for stdout is written now: a full disk or a closed stdout shows here.
+  if (int error = wm::cli::stdout_error()) {
+    to_stderr(fmt::format("wheelmerge: error: cannot write the output to stdout: {}\n", std::strerror(error)));
+    if (rc == 0) rc = 1;
+  }
+  return rc;
 }

@@ -5,7 +5,25 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cerrno>
+#include <cstdio>
+
 namespace wm::cli {
+
+namespace {
+int first_stdout_error = 0;
+}
+
+void to_stdout(std::string_view text) {
+  if (first_stdout_error != 0) return;  // what follows a lost write would mislead
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) first_stdout_error = errno ? errno : EIO;
+}
+
+int stdout_error() {
+  if (first_stdout_error == 0 && (std::fflush(stdout) != 0 || std::ferror(stdout)))
+    first_stdout_error = errno ? errno : EIO;
+  return first_stdout_error;
+}
 
 nlohmann::json to_json(const VerifyReport& r) {
   return {{"file", r.file},
@@ -70,37 +88,37 @@ nlohmann::json to_json(const InspectReport& r) {
 
 void print_text(const InspectReport& r) {
   // Every value comes from the wheel: printed escaped.
-  fmt::print("{} {}: valid wheel\n", printable(r.name), printable(r.version));
-  fmt::print("tags: {}\n", fmt::join(r.tags, ", "));
+  print_out("{} {}: valid wheel\n", printable(r.name), printable(r.version));
+  print_out("tags: {}\n", fmt::join(r.tags, ", "));
   if (!r.variant_label.empty())
-    fmt::print("variant wheel {}: {}\n", printable(r.variant_label),
+    print_out("variant wheel {}: {}\n", printable(r.variant_label),
                printable(fmt::format("{}", fmt::join(r.variant_properties, ", "))));
   for (const InspectReport::File& f : r.files) {
-    if (!f.gpu_code.empty()) fmt::print("GPU code: {}: {}\n", printable(f.path), fmt::join(f.gpu_code, " "));
+    if (!f.gpu_code.empty()) print_out("GPU code: {}: {}\n", printable(f.path), fmt::join(f.gpu_code, " "));
     if (!f.gpu_code_unreadable.empty())
-      fmt::print("GPU code: {}: unreadable ({})\n", printable(f.path), printable(f.gpu_code_unreadable));
+      print_out("GPU code: {}: unreadable ({})\n", printable(f.path), printable(f.gpu_code_unreadable));
   }
   for (const auto& [label, values] : r.sm_arch)
-    fmt::print("sm_arch{}: {}\n", label.empty() ? "" : " of " + label,
+    print_out("sm_arch{}: {}\n", label.empty() ? "" : " of " + label,
                values.empty() ? "none (any GPU)" : fmt::format("{}", fmt::join(values, " ")));
-  for (const std::string& note : r.sm_arch_notes) fmt::print("note: {}\n", printable(note));
+  for (const std::string& note : r.sm_arch_notes) print_out("note: {}\n", printable(note));
   if (!r.merged()) {
-    fmt::print("not a merged wheel: no wheelmerge loader\n");
+    print_out("not a merged wheel: no wheelmerge loader\n");
     return;
   }
-  fmt::print("variants: {}\n", fmt::join(r.variants, ", "));
+  print_out("variants: {}\n", fmt::join(r.variants, ", "));
   for (const InspectReport::Loader& l : r.loaders)
-    fmt::print("loader: {} (package {}, selector {}, driver fallback {})\n", printable(l.path),
+    print_out("loader: {} (package {}, selector {}, driver fallback {})\n", printable(l.path),
                printable(l.manifest.package), selector_name(l.manifest.selector),
                l.manifest.driver_fallback ? "on" : "off");
   for (const InspectReport::Loader& l : r.loaders)
     for (const VariantLabel& label : l.manifest.variants)  // in selection order, lowest first
       if (const BuildFiles& build = l.manifest.builds.at(label); !build.build_info.empty())
-        fmt::print("{} built with: {}\n", printable(label.str()), printable(nlohmann::json(build.build_info).dump()));
-  fmt::print("shared: {} bytes\n", r.shared_bytes);
-  for (const auto& [label, bytes] : r.variant_bytes) fmt::print("{}: {} bytes\n", label, bytes);
+        print_out("{} built with: {}\n", printable(label.str()), printable(nlohmann::json(build.build_info).dump()));
+  print_out("shared: {} bytes\n", r.shared_bytes);
+  for (const auto& [label, bytes] : r.variant_bytes) print_out("{}: {} bytes\n", label, bytes);
   for (const InspectReport::File& f : r.files)
-    fmt::print("  {:>6} {:>12} {}\n", f.variant.value_or("shared"), f.size, printable(f.path));
+    print_out("  {:>6} {:>12} {}\n", f.variant.value_or("shared"), f.size, printable(f.path));
 }
 
 }  // namespace wm::cli

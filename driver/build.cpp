@@ -466,6 +466,10 @@ std::vector<VariantLabel> build_labels(const BuildOptions& options, const BuildC
            fmt::format("{} (selector {})", label.str(), selector_name(label.selector()))});
       return {};
     }
+  // What the merge at the end would refuse, refused before minutes of builds (label_set_problems).
+  const auto broken = label_set_problems(labels, " in one build");
+  for (const LabelSetProblem& p : broken) problems.push_back({ProblemKind::usage, {}, {}, p.what, p.expected, p.found});
+  if (!broken.empty()) return {};
   if (labels.empty())
     problems.push_back({ProblemKind::usage, {}, {}, "a build needs a variant", "at least one variant", "no variants"});
   return labels;
@@ -659,11 +663,14 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
                       major, path, fmt::join(names, ", ")));
     }
 
-  std::string tmp = fs::temp_directory_path().string() + "/wheelmerge-build-XXXXXX";
-  if (!mkdtemp(tmp.data())) {
-    problems.push_back({ProblemKind::other, tmp, {}, "cannot create a temporary directory", {}, std::strerror(errno)});
+  std::string why;
+  std::optional<std::string> made = make_temp_directory("wheelmerge-build", why);
+  if (!made) {
+    problems.push_back({ProblemKind::other, {}, {}, "cannot create the builds' temporary directory",
+                        "a writable directory (set TMPDIR to one)", why});
     return std::nullopt;
   }
+  const std::string tmp = *made;
   BuildResult result;
   result.log_dir = options.log_dir.empty() ? tmp + "/logs" : options.log_dir;
   place_jobs(jobs, tmp, result.log_dir, progress);

@@ -7,9 +7,11 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cerrno>
+#include <cstdlib>
 #include <csignal>
 #include <cstring>
 #include <deque>
@@ -66,8 +68,19 @@ int run_logged(const std::vector<std::string>& argv, const Environment& env, con
       }
     }
   }
+  // The child starts with SIGPIPE's default action, whatever this process does with it (the
+  // command line ignores it, to report a closed stdout as an error): a build's pipelines
+  // (`cmd | head`) end as they would from a shell.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, args.data(), envp.data());
+  int rc = posix_spawn(&pid, program.c_str(), &actions, &attributes, args.data(), envp.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   ::close(log);
   if (rc != 0) {
@@ -130,6 +143,31 @@ std::string shell_quote(const std::vector<std::string>& argv) {
     out += '\'';
   }
   return out;
+}
+
+std::optional<std::string> make_temp_directory(std::string_view prefix, std::string& why) {
+  std::string variable, root = "/tmp";
+  for (const char* name : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"})
+    if (const char* value = std::getenv(name); value && *value) {
+      variable = name, root = value;
+      break;
+    }
+  const std::string where = variable.empty() ? root : fmt::format("{}={} (the temporary directory)", variable, root);
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0) {
+    why = fmt::format("{}: {}", where, std::strerror(errno));
+    return std::nullopt;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    why = fmt::format("{}: not a directory", where);
+    return std::nullopt;
+  }
+  std::string path = fmt::format("{}/{}-XXXXXX", root, prefix);
+  if (!::mkdtemp(path.data())) {
+    why = fmt::format("{}: cannot create a directory in it: {}", where, std::strerror(errno));
+    return std::nullopt;
+  }
+  return path;
 }
 
 }  // namespace wm

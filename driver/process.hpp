@@ -30,4 +30,10 @@ std::string tail_lines(const std::string& path, size_t lines);
 // "a 'b c'": argv as a shell would read it back, for messages.
 std::string shell_quote(const std::vector<std::string>& argv);
 
+// A new directory `PREFIX-XXXXXX` in the temporary directory of the environment (TMPDIR, TMP,
+// TEMP or TEMPDIR, the first set and not empty, as std::filesystem reads them; else /tmp). When
+// that is missing, not a directory or not writable, nullopt and `why`, which names the variable
+// and what it holds, so that the message says what to fix.
+std::optional<std::string> make_temp_directory(std::string_view prefix, std::string& why);
+
 }  // namespace wm

@@ -44,14 +44,14 @@ std::optional<std::string> version_from_nvcc(const fs::path& root) {
   fs::path nvcc = root / "bin" / "nvcc";
   if (!fs::exists(nvcc)) return std::nullopt;
   // Run directly, not through a shell: the root is the user's path, quotes and all.
-  std::string log = (fs::temp_directory_path() / "wheelmerge-nvcc-XXXXXX").string(), error;
-  int fd = ::mkstemp(log.data());
-  if (fd < 0) return std::nullopt;
-  ::close(fd);
+  std::string error;
+  std::optional<std::string> dir = make_temp_directory("wheelmerge-nvcc", error);
+  if (!dir) return std::nullopt;  // no version from nvcc: the toolkit's version.json or cuda.h says it
+  const std::string log = *dir + "/nvcc.log";
   int rc = run_logged({nvcc.string(), "--version"}, current_environment(), fs::current_path().string(), log, error);
   std::string out = rc == 0 ? read_file(log).value_or("") : std::string();
   std::error_code ignored;
-  fs::remove(log, ignored);
+  fs::remove_all(*dir, ignored);
   std::smatch m;
   static const std::regex release(R"(release [0-9.]+, V([0-9.]+))");
   if (!std::regex_search(out, m, release)) return std::nullopt;

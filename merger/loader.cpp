@@ -840,7 +840,7 @@ std::string_view newline_style(std::string_view s, size_t at) {
 
 }  // namespace
 
-std::optional<std::string> inject_loader_import(std::string_view source, std::string& why) {
+std::optional<size_t> loader_import_at(std::string_view source, std::string& why) {
   const bool bom = source.starts_with(kBom);
   const size_t start = bom ? kBom.size() : 0;
   if (!readable_encoding(source.substr(start), bom, why)) return std::nullopt;
@@ -893,7 +893,14 @@ std::optional<std::string> inject_loader_import(std::string_view source, std::st
     }
     if (!lx.next(t, why)) return std::nullopt;
   }
+  return insert_at;
+}
 
+std::optional<std::string> inject_loader_import(std::string_view source, std::string& why) {
+  const std::optional<size_t> at = loader_import_at(source, why);
+  if (!at) return std::nullopt;
+  const size_t insert_at = *at;
+  const size_t start = source.starts_with(kBom) ? kBom.size() : 0;
   const std::string_view newline = newline_style(source, insert_at);
   // After a last line without a line ending, the import needs one before it.
   const bool needs_break = insert_at == source.size() && insert_at > start && newline_at(source, insert_at - 1) == 0;
@@ -905,6 +912,15 @@ std::optional<std::string> inject_loader_import(std::string_view source, std::st
   out += newline;
   out += source.substr(insert_at);
   return out;
+}
+
+bool executes_loader_import(std::string_view source) {
+  std::string why;
+  const std::optional<size_t> at = loader_import_at(source, why);
+  if (!at) return false;
+  const std::string_view line = kLoaderImport.substr(0, kLoaderImport.size() - 1);
+  const size_t end = *at + line.size();
+  return source.substr(*at).starts_with(line) && end < source.size() && newline_at(source, end) != 0;
 }
 
 }  // namespace wm

@@ -48,5 +48,14 @@ bool claims_to_be_loader(std::string_view source);
 // with another statement after ';', the first statement starts with a string literal but is a
 // longer expression, or an import names __future__ relatively or by a non-ASCII name.
 std::optional<std::string> inject_loader_import(std::string_view source, std::string& why);
+// Where inject_loader_import puts the import line in `source`: the offset of the first
+// statement after the module docstring and its future imports (or the end). nullopt with `why`
+// as for inject_loader_import.
+std::optional<size_t> loader_import_at(std::string_view source, std::string& why);
+// Whether `source` (a package's __init__.py) imports its loader as wheelmerge writes it: the
+// import line, whole, is the statement where inject_loader_import puts it, so that it is code
+// that runs when the package is imported, never text in a docstring, a string, a comment or an
+// indented block.
+bool executes_loader_import(std::string_view source);
 
 }  // namespace wm

@@ -348,15 +348,13 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
     floors += label.torch_floor();
   }
   const size_t before = problems.size();
-  if (floors != 0 && floors != wheels.size()) {
-    // An exact build beside a floor build would leave the minors between them to the floor
-    // build and the exact one's minor to both: one rule per merge keeps the choice plain.
-    problems.push_back({ProblemKind::usage, wheels.front()->display, {},
-                        "torch labels with a floor and without one in one merge",
-                        "every build labelled torchMmmplus_... (torch M.mm or later) or every build torchMmm_... "
-                        "(that torch minor alone)",
-                        labels_of(wheels)});
-    return std::nullopt;
+  {  // the rules every command holds a set of labels to (label_set_problems)
+    std::vector<VariantLabel> labels;
+    for (const Wheel* w : wheels) labels.push_back(w->build_label());
+    const auto broken = label_set_problems(labels, " in one merge");
+    for (const LabelSetProblem& p : broken)
+      problems.push_back({ProblemKind::usage, wheels.front()->display, {}, p.what, p.expected, p.found});
+    if (!broken.empty()) return std::nullopt;
   }
   std::optional<Requirement> found;  // the first build's torch requirement, for its extras and marker
   std::string found_key;
@@ -401,10 +399,6 @@ std::optional<Requirement> combined_torch_requirement(const std::vector<const Wh
   const auto lowest = *std::min_element(series.begin(), series.end());
   std::string specifier = floors != 0 ? fmt::format(">={}.{},<{}", lowest.first, lowest.second, lowest.first + 1)
                                       : series_specifier(series, why);
-  if (floors != 0 && std::any_of(series.begin(), series.end(), [&](auto s) { return s.first != lowest.first; })) {
-    specifier.clear();
-    why = "torch floors of different majors; a floor holds within its major";
-  }
   if (specifier.empty())
     problems.push_back({ProblemKind::conflict, wheels.front()->display, "METADATA",
                         "cannot cover the builds' torch versions in one requirement", "torch builds of one major",

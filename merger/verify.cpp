@@ -9,23 +9,13 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <unordered_set>
+#include <utility>
 
 namespace wm {
 
 namespace {
-// The import line at the start of a line, ended by the file's own newline (LF, CRLF or CR).
-bool imports_loader(std::string_view source) {
-  const std::string_view line = kLoaderImport.substr(0, kLoaderImport.size() - 1);
-  for (size_t at = source.find(line); at != std::string_view::npos; at = source.find(line, at + 1)) {
-    bool line_start =
-        at == 0 || source[at - 1] == '\n' || source[at - 1] == '\r' || (at == 3 && source.starts_with("\xef\xbb\xbf"));
-    size_t end = at + line.size();
-    if (line_start && end < source.size() && (source[end] == '\n' || source[end] == '\r')) return true;
-  }
-  return false;
-}
-
 // Records a problem of the wheel `display`'s loaders.
 struct LoaderFailures {
   const std::string& display;
@@ -82,14 +72,20 @@ void check_package(const LoaderFiles& l, const std::string& package_dir, const L
       if (module != manifest.package && !module.starts_with(manifest.package + "."))
         fail(l.loader_path, fmt::format("manifest modules of {} names a module outside the package", label.str()),
              "a module of " + manifest.package, module);
-  if (!imports_loader(l.init_source))
+  if (!executes_loader_import(l.init_source))
     fail(package_dir + "/__init__.py", "package does not import its loader",
-         std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)), "no such line");
+         fmt::format("the statement \"{}\" first after the docstring and future imports, as wheelmerge writes it",
+                     kLoaderImport.substr(0, kLoaderImport.find("  #"))),
+         "no such statement there");
 }
 
 // Every path the manifest names is a member of the wheel; the members named are added to `listed`.
+// A build's entries name its own labelled files or shared ones: a cu12 entry naming
+// `libkern.cu13.so` would load the other build's code into this one.
 void check_manifest_paths(const LoaderFiles& l, const LoaderManifest& manifest, const ManifestResolver& resolver,
                           std::set<std::string, std::less<>>& listed, const LoaderFailures& fail) {
+  const std::vector<std::string> names = label_strings(manifest.variants);
+  const std::unordered_set<std::string> labels(names.begin(), names.end());
   for (const VariantLabel& variant : manifest.variants) {
     const BuildFiles& build = manifest.builds.at(variant);
     const std::string& label = variant.str();
@@ -100,6 +96,9 @@ void check_manifest_paths(const LoaderFiles& l, const LoaderManifest& manifest, 
              "a path relative to the package, inside the wheel", rel);
         return;
       }
+      if (std::string other = label_in_name(installed, labels); !other.empty() && other != label)
+        fail(l.loader_path, fmt::format("manifest {} of {} names a file of build {}", section, label, other),
+             fmt::format("a file of {} or a shared one", label), installed);
       if (auto member = resolver.member(installed))
         listed.insert(std::string(*member));
       else
@@ -123,6 +122,37 @@ void check_unlisted(const std::vector<std::string>& variants, const std::vector<
       fail(std::string(path), "variant file no loader lists", "a file named in a manifest", "a file no manifest names");
   }
 }
+// What Python's path finder could import in place of the loader or its rules module: for a
+// module S of the package's directory D (in site-packages, where the root and .data's purelib
+// and platlib meet), the package D/S/, any other file D/S.* (an extension module of any
+// platform's suffix, which the finder tries before source; sourceless bytecode), and cached
+// bytecode D/__pycache__/S.*, which an installer that compiles nothing (pip --no-compile, uv)
+// leaves to be run, unchecked when hash-based. `installed` is every member's site-packages
+// path with its member, sorted.
+void check_shadows(const std::string& loader_path,
+                   const std::vector<std::pair<std::string_view, std::string_view>>& installed,
+                   const LoaderFailures& fail) {
+  auto loader_installed = site_packages_view(loader_path);
+  if (!loader_installed) return;
+  const std::string_view dir = loader_installed->substr(0, loader_installed->rfind('/') + 1);  // "pkg/"
+  for (std::string_view module : {kLoaderModule, kRulesModule}) {
+    const std::string_view stem = module.substr(0, module.size() - 3);
+    const std::string own = fmt::format("{}{}", dir, module);
+    for (const std::string prefix : {fmt::format("{}{}/", dir, stem), fmt::format("{}{}.", dir, stem),
+                                     fmt::format("{}__pycache__/{}.", dir, stem)}) {
+      auto at = std::lower_bound(installed.begin(), installed.end(), std::pair<std::string_view, std::string_view>(prefix, {}));
+      for (; at != installed.end() && at->first.starts_with(prefix); ++at) {
+        if (at->first == own) continue;
+        fail(std::string(at->second), fmt::format("a file Python could import as {}", stem),
+             fmt::format("{} alone under that name (the module wheelmerge checked)", own),
+             prefix.ends_with("/") && !prefix.ends_with("__pycache__/") ? "a package of that name"
+             : prefix.find("/__pycache__/") != std::string::npos ? "cached bytecode of that name"
+                                                                  : "another module file of that name");
+        break;  // one problem a prefix: a shadow is a shadow
+      }
+    }
+  }
+}
 }  // namespace
 
 std::vector<FoundLoader> check_loaders(const std::string& display, const std::vector<LoaderFiles>& loaders,
@@ -131,7 +161,14 @@ std::vector<FoundLoader> check_loaders(const std::string& display, const std::ve
   std::vector<FoundLoader> found;
   std::set<std::string, std::less<>> listed;  // every file some manifest names
   const ManifestResolver resolver(paths);
+  std::vector<std::pair<std::string_view, std::string_view>> installed;  // site-packages path, member
+  if (!loaders.empty()) {
+    for (std::string_view m : paths)
+      if (auto at = site_packages_view(m)) installed.emplace_back(*at, m);
+    std::sort(installed.begin(), installed.end());
+  }
   for (const LoaderFiles& l : loaders) {
+    check_shadows(l.loader_path, installed, fail);
     const std::string package_dir = l.loader_path.substr(0, l.loader_path.rfind('/'));
     std::optional<LoaderManifest> manifest = read_manifest(l, fail);
     if (!manifest) continue;

@@ -1,6 +1,7 @@
 #include "merger/format/label.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -121,6 +122,44 @@ std::vector<std::string> label_strings(const std::vector<VariantLabel>& labels) 
   std::vector<std::string> out;
   out.reserve(labels.size());
   for (const VariantLabel& label : labels) out.push_back(label.str());
+  return out;
+}
+
+std::vector<LabelSetProblem> label_set_problems(const std::vector<VariantLabel>& labels, std::string_view context) {
+  std::vector<LabelSetProblem> out;
+  if (labels.empty()) return out;
+  auto add = [&](std::string_view what, std::string expected, std::string found) {
+    out.push_back({fmt::format("{}{}", what, context), std::move(expected), std::move(found)});
+  };
+  std::vector<std::string> seen;
+  for (const VariantLabel& label : labels) {
+    if (std::find(seen.begin(), seen.end(), label.str()) != seen.end()) {
+      add("a variant label given twice", "each label once", label.str());
+      break;
+    }
+    seen.push_back(label.str());
+  }
+  const VariantLabel& first = labels.front();
+  for (const VariantLabel& label : labels)
+    if (label.selector() != first.selector()) {
+      add("variant labels of two kinds", "labels of one kind (one wheel selects its builds one way)",
+          first.str() + " and " + label.str());
+      return out;  // the torch rules below are for torch labels alone
+    }
+  if (first.selector() != Selector::torch) return out;
+  const auto floors = std::count_if(labels.begin(), labels.end(), [](const VariantLabel& l) { return l.torch_floor(); });
+  const std::string all = fmt::format("{}", fmt::join(label_strings(labels), ", "));
+  if (floors != 0 && static_cast<size_t>(floors) != labels.size())
+    // An exact build beside a floor build would leave the minors between them to the floor
+    // build and the exact one's minor to both: one rule per wheel keeps the choice plain.
+    add("torch labels with a floor and without one",
+        "every build labelled torchMmmplus_... (torch M.mm or later) or every build torchMmm_... (that torch minor "
+        "alone)",
+        all);
+  else if (floors != 0 && std::any_of(labels.begin(), labels.end(), [&](const VariantLabel& l) {
+             return l.torch_version().first != first.torch_version().first;
+           }))
+    add("torch floors of different majors", "floors of one torch major (a floor holds within its major)", all);
   return out;
 }
 

@@ -84,6 +84,16 @@ std::string torch_description(const VariantLabel& label);
 // The labels' text, in the same order: for JSON, messages and generated text.
 std::vector<std::string> label_strings(const std::vector<VariantLabel>& labels);
 
+// Why a set of builds' labels cannot be one merged wheel, the rules every command holds them
+// to (merge, build, ci init): each label once; labels of one kind (one loader chooses by one
+// thing); torch labels all floors (torchMmmplus_) or all exact; floors of one torch major (the
+// stable ABI holds within a major). One entry a broken rule; `context` ends each `what`
+// (" in one merge", " for the workflow").
+struct LabelSetProblem {
+  std::string what, expected, found;
+};
+std::vector<LabelSetProblem> label_set_problems(const std::vector<VariantLabel>& labels, std::string_view context);
+
 // The CUDA majors built when neither the command line nor the configuration names any.
 std::vector<int> default_cuda_majors();
 

@@ -1,5 +1,6 @@
 #include "merger/format/variant_metadata.hpp"
 
+#include "merger/format/label.hpp"
 #include "merger/format/requirement.hpp"
 
 #include <fmt/format.h>
@@ -338,6 +339,20 @@ std::string variant_document_text(const VariantDocument& d) {
   return doc.dump(2) + "\n";
 }
 
+std::optional<std::pair<std::string, std::string>> label_property(std::string_view label) {
+  const auto parsed = VariantLabel::parse(label);
+  if (!parsed) return std::nullopt;
+  switch (parsed->selector()) {
+    case Selector::cuda:
+      return std::pair{"nvidia :: cuda_version_lower_bound", std::to_string(parsed->cuda_major())};
+    case Selector::cpu:
+      return std::pair{"x86_64 :: level", fmt::format("v{}", parsed->cpu_level())};
+    case Selector::torch:
+      break;
+  }
+  return std::nullopt;
+}
+
 std::string variant_document_problem(std::string_view text, const std::string& label) {
   std::string why;
   auto doc = parse_variant_document(text, why);
@@ -347,6 +362,19 @@ std::string variant_document_problem(std::string_view text, const std::string& l
     for (const auto& [l, properties] : doc->variants) labels.push_back(l);
     return fmt::format("variants: expected the file name's label {} alone, found {}", nlohmann::json(label).dump(),
                        nlohmann::json(labels).dump());
+  }
+  // A label of wheelmerge's own kinds says its property: an installer picks the wheel by the
+  // properties alone, so a v3 build claiming levels v1 .. v4 would be installed on a v2 CPU.
+  if (auto property = label_property(label)) {
+    const auto& [name, value] = *property;
+    const std::string name_space = name.substr(0, name.find(' ')), feature = name.substr(name.rfind(' ') + 1);
+    const VariantPropertyMap& properties = doc->variants.at(label);
+    std::vector<std::string> found;
+    if (auto ns = properties.find(name_space); ns != properties.end())
+      if (auto f = ns->second.find(feature); f != ns->second.end()) found = f->second;
+    if (found != std::vector<std::string>{value})
+      return fmt::format("variants.{}.{}.{}: expected [\"{}\"] for the label {} alone, found {}", label, name_space,
+                         feature, value, label, found.empty() ? std::string("none") : nlohmann::json(found).dump());
   }
   return {};
 }

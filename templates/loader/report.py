@@ -43,7 +43,9 @@ def _visible(value: object) -> object:
         except UnicodeEncodeError:
             pass
         try:
-            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return value.encode("utf-8", "surrogateescape").decode(
+                "utf-8", "backslashreplace"
+            )
         except UnicodeEncodeError:
             return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):

@@ -2,7 +2,9 @@
 // says why, naming a line; when it succeeds, the output holds the import line once more than the
 // input did, at the start of a line (after a UTF-8 BOM at the most), ending in "\n", "\r\n" or
 // "\r", and removing it (and the line ending added before it when the input's last line had
-// none) gives the input back.
+// none) gives the input back; and verify's check of an __init__.py (executes_loader_import)
+// accepts what the injector writes, and accepts the input itself only where the injector's
+// place in it already holds the import line.
 #include "fuzz_common.hpp"
 #include "merger/loader.hpp"
 
@@ -43,5 +45,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   FUZZ_CHECK(found, "the output is not the input plus one import line: " + wm::printable(*out));
+  FUZZ_CHECK(wm::executes_loader_import(*out), "verify refuses what the injector wrote: " + wm::printable(*out));
+  if (wm::executes_loader_import(source)) {
+    auto at = wm::loader_import_at(source, why);
+    FUZZ_CHECK(at && source.substr(*at).starts_with(line), "verify accepts an import line away from the injector's place");
+  }
   return 0;
 }

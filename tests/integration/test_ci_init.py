@@ -196,6 +196,9 @@ def test_labels_of_the_configuration_become_one_job_each(wheelmerge_bin, linters
 @pytest.mark.parametrize("args, message", [
     (["--variant", "torch210_cu12,x86_64_v3"], "variant labels of two kinds for the workflow"),
     (["--variant", "torch210_cu12,torch210_cu12"], "a variant label given twice"),
+    # What merge would refuse of the builds: ci init refuses to write their workflow.
+    (["--variant", "torch210_cu12,torch211plus_cu13"], "torch labels with a floor and without one for the workflow"),
+    (["--variant", "torch210plus_cu12,torch310plus_cu13"], "torch floors of different majors for the workflow"),
     (["--variant", "torch210_cu12", "--cuda", "12"], "both --cuda and --variant"),
     (["--variant", "torch2_cu12"], "invalid --variant"),
     (["--variant", "x86_64_v3", "--cibuildwheel"], "--cibuildwheel builds CUDA labels only"),

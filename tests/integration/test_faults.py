@@ -576,3 +576,87 @@ def test_output_would_replace_an_input(wheelmerge_bin: Path, inputs_named_like_t
     assert "would replace an input" in result.stderr and str(victim) in result.stderr, result.stderr
     before.assert_untouched()
     assert listing(out) == listing_before
+
+
+# --- the process's standard streams --------------------------------------------------------------
+
+def merge_with_streams(binary: Path, inputs: Inputs, out: Path, redirections: str, *extra: str,
+                       pipe_closed: bool = False) -> subprocess.CompletedProcess[str]:
+    """A merge with the shell's REDIRECTIONS applied to it (`2>&-` closes stderr); with
+    PIPE_CLOSED its stdout is a pipe whose reader is gone before it writes (as with `| head`)."""
+    command = ["sh", "-c", f'exec "$@" {redirections}', "sh", *merge_command(binary, inputs.paths, out), *extra]
+    if not pipe_closed:
+        return subprocess.run(command, capture_output=True, text=True, env=wheelmerge_env(), timeout=300)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=wheelmerge_env())
+    assert process.stdout is not None
+    process.stdout.close()
+    _, stderr = process.communicate(timeout=300)
+    return subprocess.CompletedProcess(command, process.returncode, "", stderr)
+
+
+@pytest.fixture(scope="module")
+def public_reference(wheelmerge_bin: Path, public_inputs: Inputs, public_dir: Path) -> bytes:
+    out = public_dir / "streams-reference"
+    run(merge_command(wheelmerge_bin, public_inputs.paths, out), env=wheelmerge_env())
+    return (out / OUTPUT_NAME).read_bytes()
+
+
+@pytest.mark.parametrize("redirections", ["2>&-", "<&-", "<&- 2>&-", "2>/dev/full", ">&- 2>&-"])
+def test_a_closed_or_failing_stream_loses_messages_not_the_merge(wheelmerge_bin: Path, public_inputs: Inputs,
+                                                                  public_reference: bytes, tmp_path: Path,
+                                                                  redirections: str) -> None:
+    """Before: with stderr closed the merge wrote its output, then died of SIGABRT (an uncaught
+    write error), and a closed standard stream's number could be taken by the output file. Now
+    the merge completes, exits 0 and writes the same bytes; only messages are lost."""
+    result = merge_with_streams(wheelmerge_bin, public_inputs, tmp_path / "out", redirections, "--verbose")
+    assert result.returncode == 0, (result.returncode, result.stderr)
+    assert (tmp_path / "out" / OUTPUT_NAME).read_bytes() == public_reference
+    verified = run([wheelmerge_bin, "verify", tmp_path / "out" / OUTPUT_NAME], check=False)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    public_inputs.assert_untouched()
+
+
+@pytest.mark.parametrize("redirections, reason", [(">&-", os.strerror(errno.EBADF)),
+                                                  (">/dev/full", os.strerror(errno.ENOSPC)),
+                                                  ("", os.strerror(errno.EPIPE))])
+def test_json_that_cannot_be_written_is_an_error(wheelmerge_bin: Path, public_inputs: Inputs,
+                                                 public_reference: bytes, tmp_path: Path, redirections: str,
+                                                 reason: str) -> None:
+    """--json to a closed stdout, a full disk or a pipe whose reader is gone: before, exit 0
+    with the summary lost (or death by SIGPIPE); now exit 1 and a message saying why. The
+    merge itself is complete: its output is in place."""
+    result = merge_with_streams(wheelmerge_bin, public_inputs, tmp_path / "out", redirections, "--json",
+                                pipe_closed=not redirections)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert f"wheelmerge: error: cannot write the output to stdout: {reason}" in result.stderr, result.stderr
+    assert (tmp_path / "out" / OUTPUT_NAME).read_bytes() == public_reference
+
+
+@pytest.mark.parametrize("tmpdir, found", [("missing", "No such file or directory"), ("file", "not a directory")])
+def test_an_unusable_tmpdir_is_named(wheelmerge_bin: Path, tmp_path: Path, tmpdir: str, found: str) -> None:
+    """Before: `build` with TMPDIR missing or a file ended in `internal error` naming no
+    variable. Now the message names TMPDIR and what it holds."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "none"\n'
+                                            '[project]\nname = "p"\nversion = "1"\n')
+    path = tmp_path / "tmpdir"
+    if tmpdir == "file":
+        path.write_text("")
+    result = subprocess.run([str(wheelmerge_bin), "build", str(project), "--cuda", "13", "--no-isolation",
+                             "-o", str(tmp_path / "dist")], capture_output=True, text=True,
+                            env=wheelmerge_env({"TMPDIR": str(path)}), timeout=300)
+    assert result.returncode != 0 and "internal error" not in result.stderr, result.stderr
+    assert f"TMPDIR={path} (the temporary directory): {found}" in result.stderr, result.stderr
+    assert "set TMPDIR to one" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("environment", [{}, {"LC_ALL": "xx_XX.BOGUS", "LANG": "xx_XX.BOGUS"}])
+def test_no_home_no_locale_no_path(wheelmerge_bin: Path, public_inputs: Inputs, public_reference: bytes,
+                                   tmp_path: Path, environment: dict[str, str]) -> None:
+    """An empty environment (no HOME, PATH, TMPDIR or locale), or a locale the system lacks:
+    the merge writes the same bytes and exits 0."""
+    result = subprocess.run(merge_command(wheelmerge_bin, public_inputs.paths, tmp_path / "out"),
+                            capture_output=True, text=True, env=environment, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / OUTPUT_NAME).read_bytes() == public_reference

@@ -10,6 +10,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -932,3 +933,77 @@ def test_the_report_escapes_undecodable_environment_bytes_visibly(bare_python, s
         assert not [s for s in strings if any(0xD800 <= ord(c) <= 0xDFFF for c in s)]
     else:
         assert "WHEELMERGE_CUDA_MAJOR: 1\\xff3" in text.splitlines(), text
+
+
+METADATA_PROBE = """
+import json, sys
+import pkg
+from pkg import _wheelmerge
+imported = "importlib.metadata" in sys.modules
+import importlib.metadata
+print(json.dumps({"selected": _wheelmerge.selected(), "metadata": importlib.metadata.version(sys.argv[1]),
+                  "imported": imported}))
+"""
+
+
+def _dist_info(where: Path, name: str, version: str, kind: str) -> None:
+    """NAME's metadata in WHERE as KIND: a .dist-info, an .egg-info directory or file."""
+    stem = f"{name.replace('-', '_')}-{version}"
+    text = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    if kind == "dist-info":
+        (where / f"{stem}.dist-info").mkdir(parents=True)
+        (where / f"{stem}.dist-info" / "METADATA").write_text(text)
+    elif kind == "egg-info dir":
+        (where / f"{stem}-py3.11.egg-info").mkdir(parents=True)
+        (where / f"{stem}-py3.11.egg-info" / "PKG-INFO").write_text(text)
+    else:
+        where.mkdir(parents=True, exist_ok=True)
+        (where / f"{stem}-py3.11.egg-info").write_text(text)
+
+
+@pytest.mark.parametrize("first", ["egg-info dir", "egg-info file", "zip", "two in one entry"])
+@pytest.mark.parametrize("name", ["cuda-bindings", "nvidia-cuda-runtime"])
+def test_the_loader_reads_distributions_as_importlib_metadata_does(bare_python, site, tmp_path, first, name):
+    """Before: the loader's fast path read .dist-info directories alone, so a CUDA 12 install
+    as .egg-info (or in a zip) first on sys.path and a CUDA 13 .dist-info later selected cu13
+    while importlib.metadata (and `import cuda.bindings`) said 12. Now the selection follows
+    importlib.metadata's answer; where the listing cannot be sure it asks importlib.metadata,
+    and only then pays for importing it."""
+    manifest = default_manifest()
+    if name != "cuda-bindings":
+        manifest["sources"] = list(SOURCES["no cuda-bindings"])
+    site_dir = site(manifest)
+    early, late = tmp_path / "early", tmp_path / "late"
+    twelve = "12.9.79" if name == "nvidia-cuda-runtime" else "12.9.4"
+    _dist_info(late, name, "13.0.3", "dist-info")
+    if first == "zip":
+        staging = tmp_path / "staging"
+        _dist_info(staging, name, twelve, "dist-info")
+        early.mkdir()
+        archive = early / "deps.zip"
+        with zipfile.ZipFile(archive, "w") as z:
+            for path in staging.rglob("*"):
+                if path.is_file():
+                    z.write(path, path.relative_to(staging).as_posix())
+        entries = [archive, site_dir, late]
+    elif first == "two in one entry":
+        _dist_info(early, name, twelve, "egg-info dir")
+        _dist_info(early, name, "13.0.1", "dist-info")
+        entries = [early, site_dir, late]
+    else:
+        _dist_info(early, name, twelve, first)
+        entries = [early, site_dir, late]
+    env = {"PYTHONPATH": os.pathsep.join(map(str, entries))}
+    result = run_python(bare_python, site_dir, "-c", METADATA_PROBE, name, env=env)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    expected = f"cu{found['metadata'].split('.')[0]}"
+    assert found["selected"] == expected, found  # the same answer as importlib.metadata's
+    if first != "two in one entry":
+        assert found["metadata"] == twelve
+    # The fast path reads egg-info itself; a zip or two candidates in one entry are asked of importlib.metadata.
+    assert found["imported"] == (first in ("zip", "two in one entry")), found
+    report = run_python(bare_python, site_dir, "-m", "pkg._wheelmerge", env=env)
+    assert f"selected: {expected}" in report.stdout, report.stdout
+    if name == "cuda-bindings" and first in ("zip", "two in one entry"):
+        assert "(read by importlib.metadata)" in report.stdout, report.stdout

@@ -33,6 +33,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from conftest import (CUDA_BINDINGS, loader_manifest, without_label, DemoWheels, Venv, WheelCache, clean_env, run,
                       tool_python)
+from one_name import assert_one_name_per_module, one_name_report
 from wheelgen import record_hash
 
 LABELS = ("cu12", "cu13")
@@ -727,3 +728,12 @@ def test_loader_diagnosis_when_no_build_fits(venvs) -> None:
     assert "Traceback" not in output, output
     assert "cu12" in output and "cu13" in output, output
     assert "cuda-bindings" in output and 'pip install "wmdemo[cu13]"' in output, output
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_each_module_has_one_name(venvs, label: str) -> None:
+    """Every module Python's walker finds in the installed merged wheel imports under one name:
+    no module object or file twice in sys.modules, no labelled name importable (one_name.py)."""
+    report = one_name_report(lambda *args: venvs[label].run(*args), "wmdemo", list(LABELS))
+    assert {"wmdemo._core", "wmdemo.sub._nested", "wmdemo._wheelmerge"} <= set(report["found"]), report["found"]
+    assert_one_name_per_module(report)

@@ -188,6 +188,7 @@ def _tampered_merged_wheels(binary: Path, tmp: Path) -> list[tuple[str, Path]]:
         "rules_changed": sub(rules, b"def ", b"def  "),
         "variant_missing": drop(variant),
         "variant_unlisted": add("pkg/extra.cu12.bin", b"x"),
+        "loader_shadowed": add("pkg/_wheelmerge.abi3.so", b"x"),
     }
     out = []
     for case, edit in edits.items():
@@ -432,6 +433,9 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
     record("toolkit_other_major", ["toolkit", toolkit_project, "--cuda", "12", "--cuda", f"12={fake}"], env=nowhere)
     record("toolkit_env", ["toolkit", toolkit_project, "--cuda", "12"],
            env={**nowhere, "WHEELMERGE_CUDA_12": str(fake)})
+    (tmp / "a-file").write_text("")
+    record("build_tmpdir_a_file", ["build", toolkit_project, "--cuda", "13", "--cuda", f"13={fake}",
+                                   "-o", tmp / "o"], env={**nowhere, "TMPDIR": str(tmp / "a-file")})
     # ci init.
     ci_args = {
         "ci_python": ["--python", "2.7"],
@@ -447,6 +451,8 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
         "ci_cuda_and_label": ["--variant", "torch210_cu12", "--cuda", "12"],
         "ci_label_cibuildwheel": ["--variant", "x86_64_v3", "--cibuildwheel"],
         "ci_label_variants": ["--variant", "torch211plus_cu13", "--variants"],
+        "ci_label_floor_and_exact": ["--variant", "torch210_cu12,torch211plus_cu13"],
+        "ci_label_floor_majors": ["--variant", "torch210plus_cu12,torch310plus_cu13"],
     }
     for case, args in ci_args.items():
         d = tmp / "ci" / case

@@ -211,3 +211,91 @@ def test_record_signatures_are_accepted_unchecked_and_left_out_of_the_merge(whee
         assert written.stderr.count(f"{dist_info}/{name}: a signature of RECORD") == 1, written.stderr
     for wheel in variants_out.glob("*.whl"):
         assert signatures_in(wheel) == [], wheel.name
+
+
+def _unchecked_pyc(tmp_path: Path, source: str) -> tuple[str, bytes]:
+    """Bytecode of SOURCE for the tools' Python, hash-based and unchecked (used whatever the
+    .py beside it holds), and its cache tag."""
+    src = tmp_path / "shadow_src.py"
+    src.write_text(source)
+    out = tmp_path / "shadow.pyc"
+    tag = run([tool_python(), "-c", "import sys, py_compile; py_compile.compile(sys.argv[1], sys.argv[2], doraise=True,"
+               " invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH); print(sys.implementation.cache_tag)",
+               src, out]).stdout.strip()
+    return tag, out.read_bytes()
+
+
+@pytest.mark.parametrize("kind", ["package", "extension", "abi3 extension", "cached bytecode", "sourceless bytecode",
+                                  "rules package", "rules cached bytecode", "purelib extension"])
+def test_what_python_could_import_instead_of_the_loader_is_refused(wheelmerge_bin, merged, tmp_path, kind):
+    """Before: a merged wheel that also carried a `_wheelmerge/` package, a `_wheelmerge`
+    extension module or cached bytecode of the loader or its rules was "valid merged wheel",
+    and Python, installed without compiling (pip --no-compile, uv), ran that instead of the
+    checked loader. The interpreter's own path finder, on the unpacked wheel, shows that it
+    would; verify refuses each, naming the member."""
+    tag, pyc = _unchecked_pyc(tmp_path, "SHADOW = True\n")
+    with zipfile.ZipFile(merged) as z:
+        version_dir = next(n.split("/", 1)[0] for n in z.namelist() if n.endswith(".dist-info/RECORD"))
+    data_dir = version_dir.replace(".dist-info", ".data")
+    member, stem = {
+        "package": ("wmdemo/_wheelmerge/__init__.py", "_wheelmerge"),
+        "extension": ("wmdemo/_wheelmerge.cpython-311-x86_64-linux-gnu.so", "_wheelmerge"),
+        "abi3 extension": ("wmdemo/_wheelmerge.abi3.so", "_wheelmerge"),
+        "cached bytecode": (f"wmdemo/__pycache__/_wheelmerge.{tag}.pyc", "_wheelmerge"),
+        "sourceless bytecode": ("wmdemo/_wheelmerge.pyc", "_wheelmerge"),
+        "rules package": ("wmdemo/_wheelmerge_rules/__init__.py", "_wheelmerge_rules"),
+        "rules cached bytecode": (f"wmdemo/__pycache__/_wheelmerge_rules.{tag}.pyc", "_wheelmerge_rules"),
+        "purelib extension": (f"{data_dir}/purelib/wmdemo/_wheelmerge.so", "_wheelmerge"),
+    }[kind]
+    content = pyc if member.endswith(".pyc") else b"SHADOW = True\n" if member.endswith(".py") else b"shadow"
+    broken = rewrite(merged, tmp_path / merged.name, add={member: content})
+    result = verify(wheelmerge_bin, broken)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert f"{member}: a file Python could import as {stem}" in result.stderr, result.stderr
+
+    # What the interpreter finds in the unpacked package (as an installer leaves it, nothing
+    # compiled): its own path finder, and for bytecode the module it runs.
+    site = tmp_path / "site"
+    with zipfile.ZipFile(broken) as z:
+        z.extractall(site)
+    if member.startswith(data_dir):
+        (site / "wmdemo" / "_wheelmerge.so").write_bytes(content)
+    probe = run([tool_python(), "-c", """
+import importlib, importlib.util, sys
+sys.path.insert(0, sys.argv[1])
+spec = importlib.util.find_spec(sys.argv[2])
+shadowed = getattr(importlib.import_module(sys.argv[2]), "SHADOW", False) if sys.argv[3] == "import" else None
+print(spec.origin, shadowed)
+""", site / "wmdemo", stem, "find" if kind == "sourceless bytecode" or "extension" in kind else "import"]).stdout.split()
+    origin, shadowed = probe[0], probe[1]
+    if kind == "sourceless bytecode":
+        assert origin.endswith(f"/{stem}.py"), probe  # beside its source it is not run: refused all the same
+    elif "cached bytecode" in kind:
+        assert origin.endswith(f"/{stem}.py") and shadowed == "True", probe  # the source is named, the bytecode runs
+    elif "package" in kind:
+        assert origin.endswith(f"/{stem}/__init__.py") and shadowed == "True", probe
+    else:
+        assert origin.endswith(".so"), probe  # an extension is tried before the source
+
+
+@pytest.mark.parametrize("where", ["docstring", "string", "branch", "after an exit"])
+def test_an_import_line_that_never_runs_is_refused(wheelmerge_bin, merged, tmp_path, where):
+    """Before: the import line anywhere at the start of a line passed, in the docstring too.
+    Python's own parser (ast) shows that in each of these files no top-level statement imports
+    the loader; verify refuses each."""
+    line = "from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's build\n"
+    with zipfile.ZipFile(merged) as z:
+        init = z.read("wmdemo/__init__.py").decode()
+    assert line in init
+    rest = init.replace(line, "", 1)
+    init = {"docstring": f'"""Doc.\n{line}"""\n{rest}',
+            "string": f"'''Doc'''\n_TEXT = '''\n{line}'''\n{rest}",
+            "branch": f"import typing\nif typing.TYPE_CHECKING:\n    {line}{rest}",
+            "after an exit": f"import sys\nif sys.version_info < (3,):\n    raise ImportError\n{line}{rest}"}[where]
+    tree = ast.parse(init)
+    top = [n for n in tree.body if isinstance(n, ast.ImportFrom) and any(a.name == "_wheelmerge" for a in n.names)]
+    assert (top != []) == (where == "after an exit"), where  # there Python runs it, after a check verify cannot judge
+    broken = rewrite(merged, tmp_path / merged.name, replace={"wmdemo/__init__.py": init.encode()})
+    result = verify(wheelmerge_bin, broken)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "wmdemo/__init__.py: package does not import its loader" in result.stderr, result.stderr

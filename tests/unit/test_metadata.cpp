@@ -470,7 +470,8 @@ TEST_CASE("metadata: exact and floor torch labels in one merge, or floors of two
   problems.clear();
   CHECK_FALSE(merge_metadata({&floor, &three}, "1.0", problems));
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0].found == "torch floors of different majors; a floor holds within its major");
+  CHECK(problems[0].what == "torch floors of different majors in one merge");
+  CHECK(problems[0].found == "torch211plus_cu13, torch30plus_cu13");
 }
 
 TEST_CASE("metadata: torch builds without a torch requirement get the covering one") {

@@ -56,6 +56,14 @@ TEST_CASE("variants document of x86-64 levels: the x86_64 provider uv serves, ea
   CHECK(variant_property_strings(one, "x86_64_v3") == std::vector<std::string>{"x86_64 :: level :: v3"});
   CHECK(variant_document_problem(one, "x86_64_v4") ==
         "variants: expected the file name's label \"x86_64_v4\" alone, found [\"x86_64_v3\"]");
+  // The label's own level alone: v1 .. v4 on a v3 build would be installed on a v2 CPU.
+  auto claimed = nlohmann::json::parse(one);
+  claimed["variants"]["x86_64_v3"]["x86_64"]["level"] = {"v1", "v2", "v3", "v4"};
+  CHECK(variant_document_problem(claimed.dump(), "x86_64_v3") ==
+        "variants.x86_64_v3.x86_64.level: expected [\"v3\"] for the label x86_64_v3 alone, found "
+        "[\"v1\",\"v2\",\"v3\",\"v4\"]");
+  claimed["variants"]["x86_64_v3"]["x86_64"]["level"] = {"v2"};
+  CHECK(variant_document_problem(claimed.dump(), "x86_64_v3").find("found [\"v2\"]") != std::string::npos);
 }
 
 TEST_CASE(
@@ -118,6 +126,9 @@ TEST_CASE("variant.json as the strict reader checks it") {
         "providers: expected an entry for exactly the namespaces of default-priorities.namespace, [\"nvidia\"], found "
         "[]");
   CHECK(edited([](auto& d) { d["variants"]["cu11"] = d["variants"]["cu12"]; }).find("alone") != std::string::npos);
+  // A cuNN label means a driver of CUDA N or later: another bound would mislead the installer.
+  CHECK(edited([](auto& d) { d["variants"]["cu12"]["nvidia"]["cuda_version_lower_bound"] = {"13"}; }) ==
+        "variants.cu12.nvidia.cuda_version_lower_bound: expected [\"12\"] for the label cu12 alone, found [\"13\"]");
   // PEP 825's own schema without providers: variantlib refuses it, and so does uv.
   CHECK(edited([](auto& d) {
           d["$schema"] = "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json";
@@ -242,8 +253,9 @@ TEST_CASE("variant metadata: name grammars (variantlib's VALIDATION_*_REGEX, uv'
     auto doc = nlohmann::json::parse(good);
     doc["default-priorities"]["namespace"] = {name_space};
     doc["providers"] = {{name_space, doc["providers"]["nvidia"]}};
-    doc["variants"]["cu12"] = {{name_space, {{feature, {value}}}}};
-    return variant_document_problem(doc.dump(), "cu12");
+    // A label of another tool's (cu12 would also have to mean its own CUDA bound).
+    doc["variants"] = {{"x1", {{name_space, {{feature, {value}}}}}}};
+    return variant_document_problem(doc.dump(), "x1");
   };
   CHECK(with("nvidia", "sm_arch", "9.0") == "");
   CHECK(with("a_1", "b_2", "._x") == "");
@@ -251,7 +263,7 @@ TEST_CASE("variant metadata: name grammars (variantlib's VALIDATION_*_REGEX, uv'
   CHECK(with("NV", "sm_arch", "9.0").starts_with("default-priorities.namespace: expected"));
   CHECK(with("nv.x", "sm_arch", "9.0").starts_with("default-priorities.namespace: expected"));
   CHECK(with("nvidia", "sm-arch", "9.0") ==
-        "variants.cu12.nvidia: expected a feature of a-z, 0-9, _, found \"sm-arch\"");
+        "variants.x1.nvidia: expected a feature of a-z, 0-9, _, found \"sm-arch\"");
   CHECK(with("nvidia", "sm.arch", "9.0").find("expected a feature") != std::string::npos);
   CHECK(with("nvidia", "sm_arch", "9.0+x").find("found the item \"9.0+x\"") != std::string::npos);
   CHECK(with("nvidia", "sm_arch", "").find("found the item \"\"") != std::string::npos);

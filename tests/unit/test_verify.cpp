@@ -8,6 +8,7 @@
 #include "wheel_builder.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -72,11 +73,29 @@ TEST_CASE("verify: a loader whose manifest matches the files passes") {
 TEST_CASE("verify: the import line may end in CRLF and follow a BOM") {
   LoaderFiles l = loader(manifest());
   std::string line(kLoaderImport.substr(0, kLoaderImport.size() - 1));
-  for (std::string init : {"x = 1\r\n" + line + "\r\nimport os\r\n", "\xEF\xBB\xBF" + line + "\n"}) {
+  for (std::string init : {"\"Doc.\"\r\n" + line + "\r\nimport os\r\n", "\xEF\xBB\xBF" + line + "\n"}) {
     l.init_source = init;
     Problems problems;
     check_loaders("m.whl", {l}, paths(), problems);
     CHECK(problems.empty());
+  }
+}
+
+TEST_CASE("verify: a build's manifest entry naming another build's file") {
+  for (const char* section : {"modules", "files", "preload"}) {
+    CAPTURE(section);
+    LoaderManifest m = manifest();
+    BuildFiles& cu12 = m.builds["cu12"_label];
+    if (std::string_view(section) == "modules") cu12.modules["pkg._core"] = kCu13;
+    if (std::string_view(section) == "files") cu12.files[kOriginal] = kCu13;
+    if (std::string_view(section) == "preload") cu12.preload = {kCu13};
+    Problems problems;
+    check_loaders("m.whl", {loader(m)}, paths(), problems);
+    const auto found = std::find_if(problems.begin(), problems.end(), [&](const Problem& p) {
+      return p.what == fmt::format("manifest {} of cu12 names a file of build cu13", section);
+    });
+    REQUIRE_MESSAGE(found != problems.end(), problems.size());
+    CHECK(found->found == "pkg/" + kCu13);
   }
 }
 
@@ -144,13 +163,35 @@ TEST_CASE("verify: an __init__.py that does not import its loader") {
   for (std::string init : {std::string(), std::string("import os\n"),
                            // Commented out, indented, or not ended by a newline: no import line.
                            "# " + std::string(kLoaderImport), "  " + std::string(kLoaderImport),
-                           std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1))}) {
+                           std::string(kLoaderImport.substr(0, kLoaderImport.size() - 1)),
+                           // Text that never runs: inside the docstring, inside a string after
+                           // it, after other statements (behind a branch, or an exit before it).
+                           "\"\"\"Doc.\n" + std::string(kLoaderImport) + "\"\"\"\n",
+                           "'''Doc'''\nx = '''\n" + std::string(kLoaderImport) + "'''\n",
+                           "if False:\n    pass\n" + std::string(kLoaderImport),
+                           "import sys\nif sys.flags.optimize:\n  raise SystemExit\n" + std::string(kLoaderImport)}) {
     CAPTURE(init);
     LoaderFiles l = loader(manifest());
     l.init_source = init;
     Problem p = only_problem({l}, paths());
     CHECK(p.member == "pkg/__init__.py");
     CHECK(p.what == "package does not import its loader");
+  }
+}
+
+TEST_CASE("verify: the import line where wheelmerge puts it is accepted, whatever precedes it there") {
+  for (std::string init : {std::string(kLoaderImport), "# coding: utf-8\n" + std::string(kLoaderImport),
+                           "\"\"\"Doc.\"\"\"\n" + std::string(kLoaderImport) + "import os\n",
+                           "'Doc'\nfrom __future__ import annotations\n" + std::string(kLoaderImport) + "\n# end\n"}) {
+    CAPTURE(init);
+    std::string why;
+    CHECK(executes_loader_import(init));
+    // What the injector writes is what verify accepts.
+    const size_t at = init.find(kLoaderImport);
+    const std::string body = init.substr(0, at) + init.substr(at + kLoaderImport.size());
+    auto injected = inject_loader_import(body, why);
+    REQUIRE(injected);
+    CHECK(*injected == init);
   }
 }
 
