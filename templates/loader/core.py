@@ -143,65 +143,38 @@ def _preload(label: str) -> None:
 
 
 def _distribution(name: str) -> tuple[str | None, str | None]:
-    """(version, where) of the installed distribution NAME, the first on sys.path as
-    importlib.metadata finds it: by listing directories and reading METADATA (a .dist-info) or
-    PKG-INFO (an .egg-info directory or file), no version when it has none or cannot be read,
-    nothing found (None, None). Where the listing cannot be sure to agree with
-    importlib.metadata (a zip or an egg on sys.path before the distribution, two of its
-    metadata directories in one entry), importlib.metadata itself is asked, and `where` says so."""
+    """(version, where) of NAME, as importlib.metadata finds it (rules: distribution)."""
     wanted = name.lower().replace("-", "_").replace(".", "_")
     for entry in sys.path:
-        path = entry or "."
-        if path.endswith(".egg") or os.path.isfile(path):
-            return _importlib_distribution(name)
         try:
-            children = os.listdir(path)
+            children = os.listdir(entry or ".")
+        except NotADirectoryError:  # a zip or egg file: importlib.metadata reads it
+            break
         except OSError:
             continue
-        found = []
-        for child in children:
-            stem, _, suffix = child.lower().rpartition(".")
-            if (
-                suffix in ("dist-info", "egg-info")
-                and stem.partition("-")[0].replace(".", "_") == wanted
-            ):
-                found.append(child)
-        if len(found) > 1:
-            return _importlib_distribution(name)
-        if found:
-            return _version(os.path.join(path, found[0]))
-    return None, None
+        keys = [c[: c.rfind(".")].partition("-")[0].lower() for c in children]
+        found = [c for c, k in zip(children, keys) if k.replace(".", "_") == wanted]
+        found = [c for c in found if c.lower().endswith((".dist-info", ".egg-info"))]
+        if found == [f for f in found if f.endswith(".dist-info")][:1] != []:
+            return _version(os.path.join(entry or ".", found[0]))
+        if found or entry.endswith(".egg"):
+            break
+    else:
+        return None, None
+    asked = _rules("distribution", name)
+    assert isinstance(asked, tuple)
+    return asked
 
 
-def _version(location: str) -> tuple[str | None, str]:
-    if location.lower().endswith(".dist-info"):
-        metadata = os.path.join(location, "METADATA")
-    elif os.path.isdir(location):
-        metadata = os.path.join(location, "PKG-INFO")
-    else:  # an .egg-info file is its PKG-INFO
-        metadata = location
+def _version(directory: str) -> tuple[str | None, str]:
     try:
-        with open(metadata, encoding="utf-8") as file:
+        with open(os.path.join(directory, "METADATA"), encoding="utf-8") as file:
             for key, _, value in (line.partition(":") for line in file):
                 if not key.strip() or key.lower() == "version":
-                    return value.strip() or None, location
+                    return value.strip() or None, directory
     except (OSError, ValueError):
         pass
-    return None, location
-
-
-def _importlib_distribution(name: str) -> tuple[str | None, str | None]:
-    """What importlib.metadata says of NAME: (version, where, naming importlib.metadata)."""
-    import importlib.metadata
-
-    try:
-        found = importlib.metadata.distribution(name)
-        version = found.version
-    except (ImportError, LookupError, OSError, ValueError):  # not found, or unreadable
-        return None, None
-    where = str(getattr(found, "_path", "") or "a distribution")
-    text = (str(version).strip() or None) if version else None
-    return text, f"{where} (read by importlib.metadata)"
+    return None, directory
 
 
 #: selector

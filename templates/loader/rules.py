@@ -105,6 +105,24 @@ def _distribution(name: str) -> tuple[str | None, str | None]:
     return found
 
 
+def distribution(loader: dict[str, object], name: str) -> tuple[str | None, str | None]:
+    """What importlib.metadata says of NAME: (version, where, naming importlib.metadata).
+    The loader lists sys.path's directories for NAME's .dist-info, the first as
+    importlib.metadata finds it, and asks here where a listing cannot be sure to agree: an
+    .egg-info, a zip or an egg on the path before it, two of NAME's in one entry (which
+    importlib.metadata takes in the directory's listing order)."""
+    import importlib.metadata
+
+    try:
+        found = importlib.metadata.distribution(name)
+        version = found.version
+    except (ImportError, LookupError, OSError, ValueError):  # not found, or unreadable
+        return None, None
+    where = str(getattr(found, "_path", "") or "a distribution")
+    text = (str(version).strip() or None) if version else None
+    return text, f"{where} (read by importlib.metadata)"
+
+
 def _what() -> str:
     return {"cuda": "CUDA", "torch": "torch", "cpu": "CPU"}[_SELECTOR]
 

@@ -961,14 +961,14 @@ def _dist_info(where: Path, name: str, version: str, kind: str) -> None:
         (where / f"{stem}-py3.11.egg-info").write_text(text)
 
 
-@pytest.mark.parametrize("first", ["egg-info dir", "egg-info file", "zip", "two in one entry"])
+@pytest.mark.parametrize("first", ["dist-info", "egg-info dir", "egg-info file", "zip", "two in one entry"])
 @pytest.mark.parametrize("name", ["cuda-bindings", "nvidia-cuda-runtime"])
 def test_the_loader_reads_distributions_as_importlib_metadata_does(bare_python, site, tmp_path, first, name):
     """Before: the loader's fast path read .dist-info directories alone, so a CUDA 12 install
     as .egg-info (or in a zip) first on sys.path and a CUDA 13 .dist-info later selected cu13
     while importlib.metadata (and `import cuda.bindings`) said 12. Now the selection follows
-    importlib.metadata's answer; where the listing cannot be sure it asks importlib.metadata,
-    and only then pays for importing it."""
+    importlib.metadata's answer: the loader's listing reads a lone .dist-info itself and asks
+    importlib.metadata for anything else, paying for its import only then."""
     manifest = default_manifest()
     if name != "cuda-bindings":
         manifest["sources"] = list(SOURCES["no cuda-bindings"])
@@ -1001,9 +1001,9 @@ def test_the_loader_reads_distributions_as_importlib_metadata_does(bare_python, 
     assert found["selected"] == expected, found  # the same answer as importlib.metadata's
     if first != "two in one entry":
         assert found["metadata"] == twelve
-    # The fast path reads egg-info itself; a zip or two candidates in one entry are asked of importlib.metadata.
-    assert found["imported"] == (first in ("zip", "two in one entry")), found
+    # The fast path reads a lone .dist-info; anything else is asked of importlib.metadata.
+    assert found["imported"] == (first != "dist-info"), found
     report = run_python(bare_python, site_dir, "-m", "pkg._wheelmerge", env=env)
     assert f"selected: {expected}" in report.stdout, report.stdout
-    if name == "cuda-bindings" and first in ("zip", "two in one entry"):
-        assert "(read by importlib.metadata)" in report.stdout, report.stdout
+    if name == "cuda-bindings":
+        assert ("(read by importlib.metadata)" in report.stdout) == (first != "dist-info"), report.stdout
