@@ -29,9 +29,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -203,8 +203,7 @@ wm::Problems unreadable_inputs(const std::vector<std::string>& paths) {
       error = EISDIR;
     if (fd >= 0) ::close(fd);
     if (error)
-      problems.push_back(
-          {wm::ProblemKind::usage, path, {}, "cannot read the input", {}, std::strerror(error)});
+      problems.push_back({wm::ProblemKind::usage, path, {}, "cannot read the input", {}, std::strerror(error)});
   }
   return problems;
 }
@@ -464,8 +463,12 @@ std::optional<std::string> read_python_cflags(const std::string& python, wm::Pro
   std::string error;
   std::optional<std::string> made = wm::make_temp_directory("wheelmerge-toolkit", error);
   if (!made) {
-    problems.push_back({wm::ProblemKind::other, {}, {}, "cannot create a temporary directory",
-                        "a writable directory (set TMPDIR to one)", error});
+    problems.push_back({wm::ProblemKind::other,
+                        {},
+                        {},
+                        "cannot create a temporary directory",
+                        "a writable directory (set TMPDIR to one)",
+                        error});
     return std::nullopt;
   }
   const std::string dir = *made;
@@ -543,7 +546,8 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   std::vector<wm::VariantLabel> labels;
   if (auto bad = take_variant_options(split(variants), labels)) return out.fail({*bad});
   if (!labels.empty() && !majors.empty())
-    return out.fail({{wm::ProblemKind::usage, {}, {}, "both --cuda and --variant", "one of them", cuda + " and " + variants}});
+    return out.fail(
+        {{wm::ProblemKind::usage, {}, {}, "both --cuda and --variant", "one of them", cuda + " and " + variants}});
   // cuNN builds go to the workflow as CUDA majors, any other labels as labels: those given, else
   // the configuration's.
   if (labels.empty() && majors.empty() && project->wheelmerge.selector() != wm::Selector::cuda)
@@ -591,7 +595,8 @@ int run_config(const Output& out, const std::string& project_dir) {
   wm::Problems problems;
   auto project = wm::load_project_config(project_dir, problems);
   if (!project) return out.fail(problems);
-  wm::cli::print_out("{}\n", wm::config_json(*project).dump(2));  // JSON whether or not --json is given: it is the output
+  wm::cli::print_out("{}\n",
+                     wm::config_json(*project).dump(2));  // JSON whether or not --json is given: it is the output
   return 0;
 }
 
@@ -795,9 +800,10 @@ Subcommand add_ci(CLI::App& app, Output& out) {
   ci_init->add_option("project", a->project, "the project directory (default: .)");
   ci_init->add_option("--python", a->pythons, "Python versions, comma-separated (default: 3.10,3.11,3.12,3.13)");
   ci_init->add_option("--cuda", a->cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
-  ci_init->add_option("--variant", a->variants,
-                      "variant labels instead, comma-separated: torchMmm_cuNN, torchMmmplus_cuNN, torchMmm_cpu, x86_64_vN "
-                      "(default: the configuration's)");
+  ci_init->add_option(
+      "--variant", a->variants,
+      "variant labels instead, comma-separated: torchMmm_cuNN, torchMmmplus_cuNN, torchMmm_cpu, x86_64_vN "
+      "(default: the configuration's)");
   auto* container = ci_init->add_flag("--container", a->workflow.container, "build in NVIDIA's CUDA container images");
   ci_init
       ->add_flag("--cibuildwheel", a->workflow.cibuildwheel,
@@ -809,8 +815,9 @@ Subcommand add_ci(CLI::App& app, Output& out) {
       "also build PEP 825 variant wheels and their index; with --publish, attach them to the tag's release");
   ci_init->add_option("--import-name", a->workflow.import_name,
                       "the package to import in the test job (default: from [project] name)");
-  ci_init->add_option("--ref", a->workflow.ref,
-                      "the ref of wheelmerge's reusable workflow (default: this release's tag, v" + std::string(wm::kVersion) + ")");
+  ci_init->add_option(
+      "--ref", a->workflow.ref,
+      "the ref of wheelmerge's reusable workflow (default: this release's tag, v" + std::string(wm::kVersion) + ")");
   ci_init->add_flag("--force", a->force, "replace an existing workflow file");
   add_common(ci_init, out, "print only errors");
   ci_init->footer(examples({{"wheelmerge ci init", "write .github/workflows/wheels.yml for the project in ."},
@@ -866,31 +873,30 @@ Subcommand add_loader(CLI::App& app, Output& out) {
   loader->add_option("manifest", a->manifest, "the manifest as JSON")->required();
   loader->add_option("-o,--output", a->out_dir, "the directory to write _wheelmerge.py and _wheelmerge_rules.py into");
   add_common(loader, out, "print only errors");
-  return {
-      loader, [&out, a] {
-        std::ifstream in(a->manifest, std::ios::binary);
-        std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        std::string why;
-        auto manifest = in ? wm::LoaderManifest::parse(json, why) : std::nullopt;
-        if (!manifest)
-          return out.fail({{wm::ProblemKind::usage,
-                            a->manifest,
-                            {},
-                            in ? "not a loader manifest of format 2" : "cannot read the manifest",
-                            {},
-                            in ? why : std::string(std::strerror(errno))}});
-        if (manifest->wheelmerge.empty()) manifest->wheelmerge = std::string(wm::kVersion);
-        for (const auto& [name, text] :
-             {std::pair{std::string(wm::kLoaderModule), wm::render_loader(*manifest)},
-              std::pair{std::string(wm::kRulesModule), wm::render_rules(manifest->selector, manifest->package)}}) {
-          std::ofstream file(a->out_dir + "/" + name, std::ios::binary | std::ios::trunc);
-          file << text;
-          if (!file.flush())
-            return out.fail(
-                {{wm::ProblemKind::other, a->out_dir + "/" + name, {}, "cannot write", {}, std::strerror(errno)}});
-        }
-        return 0;
-      }};
+  return {loader, [&out, a] {
+            std::ifstream in(a->manifest, std::ios::binary);
+            std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            std::string why;
+            auto manifest = in ? wm::LoaderManifest::parse(json, why) : std::nullopt;
+            if (!manifest)
+              return out.fail({{wm::ProblemKind::usage,
+                                a->manifest,
+                                {},
+                                in ? "not a loader manifest of format 2" : "cannot read the manifest",
+                                {},
+                                in ? why : std::string(std::strerror(errno))}});
+            if (manifest->wheelmerge.empty()) manifest->wheelmerge = std::string(wm::kVersion);
+            for (const auto& [name, text] :
+                 {std::pair{std::string(wm::kLoaderModule), wm::render_loader(*manifest)},
+                  std::pair{std::string(wm::kRulesModule), wm::render_rules(manifest->selector, manifest->package)}}) {
+              std::ofstream file(a->out_dir + "/" + name, std::ios::binary | std::ios::trunc);
+              file << text;
+              if (!file.flush())
+                return out.fail(
+                    {{wm::ProblemKind::other, a->out_dir + "/" + name, {}, "cannot write", {}, std::strerror(errno)}});
+            }
+            return 0;
+          }};
 }
 
 // --help without the parser's internals: each option's names (no {false} of a negated flag)

@@ -92,7 +92,7 @@ void print_text(const InspectReport& r) {
   print_out("tags: {}\n", fmt::join(r.tags, ", "));
   if (!r.variant_label.empty())
     print_out("variant wheel {}: {}\n", printable(r.variant_label),
-               printable(fmt::format("{}", fmt::join(r.variant_properties, ", "))));
+              printable(fmt::format("{}", fmt::join(r.variant_properties, ", "))));
   for (const InspectReport::File& f : r.files) {
     if (!f.gpu_code.empty()) print_out("GPU code: {}: {}\n", printable(f.path), fmt::join(f.gpu_code, " "));
     if (!f.gpu_code_unreadable.empty())
@@ -100,7 +100,7 @@ void print_text(const InspectReport& r) {
   }
   for (const auto& [label, values] : r.sm_arch)
     print_out("sm_arch{}: {}\n", label.empty() ? "" : " of " + label,
-               values.empty() ? "none (any GPU)" : fmt::format("{}", fmt::join(values, " ")));
+              values.empty() ? "none (any GPU)" : fmt::format("{}", fmt::join(values, " ")));
   for (const std::string& note : r.sm_arch_notes) print_out("note: {}\n", printable(note));
   if (!r.merged()) {
     print_out("not a merged wheel: no wheelmerge loader\n");
@@ -109,8 +109,8 @@ void print_text(const InspectReport& r) {
   print_out("variants: {}\n", fmt::join(r.variants, ", "));
   for (const InspectReport::Loader& l : r.loaders)
     print_out("loader: {} (package {}, selector {}, driver fallback {})\n", printable(l.path),
-               printable(l.manifest.package), selector_name(l.manifest.selector),
-               l.manifest.driver_fallback ? "on" : "off");
+              printable(l.manifest.package), selector_name(l.manifest.selector),
+              l.manifest.driver_fallback ? "on" : "off");
   for (const InspectReport::Loader& l : r.loaders)
     for (const VariantLabel& label : l.manifest.variants)  // in selection order, lowest first
       if (const BuildFiles& build = l.manifest.builds.at(label); !build.build_info.empty())

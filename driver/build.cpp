@@ -666,8 +666,12 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   std::string why;
   std::optional<std::string> made = make_temp_directory("wheelmerge-build", why);
   if (!made) {
-    problems.push_back({ProblemKind::other, {}, {}, "cannot create the builds' temporary directory",
-                        "a writable directory (set TMPDIR to one)", why});
+    problems.push_back({ProblemKind::other,
+                        {},
+                        {},
+                        "cannot create the builds' temporary directory",
+                        "a writable directory (set TMPDIR to one)",
+                        why});
     return std::nullopt;
   }
   const std::string tmp = *made;

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cerrno>
-#include <cstdlib>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>

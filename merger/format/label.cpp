@@ -147,7 +147,8 @@ std::vector<LabelSetProblem> label_set_problems(const std::vector<VariantLabel>&
       return out;  // the torch rules below are for torch labels alone
     }
   if (first.selector() != Selector::torch) return out;
-  const auto floors = std::count_if(labels.begin(), labels.end(), [](const VariantLabel& l) { return l.torch_floor(); });
+  const auto floors =
+      std::count_if(labels.begin(), labels.end(), [](const VariantLabel& l) { return l.torch_floor(); });
   const std::string all = fmt::format("{}", fmt::join(label_strings(labels), ", "));
   if (floors != 0 && static_cast<size_t>(floors) != labels.size())
     // An exact build beside a floor build would leave the minors between them to the floor

@@ -16,11 +16,11 @@ namespace wm {
 
 // What the loader looks at to choose a build. Every build of one merged wheel has the same.
 enum class Selector {
-  cuda,   // "cu12": the CUDA major of the installed cuda-bindings (or runtime wheels, driver)
+  cuda,  // "cu12": the CUDA major of the installed cuda-bindings (or runtime wheels, driver)
   // "torch210_cu12": the installed torch's major.minor and its CUDA major; "torch210plus_cu12":
   // torch 2.10 or later (a build against torch's stable ABI); "torch210_cpu": a CPU-only torch.
   torch,
-  cpu,    // "x86_64_v3": the x86-64 psABI level of the running CPU; the highest supported wins
+  cpu,  // "x86_64_v3": the x86-64 psABI level of the running CPU; the highest supported wins
 };
 
 std::string_view selector_name(Selector selector);

@@ -48,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(wm::executes_loader_import(*out), "verify refuses what the injector wrote: " + wm::printable(*out));
   if (wm::executes_loader_import(source)) {
     auto at = wm::loader_import_at(source, why);
-    FUZZ_CHECK(at && source.substr(*at).starts_with(line), "verify accepts an import line away from the injector's place");
+    FUZZ_CHECK(at && source.substr(*at).starts_with(line),
+               "verify accepts an import line away from the injector's place");
   }
   return 0;
 }

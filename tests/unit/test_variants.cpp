@@ -262,8 +262,7 @@ TEST_CASE("variant metadata: name grammars (variantlib's VALIDATION_*_REGEX, uv'
   CHECK(with("nvidia", "sm_arch", std::string(300, '9')) == "");  // neither tool bounds a name's length
   CHECK(with("NV", "sm_arch", "9.0").starts_with("default-priorities.namespace: expected"));
   CHECK(with("nv.x", "sm_arch", "9.0").starts_with("default-priorities.namespace: expected"));
-  CHECK(with("nvidia", "sm-arch", "9.0") ==
-        "variants.x1.nvidia: expected a feature of a-z, 0-9, _, found \"sm-arch\"");
+  CHECK(with("nvidia", "sm-arch", "9.0") == "variants.x1.nvidia: expected a feature of a-z, 0-9, _, found \"sm-arch\"");
   CHECK(with("nvidia", "sm.arch", "9.0").find("expected a feature") != std::string::npos);
   CHECK(with("nvidia", "sm_arch", "9.0+x").find("found the item \"9.0+x\"") != std::string::npos);
   CHECK(with("nvidia", "sm_arch", "").find("found the item \"\"") != std::string::npos);

@@ -56,7 +56,8 @@ TEST_CASE("PEP 825 variant wheel names: the label is the last component") {
   REQUIRE(built);
   CHECK((built->build == "1" && built->variant == "a.cu12" && !built->suffix_label));
   // After platform tags the suffix is still the cuda-python convention's, compressed sets too.
-  auto suffixed = parse_wheel_filename("pkg-1.0-1-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.cu12.whl", why);
+  auto suffixed =
+      parse_wheel_filename("pkg-1.0-1-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.cu12.whl", why);
   REQUIRE(suffixed);
   CHECK((suffixed->variant.empty() && suffixed->suffix_label && suffixed->suffix_label->str() == "cu12"));
   CHECK(suffixed->platform == std::vector<std::string>{"manylinux2014_x86_64", "manylinux_2_17_x86_64"});
