@@ -68,21 +68,14 @@ std::optional<VariantProperties> variant_properties(const VariantLabel& label, s
                                                     const std::vector<std::string>& sm_arch) {
   VariantProperties v;
   v.label = label.str();
-  switch (label.selector()) {
-    case Selector::cuda:
-      // A build for CUDA N runs on a driver of CUDA N or later: the provider prefers the highest
-      // bound a driver meets, so a CUDA 13 driver gets the cu13 build and a CUDA 12 driver cu12.
-      v.properties["nvidia"]["cuda_version_lower_bound"] = {std::to_string(label.cuda_major())};
-      if (!sm_arch.empty()) v.properties["nvidia"]["sm_arch"] = sm_arch;
-      return v;
-    case Selector::cpu:
-      // The build's own level alone: the x86-64 provider matches a CPU of level N with each of
-      // v1 .. vN, highest first, so it takes the highest build the CPU runs. Listing v1 .. v3 for
-      // a v3 build would make it match a v2 CPU.
-      v.properties["x86_64"]["level"] = {fmt::format("v{}", label.cpu_level())};
-      return v;
-    case Selector::torch:
-      break;
+  // The label's own property (label_property): for CUDA N the lower bound N, since a build for
+  // CUDA N runs on a driver of CUDA N or later and the provider prefers the highest bound a
+  // driver meets; for a CPU level its level alone, since the x86-64 provider matches a CPU of
+  // level N with each of v1 .. vN, highest first (v1 .. v3 for a v3 build would match a v2 CPU).
+  if (auto property = label_property(v.label)) {
+    v.properties[property->name_space][property->feature] = {property->value};
+    if (label.selector() == Selector::cuda && !sm_arch.empty()) v.properties["nvidia"]["sm_arch"] = sm_arch;
+    return v;
   }
   why = fmt::format(
       "{} (torch builds have no variant provider installers serve: uv serves the nvidia and "

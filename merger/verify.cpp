@@ -8,8 +8,8 @@
 #include "merger/zip/zip_archive.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <unordered_set>
 #include <utility>
 
@@ -138,16 +138,17 @@ void check_shadows(const std::string& loader_path,
   for (std::string_view module : {kLoaderModule, kRulesModule}) {
     const std::string_view stem = module.substr(0, module.size() - 3);
     const std::string own = fmt::format("{}{}", dir, module);
-    for (const std::string prefix : {fmt::format("{}{}/", dir, stem), fmt::format("{}{}.", dir, stem),
-                                     fmt::format("{}__pycache__/{}.", dir, stem)}) {
-      auto at = std::lower_bound(installed.begin(), installed.end(), std::pair<std::string_view, std::string_view>(prefix, {}));
+    const std::pair<std::string, const char*> shadows[] = {
+        {fmt::format("{}{}/", dir, stem), "a package of that name"},
+        {fmt::format("{}{}.", dir, stem), "another module file of that name"},
+        {fmt::format("{}__pycache__/{}.", dir, stem), "cached bytecode of that name"}};
+    for (const auto& [prefix, kind] : shadows) {
+      auto at = std::lower_bound(installed.begin(), installed.end(),
+                                 std::pair<std::string_view, std::string_view>(prefix, {}));
       for (; at != installed.end() && at->first.starts_with(prefix); ++at) {
         if (at->first == own) continue;
         fail(std::string(at->second), fmt::format("a file Python could import as {}", stem),
-             fmt::format("{} alone under that name (the module wheelmerge checked)", own),
-             prefix.ends_with("/") && !prefix.ends_with("__pycache__/") ? "a package of that name"
-             : prefix.find("/__pycache__/") != std::string::npos ? "cached bytecode of that name"
-                                                                  : "another module file of that name");
+             fmt::format("{} alone under that name (the module wheelmerge checked)", own), kind);
         break;  // one problem a prefix: a shadow is a shadow
       }
     }

@@ -114,7 +114,8 @@ struct Refusal {
 // structures; variantlib unknown keys below the top level).
 const nlohmann::json& object_at(const nlohmann::json& value, const std::string& where,
                                 std::initializer_list<std::string_view> allowed) {
-  if (!value.is_object()) refuse(where, "an object", value.is_null() ? type_of(value) : type_of(value) + " " + shown(value));
+  if (!value.is_object())
+    refuse(where, "an object", value.is_null() ? type_of(value) : type_of(value) + " " + shown(value));
   for (const auto& [key, item] : value.items())
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
       refuse(where, fmt::format("only the keys {}", fmt::join(allowed, ", ")), "the key " + nlohmann::json(key).dump());
@@ -339,14 +340,14 @@ std::string variant_document_text(const VariantDocument& d) {
   return doc.dump(2) + "\n";
 }
 
-std::optional<std::pair<std::string, std::string>> label_property(std::string_view label) {
+std::optional<LabelProperty> label_property(std::string_view label) {
   const auto parsed = VariantLabel::parse(label);
   if (!parsed) return std::nullopt;
   switch (parsed->selector()) {
     case Selector::cuda:
-      return std::pair{"nvidia :: cuda_version_lower_bound", std::to_string(parsed->cuda_major())};
+      return LabelProperty{"nvidia", "cuda_version_lower_bound", std::to_string(parsed->cuda_major())};
     case Selector::cpu:
-      return std::pair{"x86_64 :: level", fmt::format("v{}", parsed->cpu_level())};
+      return LabelProperty{"x86_64", "level", fmt::format("v{}", parsed->cpu_level())};
     case Selector::torch:
       break;
   }
@@ -366,8 +367,7 @@ std::string variant_document_problem(std::string_view text, const std::string& l
   // A label of wheelmerge's own kinds says its property: an installer picks the wheel by the
   // properties alone, so a v3 build claiming levels v1 .. v4 would be installed on a v2 CPU.
   if (auto property = label_property(label)) {
-    const auto& [name, value] = *property;
-    const std::string name_space = name.substr(0, name.find(' ')), feature = name.substr(name.rfind(' ') + 1);
+    const auto& [name_space, feature, value] = *property;
     const VariantPropertyMap& properties = doc->variants.at(label);
     std::vector<std::string> found;
     if (auto ns = properties.find(name_space); ns != properties.end())

@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace wm {
@@ -74,10 +73,14 @@ std::optional<VariantDocument> parse_variant_document(std::string_view text, std
 // it back as `doc`.
 std::string variant_document_text(const VariantDocument& doc);
 
-// The property a label of wheelmerge's own kinds means, as ("namespace :: feature", value):
-// cuNN is `nvidia :: cuda_version_lower_bound` N, x86_64_vN is `x86_64 :: level` vN; nullopt for
-// other labels (torch labels have no provider, a PEP 825 label of another tool means what it says).
-std::optional<std::pair<std::string, std::string>> label_property(std::string_view label);
+// The property a label of wheelmerge's own kinds means: cuNN is `nvidia :: cuda_version_lower_bound`
+// N, x86_64_vN is `x86_64 :: level` vN; nullopt for other labels (torch labels have no provider, a
+// PEP 825 label of another tool means what it says). The writer (variant_properties) and the
+// reader (variant_document_problem) both take it from here.
+struct LabelProperty {
+  std::string name_space, feature, value;
+};
+std::optional<LabelProperty> label_property(std::string_view label);
 
 // Why `text` is not a variant wheel's variant.json for `label`, or empty when it is one: a
 // document parse_variant_document accepts whose `variants` holds `label` alone, with exactly

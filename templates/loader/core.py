@@ -155,7 +155,7 @@ def _distribution(name: str) -> tuple[str | None, str | None]:
         keys = [c[: c.rfind(".")].partition("-")[0].lower() for c in children]
         found = [c for c, k in zip(children, keys) if k.replace(".", "_") == wanted]
         found = [c for c in found if c.lower().endswith((".dist-info", ".egg-info"))]
-        if found == [f for f in found if f.endswith(".dist-info")][:1] != []:
+        if len(found) == 1 and found[0].lower().endswith(".dist-info"):
             return _version(os.path.join(entry or ".", found[0]))
         if found or entry.endswith(".egg"):
             break
