@@ -55,6 +55,7 @@ MAX_LEN = {
     "fuzz_fatbin": 8192,
     "fuzz_variant_json": 8192,
     "fuzz_workflow": 4096,
+    "fuzz_shadow": 4096,
 }
 
 # The dictionary each harness runs with, in tests/fuzz/dicts/.
@@ -67,6 +68,7 @@ DICT = {
     "fuzz_merge": "zip.dict",
     "fuzz_merge_valid": "merge_valid.dict",
     "fuzz_variant_json": "variant_json.dict",
+    "fuzz_shadow": "shadow.dict",
     "fuzz_workflow": "workflow.dict",
 }
 
@@ -577,6 +579,25 @@ def workflow_options() -> dict[str, bytes]:
     }
 
 
+def shadow_listings(wheels: dict[str, bytes]) -> dict[str, bytes]:
+    """Member lists for fuzz_shadow: the loader's directory, then members; the real listings of
+    the seed wheels, and each kind of shadow of the loader and its rules module."""
+    out = {}
+    for name, whl in wheels.items():
+        members = sorted(members_of(whl))
+        loaders = [m for m in members if m.endswith("/_wheelmerge.py")]
+        out[f"listing_{name}"] = "\n".join([loaders[0].rsplit("/", 1)[0] if loaders else "pkg", *members]).encode()
+    shadows = ["pkg/_wheelmerge/__init__.py", "pkg/_wheelmerge.cpython-312-x86_64-linux-gnu.so", "pkg/_wheelmerge.pyc",
+               "pkg/_wheelmerge.abi3.so", "pkg/_wheelmerge.pyd", "pkg/__pycache__/_wheelmerge.cpython-312.pyc",
+               "pkg/__pycache__/_wheelmerge_rules.cpython-312.pyc", "pkg/_wheelmerge_rules/x.py",
+               "x-1.data/purelib/pkg/_wheelmerge_rules.so", "x-1.data/platlib/pkg/_wheelmerge.py",
+               "x-1.data/scripts/pkg/_wheelmerge.pyc", "pkg/_wheelmerge_rules.py", "pkg/__init__.py"]
+    for i, shadow in enumerate(shadows):
+        out[f"shadow_{i}"] = "\n".join(["pkg", "pkg/__init__.py", "pkg/_wheelmerge_rules.py", shadow]).encode()
+        out[f"shadow_data_{i}"] = "\n".join(["x-1.data/platlib/pkg", shadow]).encode()
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, nargs="?")
@@ -652,6 +673,7 @@ def main() -> int:
             seeds["fuzz_elf"][f"{name}_{chunk}"] = bytes([chunk]) + data
     seeds["fuzz_variant_json"].update(variant_documents())
     seeds["fuzz_workflow"].update(workflow_options())
+    seeds["fuzz_shadow"].update(shadow_listings(wheels))
     for i, entries in enumerate(FATBINS):
         for chunk in (0, 1, 3):
             seeds["fuzz_fatbin"][f"fatbin_{i}_{chunk}"] = bytes([chunk]) + fatbin(entries)
