@@ -16,7 +16,7 @@ cd "$root"
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
               libfmt-dev libutf8proc-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
               python3-venv nasm)
-test_packages=(strace clang-19 libclang-rt-19-dev qemu-user debootstrap time)
+test_packages=(strace clang-19 libclang-rt-19-dev qemu-user debootstrap time ccache)
 missing=()
 for p in "${apt_packages[@]}" "${test_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,6 +36,7 @@ fi
 
 scripts/isal.sh  # the patched ISA-L that wheelmerge inflates with, into .deps/isal
 if [ "$build" = 1 ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  source scripts/compile-cache.sh
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
   cmake --build build
 fi

@@ -24,4 +24,8 @@ if [[ ! -f $build/build.ninja && ! -f $build/Makefile ]]; then
   command -v ninja >/dev/null && generator=(-G Ninja)
   cmake -S "$here" -B "$build" "${generator[@]}" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 fi
+# A compiler launcher (scripts/test.sh gives ccache), set or changed on every call.
+if [[ -n ${WM_FUZZ_LAUNCHER:-} ]]; then
+  cmake "$build" -DCMAKE_CXX_COMPILER_LAUNCHER="$WM_FUZZ_LAUNCHER" >/dev/null
+fi
 cmake --build "$build"
