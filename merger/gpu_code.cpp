@@ -303,9 +303,57 @@ std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& 
   return walk_fatbins(zip, entry, display, ranges, problem);
 }
 
+namespace {
+// The provider's catalog: majors 5 to 12, minors 0 to 9.
+constexpr unsigned kLowMajor = 5, kHighMajor = 12;
+
+// An sm_arch value's major and minor: "86_real" -> {8, 6}, "120_virtual" -> {12, 0}.
+std::optional<std::pair<unsigned, unsigned>> sm_arch_value(std::string_view value) {
+  const size_t underscore = value.find('_');
+  if (underscore == std::string_view::npos || underscore < 2 || underscore > 3) return std::nullopt;
+  const std::string_view digits = value.substr(0, underscore), kind = value.substr(underscore + 1);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) || digits[0] == '0')
+    return std::nullopt;
+  const unsigned number = static_cast<unsigned>(std::stoul(std::string(digits)));
+  const unsigned major = number / 10, minor = number % 10;
+  if (major < kLowMajor || major > kHighMajor) return std::nullopt;
+  if (kind == "real" || (kind == "virtual" && minor == 0)) return std::pair{major, minor};
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<Problem> sm_arch_claim_problem(const std::vector<std::string>& claimed, const SmArch& supported,
+                                             bool has_gpu_code) {
+  std::map<unsigned, unsigned> lowest;  // major -> the lowest minor every file runs from
+  for (const std::string& value : supported.values)
+    if (auto parsed = sm_arch_value(value)) lowest[parsed->first] = parsed->second;
+  const std::string runs_on = supported.values.empty() ? std::string("no GPU every file with GPU code runs on")
+                                                       : fmt::format("{}", fmt::join(supported.values, " "));
+  for (const std::string& value : claimed) {
+    const auto parsed = sm_arch_value(value);
+    if (!parsed)
+      return Problem{ProblemKind::invalid_input,
+                     {},
+                     {},
+                     "nvidia :: sm_arch value of no form the provider matches",
+                     fmt::format("MAJORMINOR_real or MAJOR0_virtual, majors {} to {}", kLowMajor, kHighMajor),
+                     printable(value)};
+    if (!has_gpu_code) continue;
+    const auto [major, minor] = *parsed;
+    if (auto at = lowest.find(major); at == lowest.end() || at->second > minor)
+      return Problem{ProblemKind::invalid_input,
+                     {},
+                     {},
+                     fmt::format("nvidia :: sm_arch {} promises GPUs {}.{} and later of major {} the build's code does "
+                                 "not run on",
+                                 value, major, minor, major),
+                     fmt::format("values the GPU code backs ({})", runs_on),
+                     value};
+  }
+  return std::nullopt;
+}
+
 SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>>>& files) {
-  // The provider's catalog: majors 5 to 12, minors 0 to 9.
-  constexpr unsigned kLowMajor = 5, kHighMajor = 12;
   SmArch out;
   struct Cover {
     unsigned minor;

@@ -89,6 +89,16 @@ struct SmArch {
 };
 SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>>>& files);
 
+// Why a variant wheel's nvidia :: sm_arch values `claimed` promise GPUs its build's code does
+// not run on, or empty. A value XY_real or XY_virtual is matched by GPUs X.Y and later of major
+// X; it is backed where `supported` (build_sm_arch of the wheel) has a value of major X whose
+// minor is at most Y, so every file runs there. Values of no form the provider's catalog has
+// (not MAJORMINOR_real or MAJOR0_virtual for majors 5 to 12) are refused as unreadable. A build
+// with no GPU code runs on any GPU: every claim is backed. The problem has what, expected and
+// found; the caller names the file and member.
+std::optional<Problem> sm_arch_claim_problem(const std::vector<std::string>& claimed, const SmArch& supported,
+                                             bool has_gpu_code);
+
 // The GPU code of every file of a build that has any (ELF files and `.fatbin` files), in archive
 // order, read on every core; files whose fat binaries could not be read apart, with why. A
 // member the archive cannot stream (read before, so only on a change underneath) is a problem.

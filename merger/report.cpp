@@ -57,12 +57,39 @@ std::optional<VerifyReport> verify_variants_index(const std::string& path, Probl
 }
 }  // namespace
 
+namespace {
+// A variant wheel's nvidia :: sm_arch values (its variant.json, read and checked against its
+// label as the wheel was read): each must be backed by the GPU code of its files, or an
+// installer puts it on GPUs it has no code for.
+void check_sm_arch_claim(const Wheel& wheel, Problems& problems) {
+  if (wheel.name.variant.empty()) return;
+  const std::string member = wheel.dist_info + "/variant.json";
+  const WheelFile* f = wheel.find(member);
+  if (!f) return;
+  auto text = read_member(wheel.zip, wheel.zip.entries[f->entry], kMaxVariantFile, wheel.display, problems);
+  std::string why;
+  const auto doc = text ? parse_variant_document(*text, why) : std::nullopt;
+  if (!doc || !doc->variants.count(wheel.name.variant)) return;
+  const VariantPropertyMap& properties = doc->variants.at(wheel.name.variant);
+  const auto nvidia = properties.find("nvidia");
+  if (nvidia == properties.end() || !nvidia->second.count("sm_arch")) return;
+  const BuildGpuCode code = build_gpu_code(wheel, problems);
+  const bool has_code = !code.files.empty() || !code.unreadable.empty();
+  if (auto problem = sm_arch_claim_problem(nvidia->second.at("sm_arch"), build_sm_arch(code), has_code)) {
+    problem->file = wheel.display;
+    problem->member = member;
+    problems.push_back(std::move(*problem));
+  }
+}
+}  // namespace
+
 std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& problems) {
   if (path.ends_with("-variants.json")) return verify_variants_index(path, problems);
   const size_t before = problems.size();
   auto wheel = read_wheel(WheelInput{path, {}}, problems);
   if (!wheel) return std::nullopt;
   std::vector<FoundLoader> loaders = find_loaders(*wheel, problems);
+  if (problems.size() == before) check_sm_arch_claim(*wheel, problems);
   if (problems.size() != before) return std::nullopt;
   VerifyReport report{path, wheel->files.size(), {}, wheel->warnings};
   for (const FoundLoader& l : loaders) report.loaders.push_back(l.loader_path);

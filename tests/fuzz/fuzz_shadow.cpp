@@ -54,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (own) {
     const std::string dir = own->substr(0, own->rfind('/') + 1);
     for (const std::string stem : {"_wheelmerge", "_wheelmerge_rules"}) {
-      const std::array<std::string, 3> prefixes = {dir + stem + "/", dir + stem + ".", dir + "__pycache__/" + stem + "."};
+      const std::array<std::string, 3> prefixes = {dir + stem + "/", dir + stem + ".",
+                                                   dir + "__pycache__/" + stem + "."};
       for (const std::string& prefix : prefixes) {
         bool any = false;
         for (const std::string& m : members) {

@@ -81,17 +81,6 @@ def flags(harness: str) -> list[str]:
     return out
 
 
-def fatbin(entries: list[tuple[int, int, int, int, int]]) -> bytes:
-    """A CUDA fat binary as nvcc 13 lays it out: a 16-byte header, then per entry a header of
-    `header` bytes (kind at 0, its size at 4, payload size at 8, architecture at 28, flags at
-    40) and `payload` bytes (gpu_code.hpp)."""
-    body = b""
-    for kind, arch, flags, payload, header in entries:
-        head = struct.pack("<HHIQIIIIIIQ", kind, 0x0101, header, payload, payload, 0, 0, arch, 0, 0, flags)
-        body += head + bytes(header - len(head)) + b"\xab" * payload
-    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
-
-
 # (kind, arch, flags, payload, header): SASS, PTX, arch-specific, family, longer headers.
 FATBINS = [
     [(2, 75, 0x11, 24, 64), (2, 86, 0x11, 8, 64), (1, 80, 0x8011, 17, 80)],
@@ -676,7 +665,7 @@ def main() -> int:
     seeds["fuzz_shadow"].update(shadow_listings(wheels))
     for i, entries in enumerate(FATBINS):
         for chunk in (0, 1, 3):
-            seeds["fuzz_fatbin"][f"fatbin_{i}_{chunk}"] = bytes([chunk]) + fatbin(entries)
+            seeds["fuzz_fatbin"][f"fatbin_{i}_{chunk}"] = bytes([chunk]) + wg.fatbin(entries)
     seeds["fuzz_merge_valid"].update(merge_valid_descriptions(real))
     seeds["fuzz_inflate"].update(deflate_streams())
     for i, s in enumerate(REQUIREMENTS):

@@ -184,6 +184,40 @@ def uv_selects(variants_dir: Path, python: Path, driver: str, sm: str) -> str:
     return "none"
 
 
+def test_verify_refuses_sm_arch_the_gpu_code_does_not_back(wheelmerge_bin: Path, cupy_variants,
+                                                           tmp_path: Path) -> None:
+    """CuPy's cu13 variant wheel as `variants` wrote it verifies; with 70_real added to its
+    sm_arch (CUDA 13 has no Volta code: cuobjdump lists no sm_70 in it), uv would install it on a
+    7.0 GPU, and verify refuses it, naming the value and what the code backs."""
+    from test_variants import rewritten
+
+    out, summary = cupy_variants
+    source = next(out.glob("cupy-*-cu13.whl"))
+    run([wheelmerge_bin, "verify", source], env=clean_env())
+    with zipfile.ZipFile(source) as z:
+        dist_info = next(n for n in z.namelist() if n.endswith(".dist-info/variant.json"))
+        metadata = json.loads(z.read(dist_info))
+        kernel = next(n for n in z.namelist() if n.startswith("cupy/cuda/cub.") and n.endswith(".so"))
+        (tmp_path / "k.so").write_bytes(z.read(kernel))
+    assert not any(c.endswith("_70") for c in cuobjdump_code(tmp_path / "k.so"))
+    claimed = metadata["variants"]["cu13"]["nvidia"]["sm_arch"]
+    assert claimed == summary["sm_arch"]["cu13"]
+    metadata["variants"]["cu13"]["nvidia"]["sm_arch"] = [*claimed, "70_real"]
+    (tmp_path / "forged").mkdir()
+    forged = rewritten(source, tmp_path / "forged" / source.name, dist_info, json.dumps(metadata).encode())
+    index = json.loads((out / "cupy-14.2.0-variants.json").read_text())  # what uv reads first
+    index["variants"] = {"cu13": metadata["variants"]["cu13"]}
+    (tmp_path / "forged" / "cupy-14.2.0-variants.json").write_text(json.dumps(index))
+    python312, _ = find_python312()
+    venv = tmp_path / "venv"
+    run([python312, "-m", "venv", "--without-pip", venv])
+    assert uv_selects(forged.parent, venv / "bin" / "python", "13.0", "7.0") == "cu13"  # what the claim does
+    result = run([wheelmerge_bin, "verify", forged], env=clean_env(), check=False)
+    assert result.returncode == 3, result.stderr
+    assert f"{dist_info}: nvidia :: sm_arch 70_real promises GPUs 7.0 and later of major 7" in result.stderr, result.stderr
+    assert f"expected values the GPU code backs ({' '.join(claimed)})" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("driver, sm, expected", [
     ("13.0", "9.0", "cu13"),   # both fit: the higher driver bound wins
     ("13.0", "7.0", "cu12"),   # Volta: only cu12 has code for it

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import clean_env, run, tool_python
 from test_merge_e2e import wheelmerge
-from wheelgen import build_wheel
+from wheelgen import build_wheel, fatbin
 
 SCHEMA = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
 REQUIRES = "nvidia-variant-provider>=0.0.1,<1.0.0"
@@ -157,12 +157,24 @@ def uv_venv(make_venv):
     return make_venv("hostile-variants")
 
 
-def variant_wheel(directory: Path, text: str) -> Path:
+def variant_wheel(directory: Path, text: str, files: dict[str, bytes] | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "vpkg-1.0-variants.json").write_text(text, encoding="utf-8")
-    return build_wheel(directory / "vpkg-1.0-py3-none-any-cu12.whl", {"vpkg/__init__.py": b""}, name="vpkg",
-                       tags="py3-none-any", root_is_purelib=True,
+    return build_wheel(directory / "vpkg-1.0-py3-none-any-cu12.whl", {"vpkg/__init__.py": b"", **(files or {})},
+                       name="vpkg", tags="py3-none-any", root_is_purelib=True,
                        dist_info_files={"variant.json": text.encode("utf-8")})
+
+
+# GPU code for the sm_arch claims: SASS sm_75 and sm_86, PTX compute_80 (a fat binary laid out as
+# nvcc lays it out): 7.5 .. 7.9 and all of 8.x run it.
+KERNELS = {"vpkg/k.fatbin": fatbin([(2, 75, 0x11, 24, 64), (2, 86, 0x11, 8, 64), (1, 80, 0x8011, 17, 80)])}
+# id -> (sm_arch values, what verify says; empty: accepted).
+SM_ARCH_CLAIMS = {
+    "sm_arch the code backs": (["75_real", "79_real", "80_virtual", "86_real"], ""),
+    "sm_arch of a major without code": (["75_real", "90_real"], "nvidia :: sm_arch 90_real promises GPUs 9.0 and later"),
+    "sm_arch below the code's minor": (["70_real"], "nvidia :: sm_arch 70_real promises GPUs 7.0 and later of major 7"),
+    "sm_arch not the provider's form": (["8.0"], "nvidia :: sm_arch value of no form the provider matches"),
+}
 
 
 def variantlib_reads(path: Path) -> dict:
@@ -220,3 +232,19 @@ def test_hostile_document_is_refused_as_a_consumer_refuses_it(wheelmerge_bin, uv
         first = json.loads(text, object_pairs_hook=lambda pairs: dict(pairs[:1]) if len({k for k, _ in pairs}) < len(pairs)
                            else dict(pairs))
         assert "99" in json.dumps(first)
+
+
+@pytest.mark.parametrize("case", SM_ARCH_CLAIMS)
+def test_sm_arch_claims_are_backed_by_the_gpu_code(wheelmerge_bin, tmp_path: Path, case: str) -> None:
+    """An installer puts a variant wheel on every GPU its sm_arch values match: verify accepts
+    the values the wheel's fat binaries run on and refuses any other, naming it."""
+    values, message = SM_ARCH_CLAIMS[case]
+    wheel = variant_wheel(tmp_path, feature("sm_arch", values), KERNELS)
+    report = json.loads(run([wheelmerge_bin, "inspect", "--gpu-code", "--json", wheel], check=False).stdout or "{}")
+    result = run([wheelmerge_bin, "verify", wheel], check=False)
+    if not message:
+        assert result.returncode == 0, result.stderr
+        assert report["sm_arch"] == {"": ["80_virtual", "75_real"]}, report
+        return
+    assert result.returncode == 3, result.stderr
+    assert "vpkg-1.0.dist-info/variant.json: " + message in result.stderr, result.stderr

@@ -31,7 +31,8 @@ import wheelgen as wg
 from conftest import clean_env
 from test_hostile_variants import CASES as VARIANT_CASES
 from test_hostile_variants import GOOD_TEXT as VARIANT_GOOD_TEXT
-from test_hostile_variants import variant_wheel
+from test_hostile_variants import KERNELS, SM_ARCH_CLAIMS, variant_wheel
+from test_hostile_variants import feature as variant_feature
 
 # Words that make a phrase a sentence (a verb with the phrase's subject left out, or a pronoun
 # standing for one): "found looked at", "found it ends early", "found also x".
@@ -371,6 +372,10 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
         wheel = variant_wheel(d, text)
         record(case, ["verify", wheel])
         record(case + " (index)", ["verify", d / "vpkg-1.0-variants.json"])
+    for i, (case, (values, message)) in enumerate(SM_ARCH_CLAIMS.items()):
+        if message:
+            wheel = variant_wheel(tmp / "sm_arch" / str(i), variant_feature("sm_arch", values), KERNELS)
+            record(case, ["verify", wheel])
     # Merged wheels whose loader, package or files were changed after the merge.
     for case, wheel in _tampered_merged_wheels(wheelmerge_bin, tmp):
         record(case, ["verify", wheel])

@@ -737,3 +737,14 @@ def elf_shared_object(soname: str | None = None, needed: Iterable[str] = (), *,
     dyn = ELF_PROGRAM_HEADER.pack(PT_DYNAMIC, 6, header_size, header_size, header_size,
                                   dynamic_size, dynamic_size, 8)
     return header + load + dyn + dynamic + bytes(table) + payload
+
+
+def fatbin(entries: list[tuple[int, int, int, int, int]]) -> bytes:
+    """A CUDA fat binary as nvcc 13 lays it out: a 16-byte header, then per entry a header of
+    `header` bytes (kind at 0, its size at 4, payload size at 8, architecture at 28, flags at
+    40) and `payload` bytes (gpu_code.hpp)."""
+    body = b""
+    for kind, arch, flags, payload, header in entries:
+        head = struct.pack("<HHIQIIIIIIQ", kind, 0x0101, header, payload, payload, 0, 0, arch, 0, 0, flags)
+        body += head + bytes(header - len(head)) + b"\xab" * payload
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body

@@ -307,3 +307,40 @@ TEST_CASE("sm_arch: one value per major, the lowest minor every file covers") {
     CHECK(b.values == std::vector<std::string>{"90_real"});
   }
 }
+
+TEST_CASE("sm_arch claims: each value backed by the build's code, or refused") {
+  using Files = std::vector<std::pair<std::string, std::set<GpuCode>>>;
+  using Values = std::vector<std::string>;
+  // sm_80 SASS and compute_90 PTX in every file: 8.0 .. 8.9 and 9.x run it.
+  const SmArch code = sm_arch_values(Files{{"a.so", {sass(80), ptx(90)}}, {"b.so", {sass(80), sass(86), ptx(90)}}});
+  REQUIRE(code.values == Values{"90_virtual", "80_real"});
+  auto problem = [&](const Values& claimed) { return sm_arch_claim_problem(claimed, code, true); };
+  SUBCASE("values the code backs, later minors of a backed major included") {
+    CHECK_FALSE(problem(Values{"80_real", "86_real", "89_real", "90_virtual", "90_real", "95_real"}));
+    CHECK_FALSE(problem(Values{}));
+  }
+  SUBCASE("a major or an earlier minor the code does not run on") {
+    auto p = problem(Values{"80_real", "75_real"});
+    REQUIRE(p);
+    CHECK(p->found == "75_real");
+    CHECK(p->what.find("GPUs 7.5 and later of major 7") != std::string::npos);
+    CHECK(p->expected == "values the GPU code backs (90_virtual 80_real)");
+    CHECK(problem(Values{"100_real"}));
+    CHECK(problem(Values{"120_virtual"}));
+  }
+  SUBCASE("values of no form the provider matches") {
+    for (const char* bad : {"86_virtual", "8_real", "86", "086_real", "130_real", "40_real", "86_real ", "x6_real"}) {
+      auto p = problem(Values{bad});
+      REQUIRE(p);
+      CHECK(p->what == "nvidia :: sm_arch value of no form the provider matches");
+    }
+  }
+  SUBCASE("no GPU code: any GPU runs the build; code no GPU runs whole: no claim backed") {
+    CHECK_FALSE(sm_arch_claim_problem(Values{"120_real", "50_real"}, SmArch{}, false));
+    const SmArch specific = sm_arch_values(Files{{"fa3.so", {sass(90, 'a')}}});
+    REQUIRE(specific.values.empty());
+    auto p = sm_arch_claim_problem(Values{"90_real"}, specific, true);
+    REQUIRE(p);
+    CHECK(p->expected == "values the GPU code backs (no GPU every file with GPU code runs on)");
+  }
+}
