@@ -30,6 +30,7 @@ import pytest
 import real_wheels
 from conftest import clean_env, run, tool_python
 from loader_fixtures import build_fake_driver
+from one_name import assert_one_name_per_module, one_name_report
 
 CUPY = {label: next(w for w in real_wheels.WHEELS if w.name == f"cupy-cuda{label[2:]}x") for label in ("cu12", "cu13")}
 RUNTIME = {"cu12": "nvidia-cuda-runtime-cu12", "cu13": "nvidia-cuda-runtime"}
@@ -42,6 +43,11 @@ VARIANT_FILE = "cupy/.data/_wheel.json"
 MERGED_NAME = "cupy-14.2.0-cp312-cp312-manylinux2014_x86_64.whl"
 # The packages holding differing extension modules, each with a loader.
 PACKAGES = ("cupy", "cupy_backends", "cupyx")
+# Why a module of CuPy may fail to import here: the environments hold the CUDA runtime wheels
+# alone, not the libraries (cuBLAS, cuFFT, NVRTC, cuTENSOR, ...) that some of its modules link or
+# look for, nor the optional packages some modules use (IPython); never a module of CuPy's own.
+MISSING_LIBRARY = re.compile(r'ImportError: (lib\w+\.so\.[\d.]+: cannot open shared object file|Failure finding "lib\w+\.so)'
+                             r"|ModuleNotFoundError: No module named '(?!cupy)")
 
 PROBE = """
 import json, sys
@@ -289,6 +295,16 @@ def test_import_selects_the_build_of_the_installed_runtime_wheels(
     # CuPy reads its preload configuration by path, which the merged wheel stores per build:
     # docs/real-wheels.md ("CuPy") says what that costs (cuTENSOR and NCCL are not preloaded).
     assert seen["preload_config"] is None
+    # One name per module (one_name.py): every module of the three packages and every module
+    # the loaders' manifests name, imported; none held under two names, no labelled name
+    # importable.
+    for package in PACKAGES:
+        report = one_name_report(
+            lambda *args: run([python, *args], env=clean_env({"LD_LIBRARY_PATH": str(broken_driver)}),
+                              cwd=python.parent), package, ["cu12", "cu13"])
+        assert len(report["found"]) > 10, report["found"]
+        assert_one_name_per_module(report, {name for name, why in report["failed"].items()
+                                            if MISSING_LIBRARY.match(why)})
     # The README's quick start ends with the diagnosis: it names the build and why.
     report = run([python, "-m", "cupy._wheelmerge"], env=clean_env({"LD_LIBRARY_PATH": str(broken_driver)}),
                  cwd=python.parent)

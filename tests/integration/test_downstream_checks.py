@@ -224,3 +224,43 @@ def test_without_the_preload_a_labelled_extension_fails_to_load(wmdemo_merged: P
         result = run([tool_python(), "-c", code, extension], check=False)
         assert result.returncode == 1
         assert "ImportError: libwmdemo_rt.so.1: cannot open shared object file" in result.stderr, result.stderr
+
+
+# --- one name per module: cuda-core as NVIDIA merged it, and as wheelmerge merges it ------------
+
+# Modules of cuda-core 1.2.2 that import in neither merge here: the torch bridge needs torch's
+# symbols, the NVML modules a cuda-bindings newer than the pinned ones.
+CUDA_CORE_UNIMPORTABLE = re.compile(r"ImportError: (.*undefined symbol: aoti_torch_|cannot import name '?nvml'?)")
+
+
+@pytest.mark.parametrize("bindings", ["12.9.4", "13.0.3"])
+def test_each_module_of_cuda_core_has_one_name(cuda_core: dict[str, Path], tmp_path: Path, bindings: str) -> None:
+    """NVIDIA's merged cuda-core holds each build as a subpackage (cuda/core/cu12/), so a module
+    is imported under two names (`cuda.core.cu12.system._system` and `cuda.core.system._system`,
+    NVIDIA/cuda-python#2023); the same builds merged by wheelmerge, installed with pip beside
+    each cuda-bindings, import every module under one name and no labelled name (one_name.py)."""
+    from one_name import assert_one_name_per_module, one_name_report
+    from test_cupy import find_python312
+
+    python312, _ = find_python312()
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for wheel in real_wheels.WHEELS:
+        if wheel.filename.startswith((f"cuda_bindings-{bindings}-cp312-", "cuda_pathfinder-", "numpy-")) and \
+                ("cp312" in wheel.filename or "py3-none" in wheel.filename):
+            shutil.copy(real_wheels.fetch(wheel), deps)
+    nvidia = real_wheels.fetch(next(w for w in real_wheels.WHEELS if w.filename == CUDA_CORE))
+    reports = {}
+    for name, wheel in (("nvidia", nvidia), ("wheelmerge", cuda_core["merged"])):
+        env = tmp_path / name
+        run([python312, "-m", "venv", "--without-pip", env])
+        run([tool_python(), "-m", "pip", "--python", env / "bin" / "python", "install", "--no-index", "--find-links",
+             deps, wheel, f"cuda-bindings=={bindings}"], timeout=600)
+        reports[name] = one_name_report(lambda *args: run([env / "bin" / "python", *args], cwd=tmp_path),
+                                        "cuda.core", list(LABELS))
+        assert len(reports[name]["found"]) > 60, reports[name]["found"]
+    label = f"cu{bindings.split('.')[0]}"
+    assert [f"cuda.core.{label}.system._system", "cuda.core.system._system"] in reports["nvidia"]["two_names"]
+    report = reports["wheelmerge"]
+    assert_one_name_per_module(report, {name for name, why in report["failed"].items()
+                                        if CUDA_CORE_UNIMPORTABLE.match(why)})
