@@ -746,33 +746,37 @@ void Planner::add_loaders() {
     std::string init_why;
     auto patched = inject_loader_import(init->second, init_why);
     if (!patched) {
-      problems.push_back({ProblemKind::conflict, first().display, init_path, "cannot place the loader import",
-                          {}, init_why});
+      problems.push_back(
+          {ProblemKind::conflict, first().display, init_path, "cannot place the loader import", {}, init_why});
       continue;
     }
     patched_inits.insert(init_path);
     members.push_back(generated(init_path, *patched));
-    // Any module of the loader's name beside it (an extension module is found before a .py,
-    // a labelled variant would be mapped onto it) would be imported instead of the loader.
-    const std::string loader_stem = package + "/" + std::string(kLoaderModule.substr(0, kLoaderModule.find('.')));
-    // Paths starting with the stem sort together: look there, not through the whole table.
-    std::optional<std::string_view> shadow;
-    for (size_t at = payload.lower_bound(loader_stem); at < payload.size() && payload.key(at).starts_with(loader_stem);
-         ++at) {
-      std::string_view p = payload.key(at);
-      std::string_view rest = p.substr(loader_stem.size());
-      if (rest.starts_with("_rules")) rest.remove_prefix(std::strlen("_rules"));  // the rules module's stem
-      if (!rest.empty() && (rest[0] == '.' || rest[0] == '/')) {
-        shadow = p;
-        break;
+    // Anything Python could import under the loader's or its rules module's name beside it (a
+    // package, another module file of the name: an extension module is found before a .py;
+    // cached bytecode) would be imported instead of what is written here: the same kinds
+    // verify refuses in a merged wheel (check_shadows), here named in the inputs holding them.
+    bool shadowed = false;
+    for (std::string_view module : {kLoaderModule, kRulesModule}) {
+      const std::string stem(module.substr(0, module.size() - 3));
+      for (const std::string& prefix : {fmt::format("{}/{}/", package, stem), fmt::format("{}/{}.", package, stem),
+                                        fmt::format("{}/__pycache__/{}.", package, stem)}) {
+        // Paths starting with the prefix sort together: look there, not through the whole table.
+        const size_t at = payload.lower_bound(prefix);
+        if (at >= payload.size() || !payload.key(at).starts_with(prefix)) continue;
+        std::vector<std::string> holding;
+        const Row row = payload.row(at);
+        for (size_t b = 0; b < row.size(); ++b)
+          if (row[b]) holding.push_back(build(b).display);
+        // The inputs are wheels, but cannot be merged: a conflict.
+        problems.push_back(
+            {ProblemKind::conflict, fmt::format("{}", fmt::join(holding, ", ")), std::string(payload.key(at)),
+             fmt::format("a file Python could import as {}, the name of the module wheelmerge writes", stem),
+             fmt::format("no {} module, package or bytecode in the inputs", stem), "this file"});
+        shadowed = true;
       }
     }
-    if (shadow) {
-      problems.push_back({ProblemKind::conflict, all_inputs, std::string(*shadow),
-                          "the package already has a module of the loader's name",
-                          "no " + loader_stem.substr(package.size() + 1) + " module or directory", "one"});
-      continue;
-    }
+    if (shadowed) continue;
     members.push_back(generated(package + "/" + std::string(kLoaderModule), render_loader(manifest)));
     members.push_back(
         generated(package + "/" + std::string(kRulesModule), render_rules(manifest.selector, manifest.package)));
@@ -834,7 +838,8 @@ void Planner::check_collisions() {
             {ProblemKind::invalid_input, inputs[*m.input].display, std::string(m.path),
              "a file of every build is named like a variant file",
              "no variant label among the dot-separated pieces of its name",
-             fmt::format("the label {} (wheelmerge verify would take it for a {} build file no loader lists)", label, label)});
+             fmt::format("the label {} (wheelmerge verify would take it for a {} build file no loader lists)", label,
+                         label)});
     }
   }
 }

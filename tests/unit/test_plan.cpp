@@ -653,14 +653,19 @@ TEST_CASE("plan: a subpackage whose __init__ is a variant extension module is ma
 
 TEST_CASE("plan: a module of the loader's name already in the package is refused") {
   for (const std::string& shadow :
-       std::vector<std::string>{"pkg/_wheelmerge.py", "pkg/" + so_name("_wheelmerge"), "pkg/_wheelmerge/__init__.py"}) {
+       std::vector<std::string>{"pkg/_wheelmerge.py", "pkg/" + so_name("_wheelmerge"), "pkg/_wheelmerge/__init__.py",
+                                "pkg/__pycache__/_wheelmerge.cpython-312.pyc", "pkg/_wheelmerge_rules.pyc",
+                                "pkg/_wheelmerge_rules/x.py", "pkg/__pycache__/_wheelmerge_rules.cpython-312.pyc"}) {
     CAPTURE(shadow);
     auto make = [&](const std::string& label) { return demo_package(label).file(shadow, "mine").done(); };
-    Problems problems = plan_refused({make("cu12"), make("cu13")});
+    const std::vector<Wheel> inputs{make("cu12"), make("cu13")};
+    Problems problems = plan_refused(inputs);
     const Problem* p = problem_about(problems, shadow);
     REQUIRE_MESSAGE(p, all_problems(problems));
     CHECK(p->kind == ProblemKind::conflict);
-    CHECK(p->what == "the package already has a module of the loader's name");
+    const std::string stem = shadow.find("_rules") != std::string::npos ? "_wheelmerge_rules" : "_wheelmerge";
+    CHECK(p->what == "a file Python could import as " + stem + ", the name of the module wheelmerge writes");
+    CHECK(p->file == inputs[0].display + ", " + inputs[1].display);  // the inputs holding it
   }
   // Names that only start like it are no shadow.
   auto make = [&](const std::string& label) {
