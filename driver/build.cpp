@@ -455,17 +455,6 @@ std::vector<VariantLabel> build_labels(const BuildOptions& options, const BuildC
   std::vector<VariantLabel> labels = chosen_labels(requested_labels(options, config), config);
   std::sort(labels.begin(), labels.end());
   labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
-  for (const VariantLabel& label : labels)
-    if (label.selector() != labels.front().selector()) {
-      problems.push_back(
-          {ProblemKind::usage,
-           {},
-           {},
-           "variant labels of different selectors",
-           fmt::format("{} labels only, as {} is", selector_name(labels.front().selector()), labels.front().str()),
-           fmt::format("{} (selector {})", label.str(), selector_name(label.selector()))});
-      return {};
-    }
   // What the merge at the end would refuse, refused before minutes of builds (label_set_problems).
   const auto broken = label_set_problems(labels, " in one build");
   for (const LabelSetProblem& p : broken) problems.push_back({ProblemKind::usage, {}, {}, p.what, p.expected, p.found});

@@ -194,17 +194,16 @@ struct Walker {
     }
   }
 
-  // One loader chooses by one thing: every label named, in `variants` or as a table, is of one selector.
+  // The labels named, in `variants` or as a table, held to the rules every command holds a set
+  // of labels to (label_set_problems: one kind, torch floors or exact builds, ...), each once.
   void one_selector(const Node& root, const BuildConfig& config) {
-    std::vector<VariantLabel> all = config.labels;
-    for (const auto& [label, _] : config.variants) all.push_back(label);
-    for (const VariantLabel& label : all)
-      if (label.selector() != all.front().selector()) {
-        fail(root, "variant labels of different selectors",
-             fmt::format("{} labels only, as {} is", selector_name(all.front().selector()), all.front().str()),
-             fmt::format("{} (selector {})", label.str(), selector_name(label.selector())));
-        return;
-      }
+    std::vector<VariantLabel> all;
+    for (const VariantLabel& label : config.labels)
+      if (std::find(all.begin(), all.end(), label) == all.end()) all.push_back(label);
+    for (const auto& [label, _] : config.variants)
+      if (std::find(all.begin(), all.end(), label) == all.end()) all.push_back(label);
+    for (const LabelSetProblem& p : label_set_problems(all, " in the configuration"))
+      fail(root, p.what, p.expected, p.found);
   }
 };
 
@@ -374,12 +373,13 @@ bool unique_yaml_keys(const YAML::Node& node, const std::string& source, Problem
         return false;
       }
       if (auto [it, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark()); !fresh) {
-        problems.push_back({ProblemKind::usage,
-                            where(kv.first),
-                            {},
-                            fmt::format("key \"{}\" given twice", kv.first.Scalar()),
-                            "each key once in a mapping",
-                            fmt::format("the key at line {}, column {} as well", it->second.line + 1, it->second.column + 1)});
+        problems.push_back(
+            {ProblemKind::usage,
+             where(kv.first),
+             {},
+             fmt::format("key \"{}\" given twice", kv.first.Scalar()),
+             "each key once in a mapping",
+             fmt::format("the key at line {}, column {} as well", it->second.line + 1, it->second.column + 1)});
         return false;
       }
       if (!unique_yaml_keys(kv.second, source, problems, budget)) return false;
@@ -419,7 +419,12 @@ std::optional<ProjectConfig> load_project_config(const std::string& project_dir,
   ProjectConfig project;
   auto text = read_file(pyproject.string());
   if (!text) {
-    problems.push_back({ProblemKind::usage, pyproject.string(), {}, "no pyproject.toml", "a Python project", "a directory without one"});
+    problems.push_back({ProblemKind::usage,
+                        pyproject.string(),
+                        {},
+                        "no pyproject.toml",
+                        "a Python project",
+                        "a directory without one"});
     return std::nullopt;
   }
   auto config = parse_toml_config(*text, pyproject.string(), problems, &project.build_system, &project.name);

@@ -142,8 +142,10 @@ std::vector<LabelSetProblem> label_set_problems(const std::vector<VariantLabel>&
   const VariantLabel& first = labels.front();
   for (const VariantLabel& label : labels)
     if (label.selector() != first.selector()) {
-      add("variant labels of two kinds", "labels of one kind (one wheel selects its builds one way)",
-          first.str() + " and " + label.str());
+      // One loader chooses by one thing: CUDA builds and CPU-level builds cannot be mixed.
+      add("variant labels of different selectors",
+          fmt::format("{} labels only, as {} is", selector_name(first.selector()), first.str()),
+          fmt::format("{} (selector {})", label.str(), selector_name(label.selector())));
       return out;  // the torch rules below are for torch labels alone
     }
   if (first.selector() != Selector::torch) return out;

@@ -194,7 +194,7 @@ def test_labels_of_the_configuration_become_one_job_each(wheelmerge_bin, linters
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--variant", "torch210_cu12,x86_64_v3"], "variant labels of two kinds for the workflow"),
+    (["--variant", "torch210_cu12,x86_64_v3"], "variant labels of different selectors for the workflow"),
     (["--variant", "torch210_cu12,torch210_cu12"], "a variant label given twice"),
     # What merge would refuse of the builds: ci init refuses to write their workflow.
     (["--variant", "torch210_cu12,torch211plus_cu13"], "torch labels with a floor and without one for the workflow"),

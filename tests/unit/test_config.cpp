@@ -330,7 +330,7 @@ TEST_CASE("one selector across variants and tables") {
   Problems problems;
   CHECK_FALSE(parse_toml_config("[tool.wheelmerge]\nvariants = [\"cu12\", \"x86_64_v3\"]\n", "p.toml", problems));
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0].what == "variant labels of different selectors");
+  CHECK(problems[0].what == "variant labels of different selectors in the configuration");
   CHECK(problems[0].expected == "cuda labels only, as cu12 is");
   CHECK(problems[0].found == "x86_64_v3 (selector cpu)");
   problems.clear();
@@ -342,7 +342,7 @@ TEST_CASE("one selector across variants and tables") {
   CHECK(problems.at(0).found == "torch210_cu12 (selector torch)");
   problems.clear();
   CHECK_FALSE(parse_yaml_config("x86_64_v2: {env: {A: b}}\ncu12: {env: {A: c}}\n", "w.yaml", problems));
-  CHECK(problems.at(0).what == "variant labels of different selectors");
+  CHECK(problems.at(0).what == "variant labels of different selectors in the configuration");
 }
 
 TEST_CASE("build-requires are PEP 508 requirements") {

@@ -58,7 +58,7 @@ TEST_CASE("the caller workflow of torch labels: labels, not CUDA majors, and the
   std::vector<std::string> whats;
   for (const Problem& p : problems) whats.push_back(p.what);
   const std::string cibuildwheel = "--cibuildwheel builds CUDA labels only";
-  CHECK(whats == std::vector<std::string>{"variant labels of two kinds for the workflow", cibuildwheel, cibuildwheel,
+  CHECK(whats == std::vector<std::string>{"variant labels of different selectors for the workflow", cibuildwheel, cibuildwheel,
                                           cibuildwheel, "both CUDA majors and other labels for the workflow"});
 }
 
