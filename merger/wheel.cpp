@@ -299,7 +299,8 @@ void check_installed_paths(Reader& r) {
       r.fail(member, "installs where another member needs a directory", "one kind of entry per installed path",
              "another member, " + other);
     else
-      r.fail(member, "installs onto the same path as another member", "one member per installed path", "another member, " + other);
+      r.fail(member, "installs onto the same path as another member", "one member per installed path",
+             "another member, " + other);
   }
 }
 
@@ -357,7 +358,8 @@ void check_wheel_file(Reader& r, const std::string& text) {
     r.fail(wheel_member, "unsupported Wheel-Version", "1.x", version.value_or("no Wheel-Version field"));
   auto purelib = w.wheel_fields.one("Root-Is-Purelib");
   if (!purelib || (*purelib != "true" && *purelib != "false"))
-    r.fail(wheel_member, "Root-Is-Purelib missing or invalid", "true or false", purelib.value_or("no Root-Is-Purelib field"));
+    r.fail(wheel_member, "Root-Is-Purelib missing or invalid", "true or false",
+           purelib.value_or("no Root-Is-Purelib field"));
   std::vector<std::string> tags = w.wheel_fields.all("Tag");
   std::sort(tags.begin(), tags.end());
   tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
@@ -422,7 +424,8 @@ void check_metadata(Reader& r, const std::string& text) {
   if (!meta_name || normalize_name(*meta_name) != normalize_name(w.name.name))
     r.fail(metadata_member, "Name does not match the file name", w.name.name, meta_name.value_or("no Name field"));
   if (!meta_version || *meta_version != w.name.version)
-    r.fail(metadata_member, "Version does not match the file name", w.name.version, meta_version.value_or("no Version field"));
+    r.fail(metadata_member, "Version does not match the file name", w.name.version,
+           meta_version.value_or("no Version field"));
 }
 
 // A variant wheel (PEP 825: a label after the platform tags in its name): its variant.json

@@ -92,7 +92,8 @@ std::optional<FieldError> read_field(std::string_view text, size_t& i, size_t& l
   }
   const size_t start = i;
   while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
-    if (text[i] == '"') return FieldError{"stray quote in a field", "a quote only around a whole field", "a quote inside the field"};
+    if (text[i] == '"')
+      return FieldError{"stray quote in a field", "a quote only around a whole field", "a quote inside the field"};
     ++i;
   }
   if (i > start) {

@@ -378,7 +378,8 @@ Problem clash_problem(const NameClash& clash, const std::vector<std::string_view
         p.found += fmt::format(" ({} and {})", code_points(name), code_points(other));
       break;
     case NameClash::Kind::file_and_directory:
-      p.what = "path is both a file and a directory", p.expected = "one kind of entry", p.found = "another member, " + other;
+      p.what = "path is both a file and a directory", p.expected = "one kind of entry",
+      p.found = "another member, " + other;
       break;
   }
   if (!context.empty()) p.what = std::string(context) + ": " + p.what;

@@ -350,7 +350,8 @@ TEST_CASE("build-requires are PEP 508 requirements") {
   CHECK_FALSE(parse_toml_config("[tool.wheelmerge.x86_64_v3]\nbuild-requires = [\"ok>=1\", \"torch==\", \"a b\"]\n",
                                 "p.toml", problems));
   REQUIRE(problems.size() == 2);
-  CHECK(problems[0].what.starts_with("\"x86_64_v3.build-requires\" lists PEP 508 requirements, and this is none (column "));
+  CHECK(problems[0].what.starts_with(
+      "\"x86_64_v3.build-requires\" lists PEP 508 requirements, and this is none (column "));
   CHECK(problems[0].expected == "a PEP 508 requirement");
   CHECK(problems[0].found == "\"torch==\"");
   CHECK(problems[0].file == "p.toml:2:28");

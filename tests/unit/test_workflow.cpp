@@ -58,8 +58,9 @@ TEST_CASE("the caller workflow of torch labels: labels, not CUDA majors, and the
   std::vector<std::string> whats;
   for (const Problem& p : problems) whats.push_back(p.what);
   const std::string cibuildwheel = "--cibuildwheel builds CUDA labels only";
-  CHECK(whats == std::vector<std::string>{"variant labels of different selectors for the workflow", cibuildwheel, cibuildwheel,
-                                          cibuildwheel, "both CUDA majors and other labels for the workflow"});
+  CHECK(whats == std::vector<std::string>{"variant labels of different selectors for the workflow", cibuildwheel,
+                                          cibuildwheel, cibuildwheel,
+                                          "both CUDA majors and other labels for the workflow"});
 }
 
 TEST_CASE("the caller workflow: tag pushes, the publish job and the release of variant wheels only where asked") {
