@@ -618,28 +618,25 @@ std::vector<VariantLabel> requested_labels(const BuildOptions& options, const Bu
   return given;
 }
 
-std::optional<BuildResult> build_project(const BuildOptions& given, const ProgressSink& progress, Problems& problems,
-                                         const PhaseHooks& phases) {
-  const BuildOptions options = with_absolute_paths(given);
-  const size_t before = problems.size();
-  auto project = load_project_config(options.project_dir, problems);
-  if (!project) return std::nullopt;
-  const std::vector<VariantLabel> labels = build_labels(options, project->wheelmerge, problems);
-  check_isolation(labels, options, project->wheelmerge, problems);
-  for (const VariantLabel& label : options.variants ? labels : std::vector<VariantLabel>{}) {
+namespace {
+// With --variants, each build's label must give variant properties (CUDA majors, x86-64 levels).
+void check_variant_properties(const std::vector<VariantLabel>& labels, const std::string& project_dir,
+                              Problems& problems) {
+  for (const VariantLabel& label : labels) {
     std::string why;
     if (!variant_properties(label, why))
       problems.push_back({ProblemKind::usage,
-                          options.project_dir,
+                          project_dir,
                           {},
                           "--variants: no variant properties for a build's label",
                           "CUDA labels (cuNN) or x86-64 levels (x86_64_vN)",
                           why});
   }
-  const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
-  std::vector<VariantJob> jobs = variant_jobs(labels, options, project->wheelmerge, problems);
-  if (problems.size() != before) return std::nullopt;
-  // --cuda N=PATH names a toolkit and chooses no build: one that no build uses is said so.
+}
+
+// --cuda N=PATH names a toolkit and chooses no build: one that no build uses is said so.
+void warn_unused_toolkits(const std::vector<VariantLabel>& labels, const BuildOptions& options,
+                          const ProgressSink& progress) {
   for (const auto& [major, path] : options.toolkit_paths)
     if (std::none_of(labels.begin(), labels.end(), [major = major](const VariantLabel& l) {
           return l.selector() != Selector::cpu && l.cuda_major() == major;
@@ -651,6 +648,22 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
                       "--cuda {0} chooses it as a build",
                       major, path, fmt::join(names, ", ")));
     }
+}
+}  // namespace
+
+std::optional<BuildResult> build_project(const BuildOptions& given, const ProgressSink& progress, Problems& problems,
+                                         const PhaseHooks& phases) {
+  const BuildOptions options = with_absolute_paths(given);
+  const size_t before = problems.size();
+  auto project = load_project_config(options.project_dir, problems);
+  if (!project) return std::nullopt;
+  const std::vector<VariantLabel> labels = build_labels(options, project->wheelmerge, problems);
+  check_isolation(labels, options, project->wheelmerge, problems);
+  if (options.variants) check_variant_properties(labels, options.project_dir, problems);
+  const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
+  std::vector<VariantJob> jobs = variant_jobs(labels, options, project->wheelmerge, problems);
+  if (problems.size() != before) return std::nullopt;
+  warn_unused_toolkits(labels, options, progress);
 
   std::string why;
   std::optional<std::string> made = make_temp_directory("wheelmerge-build", why);

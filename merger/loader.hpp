@@ -1,6 +1,6 @@
-// The loader wheelmerge puts into each package holding variant files: templates/loader.py,
-// embedded at build time, with the merger's manifest written into it, and one import line in
-// the package's __init__.py.
+// The loader wheelmerge puts into each package holding variant files: _wheelmerge.py and
+// _wheelmerge_rules.py, assembled from templates/loader/*.py (embedded at build time) with the
+// merger's manifest written into the first, and one import line in the package's __init__.py.
 #pragma once
 
 #include "merger/format/manifest.hpp"

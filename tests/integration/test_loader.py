@@ -1,4 +1,4 @@
-"""The loader (templates/loader.py) in real merged-package layouts: compiled extensions per CUDA
+"""The loader (templates/loader/*.py) in real merged-package layouts: compiled extensions per CUDA
 build, private libraries found only through the preload, real cuda-bindings installs. Every
 import runs in a fresh interpreter."""
 

@@ -1,0 +1,132 @@
+// `ci init`: the GitHub Actions workflow of a project.
+#include "cli/commands.hpp"
+
+#include "ci/workflow.hpp"
+#include "driver/config.hpp"
+#include "merger/base/text.hpp"
+#include "merger/format/label.hpp"
+#include "merger/format/wheel_name.hpp"
+#include "merger/version.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <memory>
+
+namespace wm::cli {
+
+namespace {
+
+int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowOptions options,
+                const std::string& pythons, const std::string& cuda, const std::string& variants, bool force) {
+  wm::Problems problems;
+  auto project = wm::load_project_config(project_dir, problems);
+  if (!project) return out.fail(problems);
+  auto split = [](const std::string& list) {  // "3.10,3.11" -> 3.10, 3.11; empty pieces dropped
+    std::vector<std::string> items = wm::split(list, ',');
+    std::erase(items, std::string());
+    return items;
+  };
+  options.python_versions = split(pythons);
+  std::vector<int> majors;
+  for (const std::string& item : split(cuda)) {
+    auto major = wm::parse_cuda_major(item);
+    if (!major) return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "majors such as 12,13", cuda}});
+    majors.push_back(*major);
+  }
+  std::vector<wm::VariantLabel> labels;
+  if (auto bad = take_variant_options(split(variants), labels)) return out.fail({*bad});
+  if (!labels.empty() && !majors.empty())
+    return out.fail(
+        {{wm::ProblemKind::usage, {}, {}, "both --cuda and --variant", "one of them", cuda + " and " + variants}});
+  // cuNN builds go to the workflow as CUDA majors, any other labels as labels: those given, else
+  // the configuration's.
+  if (labels.empty() && majors.empty() && project->wheelmerge.selector() != wm::Selector::cuda)
+    labels = project->wheelmerge.labels;
+  if (std::all_of(labels.begin(), labels.end(),
+                  [](const wm::VariantLabel& l) { return l.selector() == wm::Selector::cuda; })) {
+    for (const wm::VariantLabel& label : labels) majors.push_back(label.cuda_major());
+    labels.clear();
+  }
+  options.labels = labels;
+  if (labels.empty()) options.cuda_majors = wm::chosen_cuda_majors(majors, project->wheelmerge);
+  if (options.import_name.empty()) {
+    if (!project->name.empty() && !wm::is_project_name(project->name))
+      return out.fail({{wm::ProblemKind::usage,
+                        project_dir + "/pyproject.toml",
+                        {},
+                        "invalid [project] name",
+                        "a PEP 508 name: ASCII letters and digits, with -, _ or . inside",
+                        project->name}});
+    options.import_name = wm::normalize_name(project->name);
+    if (options.import_name.empty())
+      return out.fail({{wm::ProblemKind::usage,
+                        project_dir + "/pyproject.toml",
+                        {},
+                        "no import name",
+                        "--import-name or a static [project] name",
+                        "neither"}});
+  }
+  options.variant_files = project->wheelmerge.variant_files;
+  options.driver_fallback = project->wheelmerge.driver_fallback;
+  auto path = wm::write_workflow(project_dir, options, force, problems);
+  if (!path) return out.fail(problems);
+  std::vector<std::string> builds = wm::label_strings(options.labels);
+  if (builds.empty())
+    for (int major : options.cuda_majors) builds.push_back(fmt::format("CUDA {}", major));
+  out.info(fmt::format("wrote {}: builds {} x {}, imports {}", *path, fmt::join(options.python_versions, ", "),
+                       fmt::join(builds, ", "), options.import_name));
+  if (out.json) wm::cli::print_out("{}\n", nlohmann::json{{"output", *path}}.dump(2));
+  return 0;
+}
+
+}  // namespace
+
+// `ci init`, the one subcommand of `ci`.
+Subcommand add_ci(CLI::App& app, Output& out) {
+  struct Args {
+    std::string project = ".", pythons = "3.10,3.11,3.12,3.13", cuda, variants;
+    bool force = false;
+    wm::WorkflowOptions workflow;
+  };
+  auto a = std::make_shared<Args>();
+  auto* ci = app.add_subcommand("ci", "GitHub Actions for the project");
+  ci->require_subcommand(1);
+  ci->footer(examples({{"wheelmerge ci init", "write .github/workflows/wheels.yml for the project in ."}}));
+  auto* ci_init =
+      ci->add_subcommand("init", "write .github/workflows/wheels.yml: build each variant on runners, merge, test");
+  ci_init->add_option("project", a->project, "the project directory (default: .)");
+  ci_init->add_option("--python", a->pythons, "Python versions, comma-separated (default: 3.10,3.11,3.12,3.13)");
+  ci_init->add_option("--cuda", a->cuda, "CUDA majors, comma-separated (default: the configuration's, else 12,13)");
+  ci_init->add_option(
+      "--variant", a->variants,
+      "variant labels instead, comma-separated: torchMmm_cuNN, torchMmmplus_cuNN, torchMmm_cpu, x86_64_vN "
+      "(default: the configuration's)");
+  auto* container = ci_init->add_flag("--container", a->workflow.container, "build in NVIDIA's CUDA container images");
+  ci_init
+      ->add_flag("--cibuildwheel", a->workflow.cibuildwheel,
+                 "build manylinux wheels with cibuildwheel, the toolkit installed in its image")
+      ->excludes(container);
+  ci_init->add_flag("--publish", a->workflow.publish, "publish the merged wheels to PyPI on version tags");
+  ci_init->add_flag(
+      "--variants", a->workflow.variants,
+      "also build PEP 825 variant wheels and their index; with --publish, attach them to the tag's release");
+  ci_init->add_option("--import-name", a->workflow.import_name,
+                      "the package to import in the test job (default: from [project] name)");
+  ci_init->add_option(
+      "--ref", a->workflow.ref,
+      "the ref of wheelmerge's reusable workflow (default: this release's tag, v" + std::string(wm::kVersion) + ")");
+  ci_init->add_flag("--force", a->force, "replace an existing workflow file");
+  add_common(ci_init, out, "print only errors");
+  ci_init->footer(examples({{"wheelmerge ci init", "write .github/workflows/wheels.yml for the project in ."},
+                            {"wheelmerge ci init --cuda 12,13 --python 3.12,3.13 --publish",
+                             "those builds, published to PyPI on version tags"},
+                            {"wheelmerge ci init --variant torch210plus_cu12,torch211plus_cu13",
+                             "a torch extension: a build and a test job per label, each with its torch"}}));
+  return {ci_init,
+          [&out, a] { return run_ci_init(out, a->project, a->workflow, a->pythons, a->cuda, a->variants, a->force); }};
+}
+
+}  // namespace wm::cli
