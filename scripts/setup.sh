@@ -12,11 +12,12 @@ cd "$root"
 # What building wheelmerge needs (ci/install.sh installs the same), then what the tests use:
 # strace injects faults, clang-19 builds the libFuzzer harnesses, qemu-user runs the CPU-level
 # loader under emulated CPUs that lack AVX2 or AVX-512, debootstrap makes the clean root that
-# wheelmerge's own wheel is installed in (scripts/clean-root.sh).
+# wheelmerge's own wheel is installed in (scripts/clean-root.sh), ccache keeps compiles between
+# clones (scripts/compile-cache.sh), clang-format-14 holds .clang-format (test_layout.py).
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
               libfmt-dev libutf8proc-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
               python3-venv nasm)
-test_packages=(strace clang-19 libclang-rt-19-dev qemu-user debootstrap time ccache)
+test_packages=(strace clang-19 libclang-rt-19-dev qemu-user debootstrap time ccache clang-format-14)
 missing=()
 for p in "${apt_packages[@]}" "${test_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
