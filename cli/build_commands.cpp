@@ -20,27 +20,6 @@ namespace wm::cli {
 
 namespace {
 
-// --cuda values into `options`: "12" or "cu12" chooses CUDA 12 as a build, "12=PATH" only names
-// the toolkit of CUDA 12 (the builds stay the configured or --variant ones); the first value
-// that is neither, if any.
-std::optional<std::string> take_cuda_options(const std::vector<std::string>& cuda, wm::BuildOptions& options) {
-  for (const std::string& c : cuda) {
-    auto option = wm::parse_cuda_option(c);
-    if (!option || (option->toolkit && option->toolkit->empty())) return c;
-    if (option->toolkit)
-      options.toolkit_paths[option->major] = *option->toolkit;
-    else
-      options.majors.push_back(option->major);
-  }
-  // `--cuda 12=PATH --cuda 13` builds 12 and 13: once majors are chosen on the command line, a
-  // major named with its toolkit is one of them. Alone, N=PATH chooses nothing.
-  if (!options.majors.empty())
-    for (const auto& [major, path] : options.toolkit_paths)
-      if (std::find(options.majors.begin(), options.majors.end(), major) == options.majors.end())
-        options.majors.push_back(major);
-  return std::nullopt;
-}
-
 // One built variant in `build --json`.
 nlohmann::json variant_summary(const wm::VariantBuild& v) {
   nlohmann::json j = {{"label", v.label.str()},
@@ -57,7 +36,7 @@ nlohmann::json variant_summary(const wm::VariantBuild& v) {
 
 int run_build(const Output& out, wm::BuildOptions& options, const std::vector<std::string>& cuda,
               const std::vector<std::string>& variants, const std::vector<std::string>& settings) {
-  if (auto bad = take_cuda_options(cuda, options))
+  if (auto bad = wm::take_cuda_options(cuda, options.majors, options.toolkit_paths))
     return out.fail(
         {{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N, e.g. 12=/usr/local/cuda-12.9", *bad}});
   if (auto bad = take_variant_options(variants, options.labels)) return out.fail({*bad});
@@ -167,7 +146,7 @@ int run_toolkit(const Output& out, wm::BuildOptions& options, const std::vector<
   wm::Problems problems;
   auto project = wm::load_project_config(options.project_dir, problems);
   if (!project) return out.fail(problems);
-  if (auto bad = take_cuda_options(cuda, options))
+  if (auto bad = wm::take_cuda_options(cuda, options.majors, options.toolkit_paths))
     return out.fail({{wm::ProblemKind::usage, {}, {}, "invalid --cuda", "N=PATH or N", *bad}});
   if (auto bad = take_variant_options(variants, options.labels)) return out.fail({*bad});
   const std::vector<wm::VariantLabel> labels =

@@ -41,36 +41,7 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   if (!labels.empty() && !majors.empty())
     return out.fail(
         {{wm::ProblemKind::usage, {}, {}, "both --cuda and --variant", "one of them", cuda + " and " + variants}});
-  // cuNN builds go to the workflow as CUDA majors, any other labels as labels: those given, else
-  // the configuration's.
-  if (labels.empty() && majors.empty() && project->wheelmerge.selector() != wm::Selector::cuda)
-    labels = project->wheelmerge.labels;
-  if (std::all_of(labels.begin(), labels.end(),
-                  [](const wm::VariantLabel& l) { return l.selector() == wm::Selector::cuda; })) {
-    for (const wm::VariantLabel& label : labels) majors.push_back(label.cuda_major());
-    labels.clear();
-  }
-  options.labels = labels;
-  if (labels.empty()) options.cuda_majors = wm::chosen_cuda_majors(majors, project->wheelmerge);
-  if (options.import_name.empty()) {
-    if (!project->name.empty() && !wm::is_project_name(project->name))
-      return out.fail({{wm::ProblemKind::usage,
-                        project_dir + "/pyproject.toml",
-                        {},
-                        "invalid [project] name",
-                        "a PEP 508 name: ASCII letters and digits, with -, _ or . inside",
-                        project->name}});
-    options.import_name = wm::normalize_name(project->name);
-    if (options.import_name.empty())
-      return out.fail({{wm::ProblemKind::usage,
-                        project_dir + "/pyproject.toml",
-                        {},
-                        "no import name",
-                        "--import-name or a static [project] name",
-                        "neither"}});
-  }
-  options.variant_files = project->wheelmerge.variant_files;
-  options.driver_fallback = project->wheelmerge.driver_fallback;
+  if (auto bad = wm::complete_workflow_options(options, majors, labels, *project, project_dir)) return out.fail({*bad});
   auto path = wm::write_workflow(project_dir, options, force, problems);
   if (!path) return out.fail(problems);
   std::vector<std::string> builds = wm::label_strings(options.labels);

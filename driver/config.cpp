@@ -519,4 +519,20 @@ std::optional<CudaOption> parse_cuda_option(std::string_view value) {
   return option;
 }
 
+std::optional<std::string> take_cuda_options(const std::vector<std::string>& values, std::vector<int>& majors,
+                                             std::map<int, std::string>& toolkit_paths) {
+  for (const std::string& value : values) {
+    auto option = parse_cuda_option(value);
+    if (!option || (option->toolkit && option->toolkit->empty())) return value;
+    if (option->toolkit)
+      toolkit_paths[option->major] = *option->toolkit;
+    else
+      majors.push_back(option->major);
+  }
+  if (!majors.empty())
+    for (const auto& [major, path] : toolkit_paths)
+      if (std::find(majors.begin(), majors.end(), major) == majors.end()) majors.push_back(major);
+  return std::nullopt;
+}
+
 }  // namespace wm

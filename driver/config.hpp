@@ -104,4 +104,11 @@ struct CudaOption {
 };
 std::optional<CudaOption> parse_cuda_option(std::string_view value);
 
+// What the --cuda values of `build` and `toolkit` mean: "12" or "cu12" chooses CUDA 12 as a
+// build (into `majors`), "12=PATH" names the toolkit of CUDA 12 (into `toolkit_paths`) and
+// chooses nothing alone; once majors are chosen, a major named with its toolkit is one of them
+// (`--cuda 12=PATH --cuda 13` builds 12 and 13). Returns the first value that is neither.
+std::optional<std::string> take_cuda_options(const std::vector<std::string>& values, std::vector<int>& majors,
+                                             std::map<int, std::string>& toolkit_paths);
+
 }  // namespace wm

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 using namespace wm;
 
@@ -236,6 +237,26 @@ TEST_CASE("a CUDA major on the command line") {
     CAPTURE(bad);
     CHECK_FALSE(parse_cuda_option(bad));
   }
+}
+
+TEST_CASE("--cuda values: majors chosen, toolkits named, a named toolkit's major built once majors are chosen") {
+  auto take = [](std::vector<std::string> values) {
+    std::vector<int> majors;
+    std::map<int, std::string> paths;
+    auto bad = take_cuda_options(values, majors, paths);
+    return std::tuple{majors, paths, bad};
+  };
+  // N=PATH alone names a toolkit and chooses no build.
+  CHECK(take({"12=/opt/cuda-12"}) ==
+        std::tuple{std::vector<int>{}, std::map<int, std::string>{{12, "/opt/cuda-12"}}, std::optional<std::string>()});
+  // With a major chosen, the named toolkit's major is built as well.
+  CHECK(take({"12=/opt/cuda-12", "13"}) == std::tuple{std::vector<int>{13, 12},
+                                                      std::map<int, std::string>{{12, "/opt/cuda-12"}},
+                                                      std::optional<std::string>()});
+  CHECK(std::get<0>(take({"cu12", "12=/p"})) == std::vector<int>{12});  // not twice
+  // The first value that is neither, an empty path included.
+  CHECK(std::get<2>(take({"12", "12=", "x"})) == "12=");
+  CHECK(std::get<2>(take({"13", "nope"})) == "nope");
 }
 
 TEST_CASE("variants: labels of any selector, in the order written") {

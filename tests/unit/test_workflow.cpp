@@ -172,3 +172,52 @@ TEST_CASE("workflow values are checked against their grammars before anything is
     CHECK(refused([&](WorkflowOptions& o) { o.variant_files = {glob}; }) ==
           "variant-files glob the workflow cannot carry");
 }
+
+TEST_CASE("ci init's builds and import name, from the command line's and the project's") {
+  auto project = [](const std::string& name, const std::string& toml) {
+    Problems problems;
+    auto config = parse_toml_config(toml, "pyproject.toml", problems);
+    const std::string why = problems.empty() ? std::string() : describe(problems[0]);
+    REQUIRE_MESSAGE(config.has_value(), why);
+    return ProjectConfig{name, {}, *config};
+  };
+  auto label = [](const std::string& text) {
+    std::string why;
+    return *VariantLabel::parse(text, why);
+  };
+  WorkflowOptions o;
+  SUBCASE("cuNN labels go as CUDA majors; the import name from [project] name") {
+    CHECK_FALSE(complete_workflow_options(o, {}, {label("cu12"), label("cu13")}, project("My.Pkg", ""), "p"));
+    CHECK(o.labels.empty());
+    CHECK(o.cuda_majors == std::vector<int>{12, 13});
+    CHECK(o.import_name == "my_pkg");
+  }
+  SUBCASE("nothing given: the configuration's torch labels, as labels") {
+    CHECK_FALSE(complete_workflow_options(
+        o, {}, {}, project("t", "[tool.wheelmerge]\nvariants = [\"torch210plus_cu12\", \"torch211plus_cu13\"]\n"),
+        "p"));
+    REQUIRE(o.labels.size() == 2);
+    CHECK(o.labels[0].str() == "torch210plus_cu12");
+    CHECK(o.cuda_majors.empty());
+  }
+  SUBCASE("majors given win over the configuration's; the configuration's variant files kept") {
+    CHECK_FALSE(complete_workflow_options(
+        o, {13}, {}, project("t", "[tool.wheelmerge]\ncuda = [12]\nvariant-files = [\"t/data/*.json\"]\n"), "p"));
+    CHECK(o.cuda_majors == std::vector<int>{13});
+    CHECK(o.variant_files == std::vector<std::string>{"t/data/*.json"});
+  }
+  SUBCASE("no import name to derive, or an invalid [project] name: refused naming pyproject.toml") {
+    auto none = complete_workflow_options(o, {12}, {}, project("", ""), "proj");
+    REQUIRE(none);
+    CHECK(none->what == "no import name");
+    CHECK(none->file == "proj/pyproject.toml");
+    auto bad = complete_workflow_options(o, {12}, {}, project("not a name!", ""), "proj");
+    REQUIRE(bad);
+    CHECK(bad->what == "invalid [project] name");
+  }
+  SUBCASE("an import name given is kept") {
+    o.import_name = "given";
+    CHECK_FALSE(complete_workflow_options(o, {12}, {}, project("", ""), "p"));
+    CHECK(o.import_name == "given");
+  }
+}
