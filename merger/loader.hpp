@@ -26,11 +26,11 @@ std::string render_loader(const LoaderManifest& manifest);
 // that no two packages of a wheel hold the same file (check-wheel-contents' W002).
 std::string render_rules(Selector selector, std::string_view package);
 
-// The manifest a rendered loader holds, as the JSON LoaderManifest::parse reads; nullopt when
-// `source` holds no manifest block. Only what render_loader writes is read: each constant in
-// its order, as canonical literals; `why` says what is not.
-std::optional<std::string> manifest_of_loader(std::string_view source, std::string& why);
-inline std::optional<std::string> manifest_of_loader(std::string_view source) {
+// The manifest a rendered loader holds, checked as LoaderManifest::parse checks one; nullopt
+// when `source` holds no manifest block. Only what render_loader writes is read: each constant
+// in its order, as canonical literals; `why` says what is not.
+std::optional<LoaderManifest> manifest_of_loader(std::string_view source, std::string& why);
+inline std::optional<LoaderManifest> manifest_of_loader(std::string_view source) {
   std::string why;
   return manifest_of_loader(source, why);
 }

@@ -37,8 +37,7 @@ std::optional<LoaderManifest> read_manifest(const LoaderFiles& l, const LoaderFa
          fmt::format("a CR on line {}", 1 + std::count(l.loader_source.begin(), before_cr, '\n')));
     return std::nullopt;
   }
-  auto text = manifest_of_loader(l.loader_source, why);
-  auto manifest = text ? LoaderManifest::parse(*text, why) : std::nullopt;
+  auto manifest = manifest_of_loader(l.loader_source, why);
   if (!manifest) {
     fail(l.loader_path, "loader manifest malformed", {}, why);  // why: a reason, said as it is
     return std::nullopt;

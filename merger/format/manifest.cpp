@@ -62,12 +62,20 @@ std::optional<std::map<std::string, std::string>> string_map(const nlohmann::jso
 }  // namespace
 
 std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::string& why) {
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    why = "not a JSON object";
+    return std::nullopt;
+  }
+  return from_json(j, why);
+}
+
+std::optional<LoaderManifest> LoaderManifest::from_json(const nlohmann::json& j, std::string& why) {
   auto fail = [&](std::string reason) -> std::optional<LoaderManifest> {
     why = std::move(reason);
     return std::nullopt;
   };
-  if (j.is_discarded() || !j.is_object()) return fail("not a JSON object");
+  if (!j.is_object()) return fail("not a JSON object");
   static const std::set<std::string> kKeys{"format",   "wheelmerge", "package", "distribution",
                                            "selector", "variants",   "sources", "extras",
                                            "modules",  "files",      "preload", "build_info"};

@@ -7,6 +7,8 @@
 #include "merger/base/problem.hpp"
 #include "merger/format/label.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +51,8 @@ struct LoaderManifest {
   std::string to_json() const;
   // The manifest `json` holds, or nullopt with `why` (what is wrong, as a phrase).
   static std::optional<LoaderManifest> parse(std::string_view json, std::string& why);
+  // The same from a JSON value already read (the loader's literals, manifest_of_loader).
+  static std::optional<LoaderManifest> from_json(const nlohmann::json& j, std::string& why);
 };
 
 // A manifest path resolved against the package directory: "pkg" + "../pkg.libs/libx.so" ->

@@ -79,3 +79,12 @@ def test_the_command_line_is_a_table_of_commands():
     assert lines <= 400, lines
     for family in ("merge", "build", "check", "ci"):
         assert (ROOT / "cli" / f"{family}_commands.cpp").is_file(), family
+
+
+def test_the_loader_file_holds_the_loader_alone():
+    """merger/loader.cpp renders and reads loaders; Python literals and Python source have
+    their own files in merger/format/ (python_literal, python_source)."""
+    lines = (ROOT / "merger" / "loader.cpp").read_text(encoding="utf-8").count("\n")
+    assert lines <= 450, lines
+    for name in ("python_literal", "python_source"):
+        assert (ROOT / "merger" / "format" / f"{name}.cpp").is_file(), name

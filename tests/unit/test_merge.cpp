@@ -80,10 +80,8 @@ TEST_CASE("merge: two builds make one wheel without a label, with a loader and l
   CHECK(member_text(*merged, "pkg/__init__.py") ==
         "\"\"\"A test package.\"\"\"\n" + std::string(kLoaderImport) + "from .util import X\n");
   // The loader's manifest names both builds' modules.
-  auto json = manifest_of_loader(member_text(*merged, "pkg/_wheelmerge.py"));
-  REQUIRE(json);
   std::string why;
-  auto manifest = LoaderManifest::parse(*json, why);
+  auto manifest = manifest_of_loader(member_text(*merged, "pkg/_wheelmerge.py"), why);
   REQUIRE_MESSAGE(manifest, why);
   CHECK(manifest->package == "pkg");
   CHECK(manifest->distribution == "pkg");
@@ -124,10 +122,8 @@ TEST_CASE("merge: one build keeps its files and names, and gets a loader that im
                                           "pkg/_core.cpython-311-x86_64-linux-gnu.so", "pkg/_wheelmerge.py",
                                           "pkg/_wheelmerge_rules.py", "pkg/util.py"});
   CHECK(member_text(*merged, "pkg/_core.cpython-311-x86_64-linux-gnu.so") == cuda_build(13).files.at(kCoreModule));
-  auto json = manifest_of_loader(member_text(*merged, "pkg/_wheelmerge.py"));
-  REQUIRE(json);
   std::string why;
-  auto manifest = LoaderManifest::parse(*json, why);
+  auto manifest = manifest_of_loader(member_text(*merged, "pkg/_wheelmerge.py"), why);
   REQUIRE_MESSAGE(manifest, why);
   CHECK(label_strings(manifest->variants) == std::vector<std::string>{"cu13"});
   CHECK(manifest->builds.at("cu13"_label).modules ==
@@ -197,7 +193,7 @@ TEST_CASE("merge: torch and CPU-level labels in every form; the manifest names t
       CHECK(merged->find("pkg/_core." + label + ".cpython-311-x86_64-linux-gnu.so"));
     std::string why;
     std::string loader = member_text(*merged, "pkg/_wheelmerge.py");
-    auto manifest = LoaderManifest::parse(manifest_of_loader(loader).value_or(""), why);
+    auto manifest = manifest_of_loader(loader, why);
     REQUIRE_MESSAGE(manifest, why);
     CHECK(selector_name(manifest->selector) == c.selector);
     CHECK(label_strings(manifest->variants) == c.labels);

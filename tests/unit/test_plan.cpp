@@ -110,12 +110,13 @@ std::vector<std::string> paths(const MergePlan& plan) {
 LoaderManifest manifest_in(const MergePlan& plan, const std::string& loader_path) {
   const PlannedMember& loader = member(plan, loader_path);
   CHECK_FALSE(loader.input);
-  auto json = manifest_of_loader(loader.content);
-  REQUIRE(json);
   std::string why;
-  auto manifest = LoaderManifest::parse(*json, why);
+  auto manifest = manifest_of_loader(loader.content, why);
   REQUIRE_MESSAGE(manifest, why);
-  CHECK(manifest->to_json() == *json);  // what the planner writes is what parse reads
+  auto again = LoaderManifest::parse(manifest->to_json(), why);  // the JSON form reads back the same
+  REQUIRE_MESSAGE(again, why);
+  CHECK(again->to_json() == manifest->to_json());
+  CHECK(render_loader(*manifest) == loader.content);  // what the planner writes is what is read
   return *manifest;
 }
 
