@@ -3,7 +3,6 @@
 // (.github/workflows/wheelmerge-wheels.yml), which holds the pipeline itself.
 #pragma once
 
-#include "driver/config.hpp"
 #include "merger/base/problem.hpp"
 #include "merger/format/label.hpp"
 #include "merger/version.hpp"
@@ -45,16 +44,6 @@ struct WorkflowOptions {
 // none twice, cibuildwheel and PEP 825 variant wheels only for labels that have them, the ref a git ref
 // name of letters, digits and ._/-, the variant-file globs printable ASCII without white space,
 // quotes, backslash, backquote, `$`, `{` or `}`, not starting with `-`. A usage problem names each value that is not.
-// What `ci init` derives from the command line's CUDA majors and labels (at most one of them
-// given) and the project: cuNN builds go to the workflow as CUDA majors (those given, else the
-// configuration's, else 12 and 13), any other labels as labels (those given, else the
-// configuration's); the import name, when not given, from the static [project] name; the
-// variant files and the driver fallback from the configuration. A usage problem (naming
-// PROJECT_DIR/pyproject.toml) when the import name cannot be derived.
-std::optional<Problem> complete_workflow_options(WorkflowOptions& options, std::vector<int> majors,
-                                                 std::vector<VariantLabel> labels, const ProjectConfig& project,
-                                                 const std::string& project_dir);
-
 void validate_workflow_options(const WorkflowOptions& options, Problems& problems);
 
 // The workflow file's text, emitted with yaml-cpp; `options` validated.

@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 
 #include "ci/workflow.hpp"
+#include "ci/workflow_options.hpp"
 #include "driver/config.hpp"
 #include "merger/base/text.hpp"
 #include "merger/format/label.hpp"

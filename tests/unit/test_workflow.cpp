@@ -1,4 +1,5 @@
 #include "ci/workflow.hpp"
+#include "ci/workflow_options.hpp"
 
 #include <doctest/doctest.h>
 
