@@ -186,4 +186,15 @@ bool executes_loader_import(std::string_view source) {
   return line_after_prologue(source, kLoaderImport.substr(0, kLoaderImport.size() - 1));
 }
 
+std::vector<LoaderShadow> loader_shadows(std::string_view dir) {
+  std::vector<LoaderShadow> out;
+  for (std::string_view module : {kLoaderModule, kRulesModule}) {
+    const std::string_view stem = module.substr(0, module.size() - 3);
+    out.push_back({module, stem, fmt::format("{}{}/", dir, stem), "a package of that name"});
+    out.push_back({module, stem, fmt::format("{}{}.", dir, stem), "another module file of that name"});
+    out.push_back({module, stem, fmt::format("{}__pycache__/{}.", dir, stem), "cached bytecode of that name"});
+  }
+  return out;
+}
+
 }  // namespace wm

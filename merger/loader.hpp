@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace wm {
 
@@ -16,6 +17,21 @@ inline constexpr std::string_view kLoaderImport =
     "from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's build\n";
 
 inline constexpr std::string_view kRulesModule = "_wheelmerge_rules.py";
+
+// What Python's path finder could import in place of the loader or its rules module, for a
+// package whose directory is `dir` ("pkg/", in site-packages or in the archive): per module
+// stem, the package dir/S/, any other file dir/S.* (an extension module of any platform's
+// suffix, which the finder tries before source; sourceless bytecode), and cached bytecode
+// dir/__pycache__/S.*, which an installer that compiles nothing (pip --no-compile, uv) leaves
+// to be run. A path under `prefix` other than dir + module itself is a shadow. `merge` refuses
+// inputs holding one, `verify` merged wheels.
+struct LoaderShadow {
+  std::string_view module;  // kLoaderModule or kRulesModule
+  std::string_view stem;    // "_wheelmerge", "_wheelmerge_rules"
+  std::string prefix;
+  const char* kind;  // "a package of that name", ...
+};
+std::vector<LoaderShadow> loader_shadows(std::string_view dir);
 
 // The loader of a package: templates/loader/core.py with the manifest written in as Python
 // constants and the usual-case code of its selector (usual_cuda.py; usual_other.py), lint-clean

@@ -752,29 +752,24 @@ void Planner::add_loaders() {
     }
     patched_inits.insert(init_path);
     members.push_back(generated(init_path, *patched));
-    // Anything Python could import under the loader's or its rules module's name beside it (a
-    // package, another module file of the name: an extension module is found before a .py;
-    // cached bytecode) would be imported instead of what is written here: the same kinds
-    // verify refuses in a merged wheel (check_shadows), here named in the inputs holding them.
+    // Anything Python could import under the loader's or its rules module's name beside it
+    // (loader_shadows; in the inputs, where the loader is not yet) would be imported instead of
+    // what is written here: named in the inputs holding it.
     bool shadowed = false;
-    for (std::string_view module : {kLoaderModule, kRulesModule}) {
-      const std::string stem(module.substr(0, module.size() - 3));
-      for (const std::string& prefix : {fmt::format("{}/{}/", package, stem), fmt::format("{}/{}.", package, stem),
-                                        fmt::format("{}/__pycache__/{}.", package, stem)}) {
-        // Paths starting with the prefix sort together: look there, not through the whole table.
-        const size_t at = payload.lower_bound(prefix);
-        if (at >= payload.size() || !payload.key(at).starts_with(prefix)) continue;
-        std::vector<std::string> holding;
-        const Row row = payload.row(at);
-        for (size_t b = 0; b < row.size(); ++b)
-          if (row[b]) holding.push_back(build(b).display);
-        // The inputs are wheels, but cannot be merged: a conflict.
-        problems.push_back(
-            {ProblemKind::conflict, fmt::format("{}", fmt::join(holding, ", ")), std::string(payload.key(at)),
-             fmt::format("a file Python could import as {}, the name of the module wheelmerge writes", stem),
-             fmt::format("no {} module, package or bytecode in the inputs", stem), "this file"});
-        shadowed = true;
-      }
+    for (const LoaderShadow& shadow : loader_shadows(package + "/")) {
+      // Paths starting with the prefix sort together: look there, not through the whole table.
+      const size_t at = payload.lower_bound(shadow.prefix);
+      if (at >= payload.size() || !payload.key(at).starts_with(shadow.prefix)) continue;
+      std::vector<std::string> holding;
+      const Row row = payload.row(at);
+      for (size_t b = 0; b < row.size(); ++b)
+        if (row[b]) holding.push_back(build(b).display);
+      // The inputs are wheels, but cannot be merged: a conflict.
+      problems.push_back(
+          {ProblemKind::conflict, fmt::format("{}", fmt::join(holding, ", ")), std::string(payload.key(at)),
+           fmt::format("a file Python could import as {}, the name of the module wheelmerge writes", shadow.stem),
+           fmt::format("no {} module, package or bytecode in the inputs", shadow.stem), "this file"});
+      shadowed = true;
     }
     if (shadowed) continue;
     members.push_back(generated(package + "/" + std::string(kLoaderModule), render_loader(manifest)));

@@ -55,9 +55,7 @@ std::optional<VerifyReport> verify_variants_index(const std::string& path, Probl
   report.variants_index = true;
   return report;
 }
-}  // namespace
 
-namespace {
 // A variant wheel's nvidia :: sm_arch values (its variant.json, read and checked against its
 // label as the wheel was read): each must be backed by the GPU code of its files, or an
 // installer puts it on GPUs it has no code for.

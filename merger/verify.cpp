@@ -121,35 +121,23 @@ void check_unlisted(const std::vector<std::string>& variants, const std::vector<
       fail(std::string(path), "variant file no loader lists", "a file named in a manifest", "a file no manifest names");
   }
 }
-// What Python's path finder could import in place of the loader or its rules module: for a
-// module S of the package's directory D (in site-packages, where the root and .data's purelib
-// and platlib meet), the package D/S/, any other file D/S.* (an extension module of any
-// platform's suffix, which the finder tries before source; sourceless bytecode), and cached
-// bytecode D/__pycache__/S.*, which an installer that compiles nothing (pip --no-compile, uv)
-// leaves to be run, unchecked when hash-based. `installed` is every member's site-packages
-// path with its member, sorted.
+// What Python's path finder could import in place of the loader or its rules module
+// (loader_shadows). `installed` is every member's site-packages path with its member, sorted.
 void check_shadows(const std::string& loader_path,
                    const std::vector<std::pair<std::string_view, std::string_view>>& installed,
                    const LoaderFailures& fail) {
   auto loader_installed = site_packages_view(loader_path);
   if (!loader_installed) return;
   const std::string_view dir = loader_installed->substr(0, loader_installed->rfind('/') + 1);  // "pkg/"
-  for (std::string_view module : {kLoaderModule, kRulesModule}) {
-    const std::string_view stem = module.substr(0, module.size() - 3);
-    const std::string own = fmt::format("{}{}", dir, module);
-    const std::pair<std::string, const char*> shadows[] = {
-        {fmt::format("{}{}/", dir, stem), "a package of that name"},
-        {fmt::format("{}{}.", dir, stem), "another module file of that name"},
-        {fmt::format("{}__pycache__/{}.", dir, stem), "cached bytecode of that name"}};
-    for (const auto& [prefix, kind] : shadows) {
-      auto at = std::lower_bound(installed.begin(), installed.end(),
-                                 std::pair<std::string_view, std::string_view>(prefix, {}));
-      for (; at != installed.end() && at->first.starts_with(prefix); ++at) {
-        if (at->first == own) continue;
-        fail(std::string(at->second), fmt::format("a file Python could import as {}", stem),
-             fmt::format("{} alone under that name (the module wheelmerge checked)", own), kind);
-        break;  // one problem a prefix: a shadow is a shadow
-      }
+  for (const LoaderShadow& shadow : loader_shadows(dir)) {
+    const std::string own = fmt::format("{}{}", dir, shadow.module);
+    auto at = std::lower_bound(installed.begin(), installed.end(),
+                               std::pair<std::string_view, std::string_view>(shadow.prefix, {}));
+    for (; at != installed.end() && at->first.starts_with(shadow.prefix); ++at) {
+      if (at->first == own) continue;
+      fail(std::string(at->second), fmt::format("a file Python could import as {}", shadow.stem),
+           fmt::format("{} alone under that name (the module wheelmerge checked)", own), shadow.kind);
+      break;  // one problem a prefix: a shadow is a shadow
     }
   }
 }
