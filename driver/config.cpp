@@ -198,10 +198,11 @@ struct Walker {
   // of labels to (label_set_problems: one kind, torch floors or exact builds, ...), each once.
   void one_selector(const Node& root, const BuildConfig& config) {
     std::vector<VariantLabel> all;
+    std::set<std::string> seen;  // a configuration may name many: no quadratic search
     for (const VariantLabel& label : config.labels)
-      if (std::find(all.begin(), all.end(), label) == all.end()) all.push_back(label);
+      if (seen.insert(label.str()).second) all.push_back(label);
     for (const auto& [label, _] : config.variants)
-      if (std::find(all.begin(), all.end(), label) == all.end()) all.push_back(label);
+      if (seen.insert(label.str()).second) all.push_back(label);
     for (const LabelSetProblem& p : label_set_problems(all, " in the configuration"))
       fail(root, p.what, p.expected, p.found);
   }

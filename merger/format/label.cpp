@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
 
 namespace wm {
 
@@ -131,13 +132,12 @@ std::vector<LabelSetProblem> label_set_problems(const std::vector<VariantLabel>&
   auto add = [&](std::string_view what, std::string expected, std::string found) {
     out.push_back({fmt::format("{}{}", what, context), std::move(expected), std::move(found)});
   };
-  std::vector<std::string> seen;
+  std::set<std::string> seen;
   for (const VariantLabel& label : labels) {
-    if (std::find(seen.begin(), seen.end(), label.str()) != seen.end()) {
+    if (!seen.insert(label.str()).second) {
       add("a variant label given twice", "each label once", label.str());
       break;
     }
-    seen.push_back(label.str());
   }
   const VariantLabel& first = labels.front();
   for (const VariantLabel& label : labels)
