@@ -197,6 +197,14 @@ Subcommand add_build(CLI::App& app, Output& out) {
   repeatable(build->add_option("-C,--config-setting", a->settings, "KEY=VALUE for the project's build backend"));
   build->add_option("-j,--jobs", o.jobs, "variants built at once (default: 1)");
   build->add_option("--python", o.python, "the Python that builds (default: python3)");
+  build
+      ->add_option("--installer", o.installer,
+                   "what makes each isolated build environment and installs into it: pip (default) or uv (the "
+                   "uv beside --python, else on PATH; files hardlinked from uv's cache)")
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, BuildOptions::Installer>{{"pip", BuildOptions::Installer::pip},
+                                                                                 {"uv", BuildOptions::Installer::uv}},
+                                  CLI::ignore_case));
   repeatable(
       build->add_option("--find-links", o.find_links, "a directory or URL pip may install build requirements from"));
   build->add_option("--log-dir", o.log_dir, "where each variant's log is kept");

@@ -337,7 +337,11 @@ class VariantBuilder {
   // A virtual environment of the variant's own, with the build requirements installed.
   bool isolate() {
     step("creating an isolated build environment");
-    if (!run({options_.python, "-m", "venv", job_.work + "/env"})) return false;
+    const std::vector<std::string> make =
+        uses_uv()
+            ? std::vector<std::string>{options_.uv, "venv", "--quiet", "--python", options_.python, job_.work + "/env"}
+            : std::vector<std::string>{options_.python, "-m", "venv", job_.work + "/env"};
+    if (!run(make)) return false;
     python_ = job_.work + "/env/bin/python";
     env_["VIRTUAL_ENV"] = job_.work + "/env";
     env_["PATH"] = job_.work + "/env/bin:" + env_["PATH"];
@@ -396,12 +400,16 @@ class VariantBuilder {
 
   bool pip_install(const std::vector<std::string>& reqs) {
     if (reqs.empty()) return true;
-    std::vector<std::string> argv = {
-        python_, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location"};
+    std::vector<std::string> argv =
+        uses_uv() ? std::vector<std::string>{options_.uv, "pip", "install", "--python", python_}
+                  : std::vector<std::string>{
+                        python_, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location"};
     for (const std::string& f : options_.find_links) argv.insert(argv.end(), {"--find-links", f});
     argv.insert(argv.end(), reqs.begin(), reqs.end());
     return run(argv);
   }
+
+  bool uses_uv() const { return options_.installer == BuildOptions::Installer::uv; }
 
   // A PEP 517 hook run by the hook runner; what it returned, or nullopt after a problem.
   std::optional<nlohmann::json> hook(const std::string& runner, const std::string& name, const nlohmann::json& kwargs) {
@@ -477,6 +485,29 @@ void check_isolation(const std::vector<VariantLabel>& labels, const BuildOptions
            fmt::format("[tool.wheelmerge.{}] build-requires needs an isolated build", label.str()),
            "a build without --no-isolation, or no build-requires for " + label.str(),
            fmt::format("--no-isolation and build-requires = {}", nlohmann::json(v.build_requires).dump())});
+}
+
+// --installer uv runs the uv beside --python (`pip install uv` into the Python that builds),
+// else the one on PATH; none is refused before any build starts.
+void resolve_installer(BuildOptions& options, Problems& problems) {
+  if (options.installer != BuildOptions::Installer::uv || !options.isolation) return;
+  const Environment env = current_environment();
+  const fs::path python_dir = fs::path(find_program(options.python, env).value_or(options.python)).parent_path();
+  const fs::path beside = python_dir / options.uv;
+  const std::optional<std::string> found =
+      options.uv.find('/') == std::string::npos && ::access(beside.c_str(), X_OK) == 0
+          ? std::optional<std::string>(beside.string())
+          : find_program(options.uv, env);
+  if (found && ::access(found->c_str(), X_OK) == 0) {
+    options.uv = *found;
+    return;
+  }
+  problems.push_back({ProblemKind::usage,
+                      {},
+                      {},
+                      "--installer uv needs uv",
+                      fmt::format("uv beside {} or on PATH (pip install uv)", options.python),
+                      fmt::format("no executable {} in {} or on PATH", options.uv, python_dir.string())});
 }
 
 VariantBackend variant_backend(const ProjectConfig& project, const std::string& project_dir, Problems& problems) {
@@ -653,8 +684,9 @@ void warn_unused_toolkits(const std::vector<VariantLabel>& labels, const BuildOp
 
 std::optional<BuildResult> build_project(const BuildOptions& given, const ProgressSink& progress, Problems& problems,
                                          const PhaseHooks& phases) {
-  const BuildOptions options = with_absolute_paths(given);
+  BuildOptions options = with_absolute_paths(given);
   const size_t before = problems.size();
+  resolve_installer(options, problems);
   auto project = load_project_config(options.project_dir, problems);
   if (!project) return std::nullopt;
   const std::vector<VariantLabel> labels = build_labels(options, project->wheelmerge, problems);

@@ -31,6 +31,12 @@ struct BuildOptions {
   std::vector<int> majors;                   // --cuda N
   std::map<int, std::string> toolkit_paths;  // --cuda N=PATH
   bool isolation = true;
+  // What makes each isolated build's environment and installs into it: pip (python -m venv, then
+  // pip install) or uv (uv venv, then uv pip install: files hardlinked from uv's cache, seconds
+  // for a torch that pip copies in minutes). `uv` is the program run; build_project resolves it
+  // (beside --python, else on PATH) and refuses the build when there is none.
+  enum class Installer { pip, uv } installer = Installer::pip;
+  std::string uv = "uv";
   std::map<std::string, std::vector<std::string>>
       config_settings;  // -C KEY=VALUE (repeatable), for the project's backend
   int jobs = 1;

@@ -57,17 +57,7 @@ int run_logged(const std::vector<std::string>& argv, const Environment& env, con
   posix_spawn_file_actions_adddup2(&actions, log, STDERR_FILENO);
   posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   // PATH lookup uses the child's PATH, as a shell would.
-  std::string program = argv.front();
-  if (program.find('/') == std::string::npos) {
-    auto path = env.find("PATH");
-    for (const std::string& dir : path == env.end() ? std::vector<std::string>() : path_list(path->second)) {
-      std::string candidate = dir + "/" + argv.front();
-      if (::access(candidate.c_str(), X_OK) == 0) {
-        program = candidate;
-        break;
-      }
-    }
-  }
+  const std::string program = find_program(argv.front(), env).value_or(argv.front());
   // The child starts with SIGPIPE's default action, whatever this process does with it (the
   // command line ignores it, to report a closed stdout as an error): a build's pipelines
   // (`cmd | head`) end as they would from a shell.
@@ -115,6 +105,15 @@ std::vector<std::string> path_list(std::string_view list) {
   std::vector<std::string> dirs = split(list, ':');
   std::erase(dirs, std::string());
   return dirs;
+}
+
+std::optional<std::string> find_program(const std::string& name, const Environment& env) {
+  if (name.find('/') != std::string::npos) return name;
+  const auto path = env.find("PATH");
+  if (path == env.end()) return std::nullopt;
+  for (const std::string& dir : path_list(path->second))
+    if (std::string candidate = dir + "/" + name; ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  return std::nullopt;
 }
 
 std::string tail_lines(const std::string& path, size_t lines) {

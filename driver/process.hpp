@@ -24,6 +24,10 @@ std::optional<std::string> read_file(const std::string& path);
 // The directories of a PATH-like list, in order, empty entries left out ("/a::/b" -> /a, /b).
 std::vector<std::string> path_list(std::string_view list);
 
+// NAME as a shell would run it with `env`'s PATH: the first executable DIR/NAME; NAME itself when
+// it holds a slash; nullopt when no directory has it.
+std::optional<std::string> find_program(const std::string& name, const Environment& env);
+
 // The last `lines` lines of a file.
 std::string tail_lines(const std::string& path, size_t lines);
 

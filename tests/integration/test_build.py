@@ -248,11 +248,13 @@ def test_wmdemo_build_merges_both_majors_and_imports_each(wheelmerge_bin, toolki
 HELPER = "wheelmerge-itest-helper"
 
 
-def test_isolated_build_gets_a_fresh_environment_per_variant(wheelmerge_bin, toolkits, tmp_path):
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_isolated_build_gets_a_fresh_environment_per_variant(wheelmerge_bin, toolkits, tmp_path, installer):
     """The default: a venv per variant, the project's build requirements installed into it from
     PyPI (settings/ asks for setuptools>=70, newer than the setuptools 65 that Python 3.11's venv
     bundles, so pip has to fetch it), then what get_requires_for_build_wheel asks for, here a
-    helper only a --find-links directory holds."""
+    helper only a --find-links directory holds. With --installer uv the same, made by the uv
+    beside --python (the pinned test requirement in .venv/bin)."""
     project = copy_project("settings", tmp_path)
     requirements = project / "pyproject.toml"
     requirements.write_text(requirements.read_text().replace('"setuptools>=61"', '"setuptools>=70"'))
@@ -263,7 +265,8 @@ def test_isolated_build_gets_a_fresh_environment_per_variant(wheelmerge_bin, too
                          name="wheelmerge_itest_helper", version="1.0", tags="py3-none-any", root_is_purelib=True)
     built = build_ok(wheelmerge_bin, project, tmp_path, *toolkits.args(), "--python", PYTHON,
                      "--find-links", links, "-C", f"probe-extra-requires={HELPER}",
-                     "--log-dir", tmp_path / "logs", isolation=True)
+                     "--log-dir", tmp_path / "logs", "--installer", installer, isolation=True)
+    uv = re.escape(str(PYTHON.parent / "uv"))
 
     prefixes = {}
     for label in LABELS:
@@ -283,9 +286,17 @@ def test_isolated_build_gets_a_fresh_environment_per_variant(wheelmerge_bin, too
         assert calls[-1]["helper"] == "from --find-links", calls
         prefixes[label] = real(calls[0]["sys_prefix"])
         log = (tmp_path / "logs" / f"{label}.log").read_text()
-        assert re.search(r"pip install .*'?setuptools>=70'?", log), log
-        assert re.search(r"Successfully installed .*setuptools-\d", log), log
-        assert re.search(rf"pip install .*--find-links {re.escape(str(links))} .*{HELPER}", log), log
+        if installer == "pip":
+            assert re.search(r"\$ \S+/python3?(\.\d+)? -m venv ", log), log
+            assert re.search(r"\$ \S+ -m pip install .*'?setuptools>=70'?", log), log
+            assert re.search(r"Successfully installed .*setuptools-\d", log), log
+            assert re.search(rf"\$ \S+ -m pip install .*--find-links {re.escape(str(links))} .*{HELPER}", log), log
+        else:
+            assert re.search(rf"\$ {uv} venv --quiet --python {re.escape(str(PYTHON))} ", log), log
+            assert re.search(rf"\$ {uv} pip install --python \S+ .*'?setuptools>=70'?", log), log
+            assert re.search(r"^ \+ setuptools==\d", log, re.M), log
+            assert re.search(rf"\$ {uv} pip install .*--find-links {re.escape(str(links))} .*{HELPER}", log), log
+            assert " -m pip " not in log, log
     assert prefixes["cu12"] != prefixes["cu13"], prefixes
     # The source tree was not built in: the backend wrote its files into a copy.
     assert not (project / ".probe_calls.json").exists()
@@ -727,6 +738,29 @@ def test_usage_errors(wheelmerge_bin, toolkits, tmp_path, args, expected):
     assert result.returncode == 2, describe(result)
     assert expected in result.stderr, result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_installer_uv_without_uv_is_refused_before_building(wheelmerge_bin, toolkits, tmp_path):
+    """--installer uv with no uv beside --python nor on PATH: refused before any build, naming
+    both places; an installer of another name is a usage error of the command line."""
+    project = copy_project("envprobe", tmp_path)
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.symlink_to(PYTHON)
+    env = {"PATH": str(python.parent) + ":/usr/bin:/bin"}
+    result = wheelmerge(wheelmerge_bin, "build", project, *toolkits.args(), "-o", tmp_path / "out", "--python", python,
+                        "--installer", "uv", tmp_path=tmp_path, env=env)
+    assert result.returncode == 2, describe(result)
+    assert "--installer uv needs uv" in result.stderr, result.stderr
+    assert (f"expected uv beside {python} or on PATH (pip install uv), found no executable uv in {python.parent} "
+            "or on PATH") in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
+    assert "creating an isolated build environment" not in result.stderr, result.stderr
+
+    result = wheelmerge(wheelmerge_bin, "build", project, *toolkits.args(), "-o", tmp_path / "out",
+                        "--installer", "conda", tmp_path=tmp_path)
+    assert result.returncode == 2, describe(result)
+    assert "--installer" in result.stderr and "conda" in result.stderr, result.stderr
 
 
 def test_project_without_pyproject_is_refused(wheelmerge_bin, toolkits, tmp_path):

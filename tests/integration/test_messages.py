@@ -19,6 +19,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -438,6 +439,11 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
     record("toolkit_other_major", ["toolkit", toolkit_project, "--cuda", "12", "--cuda", f"12={fake}"], env=nowhere)
     record("toolkit_env", ["toolkit", toolkit_project, "--cuda", "12"],
            env={**nowhere, "WHEELMERGE_CUDA_12": str(fake)})
+    lonely = tmp / "lonely-python" / "python3"  # a Python with no uv beside it, and none on PATH
+    lonely.parent.mkdir()
+    lonely.symlink_to(sys.executable)
+    record("build_installer_uv_missing", ["build", toolkit_project, "--cuda", "13", "--cuda", f"13={fake}",
+                                          "--installer", "uv", "--python", lonely, "-o", tmp / "o"], env=nowhere)
     (tmp / "a-file").write_text("")
     record("build_tmpdir_a_file", ["build", toolkit_project, "--cuda", "13", "--cuda", f"13={fake}",
                                    "-o", tmp / "o"], env={**nowhere, "TMPDIR": str(tmp / "a-file")})

@@ -107,8 +107,10 @@ def toolkit_identity(home: Path) -> str:
 def built(envs: dict[str, TorchEnv], toolkits: dict[str, Path], wheelmerge_bin: Path,
           pytestconfig: pytest.Config) -> Built:
     """examples/torchdemo built by `wheelmerge build` once per variant of its configuration,
-    both at once, each in an isolated environment that pip fills from the torch downloads alone
-    (PIP_NO_INDEX), then merged. Kept (build_cache.py) for the example's sources, this wheelmerge
+    both at once, each in an isolated environment that uv fills from the torch downloads alone
+    (--installer uv, UV_OFFLINE: torch hardlinked from uv's cache, which scripts/torch-envs.sh
+    filled, in a second where pip copies it in a minute or two; pip's way is test_build's and
+    the workflow rehearsals'), then merged. Kept (build_cache.py) for the example's sources, this wheelmerge
     executable's bytes, the toolkits' nvcc, the torch versions and the interpreter: what the
     build is made of. WHEELMERGE_TEST_REBUILD=1 builds it anew."""
     links = [a for label in LABELS for a in ("--find-links", str(envs[label].wheels))]
@@ -118,8 +120,8 @@ def built(envs: dict[str, TorchEnv], toolkits: dict[str, Path], wheelmerge_bin: 
         work = base / "work"
         result = run([wheelmerge_bin, "build", EXAMPLE, "--cuda", f"12={toolkits['torch210_cu12']}",
                       "--cuda", f"13={toolkits['torch211_cu13']}", *links, "--python", tool_python(),
-                      "-o", base / "dist", "--log-dir", work / "logs", "--jobs", "2", "--json"],
-                     env=clean_env({"PIP_NO_INDEX": "1", "NO_COLOR": "1"}), timeout=2400)
+                      "-o", base / "dist", "--log-dir", work / "logs", "--jobs", "2", "--json", "--installer", "uv"],
+                     env=clean_env({"UV_OFFLINE": "1", "NO_COLOR": "1"}), timeout=2400)
         seconds = time.monotonic() - started
         summary = json.loads(result.stdout)
         for variant in summary["variants"]:
@@ -130,7 +132,7 @@ def built(envs: dict[str, TorchEnv], toolkits: dict[str, Path], wheelmerge_bin: 
         shutil.rmtree(work, ignore_errors=True)
 
     key = build_cache.key_of(
-        [EXAMPLE], wheelmerge_bin, tool_python(), build_cache.tool_version(tool_python(), "--version"),
+        [EXAMPLE], wheelmerge_bin, tool_python(), build_cache.tool_version(tool_python(), "--version"), "installer=uv",
         *(toolkit_identity(toolkits[label]) for label in LABELS),
         *(f"{label}={envs[label].version}+{envs[label].cuda}" for label in LABELS))
     base = build_cache.cached("torchdemo-build", key, build)

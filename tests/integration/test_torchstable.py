@@ -75,8 +75,9 @@ class Built:
 @pytest.fixture(scope="session")
 def built(envs: dict[str, TorchEnv], toolkits: dict[str, Path], wheelmerge_bin: Path,
           pytestconfig: pytest.Config) -> Built:
-    """`wheelmerge build` of the example (both variants at once, pip filled from the torch
-    downloads alone), and of its torch211plus_cu13 variant alone; kept by build_cache.py for
+    """`wheelmerge build` of the example (both variants at once, each environment filled by uv
+    from the torch downloads alone, --installer uv and UV_OFFLINE), and of its torch211plus_cu13
+    variant alone; kept by build_cache.py for
     what the builds are made of."""
     links = [a for label in LABELS for a in ("--find-links", str(envs[BUILT_IN[label]].wheels))]
     cuda = ["--cuda", f"12={toolkits['torch210plus_cu12']}", "--cuda", f"13={toolkits['torch211plus_cu13']}"]
@@ -84,19 +85,19 @@ def built(envs: dict[str, TorchEnv], toolkits: dict[str, Path], wheelmerge_bin: 
     def build(base: Path) -> None:
         started = time.monotonic()
         result = run([wheelmerge_bin, "build", EXAMPLE, *cuda, *links, "--python", tool_python(),
-                      "-o", base / "dist", "--jobs", "2", "--json"],
-                     env=clean_env({"PIP_NO_INDEX": "1", "NO_COLOR": "1"}), timeout=2400)
+                      "-o", base / "dist", "--jobs", "2", "--json", "--installer", "uv"],
+                     env=clean_env({"UV_OFFLINE": "1", "NO_COLOR": "1"}), timeout=2400)
         summary = json.loads(result.stdout)
         for variant in summary["variants"]:
             say(pytestconfig, f"built {variant['label']} in {variant['seconds']:.0f} s (both at once)")
         say(pytestconfig, f"wheelmerge build: {time.monotonic() - started:.0f} s in all")
         (base / "summary.json").write_text(json.dumps(summary))
         run([wheelmerge_bin, "build", EXAMPLE, "--variant", "torch211plus_cu13", *cuda, *links,
-             "--python", tool_python(), "-o", base / "one"],
-            env=clean_env({"PIP_NO_INDEX": "1", "NO_COLOR": "1"}), timeout=2400)
+             "--python", tool_python(), "-o", base / "one", "--installer", "uv"],
+            env=clean_env({"UV_OFFLINE": "1", "NO_COLOR": "1"}), timeout=2400)
 
     key = build_cache.key_of(
-        [EXAMPLE], wheelmerge_bin, tool_python(), build_cache.tool_version(tool_python(), "--version"),
+        [EXAMPLE], wheelmerge_bin, tool_python(), build_cache.tool_version(tool_python(), "--version"), "installer=uv",
         *(str(toolkits[label].resolve()) for label in LABELS),
         *(f"{label}={envs[BUILT_IN[label]].version}" for label in LABELS))
     base = build_cache.cached("torchstable-build", key, build)

@@ -17,6 +17,25 @@ TEST_CASE("PATH-like lists: directories in order, empty entries left out") {
   CHECK(path_list("relative") == std::vector<std::string>{"relative"});
 }
 
+TEST_CASE("a program is found as a shell finds it: the first executable on PATH") {
+  std::string dir = (fs::temp_directory_path() / "wm_process_XXXXXX").string();
+  REQUIRE(mkdtemp(dir.data()));
+  fs::create_directories(dir + "/a");
+  fs::create_directories(dir + "/b");
+  fs::create_directories(dir + "/c");
+  std::ofstream(dir + "/a/tool") << "not executable";
+  std::ofstream(dir + "/b/tool") << "#!/bin/sh\n";
+  std::ofstream(dir + "/c/tool") << "#!/bin/sh\n";
+  fs::permissions(dir + "/b/tool", fs::perms::owner_exec, fs::perm_options::add);
+  fs::permissions(dir + "/c/tool", fs::perms::owner_exec, fs::perm_options::add);
+  const Environment env{{"PATH", dir + "/a::" + dir + "/b:" + dir + "/c"}};
+  CHECK(find_program("tool", env) == dir + "/b/tool");
+  CHECK(find_program("missing", env) == std::nullopt);
+  CHECK(find_program("tool", Environment{}) == std::nullopt);
+  CHECK(find_program("./relative/tool", env) == "./relative/tool");  // a slash: no search
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a whole file is read, bytes as they are") {
   std::string dir = (fs::temp_directory_path() / "wm_process_XXXXXX").string();
   REQUIRE(mkdtemp(dir.data()));
