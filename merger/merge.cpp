@@ -3,6 +3,7 @@
 #include "merger/base/memory.hpp"
 #include "merger/base/parallel.hpp"
 #include "merger/format/label.hpp"
+#include "merger/linkage.hpp"
 #include "merger/loader.hpp"
 #include "merger/verify.hpp"
 #include "merger/write.hpp"
@@ -169,6 +170,8 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
       read[opened_input[k]] = std::move(streamed_wheels[k]);
       Problems& to = found[opened_input[k]];
       to.insert(to.end(), streamed[k].begin(), streamed[k].end());
+      // Each build is what its label and tags say: its machine, the CUDA major it links.
+      if (const auto& w = read[opened_input[k]]; w && w->label) check_native_files(*w, {*w->label}, {}, to);
     }
   }
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include "merger/format/variant_metadata.hpp"
 #include "merger/gpu_code.hpp"
+#include "merger/linkage.hpp"
 #include "merger/loader.hpp"
 #include "merger/verify.hpp"
 #include "merger/wheel.hpp"
@@ -9,8 +10,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace wm {
 
@@ -79,6 +82,43 @@ void check_sm_arch_claim(const Wheel& wheel, Problems& problems) {
     problems.push_back(std::move(*problem));
   }
 }
+
+// Which build each of a merged wheel's variant files belongs to, by its loaders' manifests.
+std::map<std::string, VariantLabel, std::less<>> builds_of_members(const Wheel& wheel,
+                                                                   const std::vector<FoundLoader>& loaders) {
+  std::vector<std::string> members;
+  for (const WheelFile& f : wheel.files) members.emplace_back(f.path);
+  const ManifestResolver resolver(members);
+  std::map<std::string, VariantLabel, std::less<>> build_of;
+  for (const FoundLoader& l : loaders) {
+    auto mark = [&](const std::string& relative, const VariantLabel& label) {
+      if (auto member = resolver.member(ManifestResolver::installed(l.loader_path, relative)))
+        build_of.insert_or_assign(std::string(*member), label);
+    };
+    for (const auto& [label, build] : l.manifest.builds) {
+      for (const auto& [original, stored] : build.files) mark(stored, label);
+      for (const std::string& lib : build.preload) mark(lib, label);
+    }
+  }
+  return build_of;
+}
+
+// Every native file against the wheel's platform tags and the CUDA major of its builds: a
+// merged wheel's, by its manifests; a single build's, by the label its name carries (a ".cu13"
+// suffix, a "+cu13" local version, a distribution name ending in one: cupy-cuda12x).
+void check_builds(const Wheel& wheel, const std::vector<FoundLoader>& loaders, Problems& problems) {
+  std::vector<VariantLabel> builds;
+  for (const FoundLoader& l : loaders)
+    for (const VariantLabel& label : l.manifest.variants)
+      if (std::find(builds.begin(), builds.end(), label) == builds.end()) builds.push_back(label);
+  if (loaders.empty()) {
+    if (wheel.label)
+      builds.push_back(*wheel.label);
+    else if (auto suffix = name_suffix_label(wheel.name.name))
+      builds.push_back(suffix->label);
+  }
+  check_native_files(wheel, builds, builds_of_members(wheel, loaders), problems);
+}
 }  // namespace
 
 std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& problems) {
@@ -87,6 +127,7 @@ std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& prob
   auto wheel = read_wheel(WheelInput{path, {}}, problems);
   if (!wheel) return std::nullopt;
   std::vector<FoundLoader> loaders = find_loaders(*wheel, problems);
+  if (problems.size() == before) check_builds(*wheel, loaders, problems);
   if (problems.size() == before) check_sm_arch_claim(*wheel, problems);
   if (problems.size() != before) return std::nullopt;
   VerifyReport report{path, wheel->files.size(), {}, wheel->warnings};
@@ -145,19 +186,8 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
         r.variant_properties = variant_property_strings(*text, r.variant_label);
   }
   // Which stored files belong to which build.
-  std::map<std::string, std::string> variant_of;  // stored path -> label
-  std::vector<std::string> members;
-  for (const WheelFile& f : wheel->files) members.emplace_back(f.path);
-  const ManifestResolver resolver(members);
+  const auto variant_of = builds_of_members(*wheel, loaders);
   for (FoundLoader& l : loaders) {
-    auto mark = [&](const std::string& relative, const std::string& label) {
-      if (auto member = resolver.member(ManifestResolver::installed(l.loader_path, relative)))
-        variant_of[std::string(*member)] = label;
-    };
-    for (const auto& [label, build] : l.manifest.builds) {
-      for (const auto& [original, stored] : build.files) mark(stored, label.str());
-      for (const std::string& lib : build.preload) mark(lib, label.str());
-    }
     r.variants = label_strings(l.manifest.variants);
     r.loaders.push_back({std::move(l.loader_path), std::move(l.manifest)});
   }
@@ -165,8 +195,8 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
     InspectReport::File file{std::string(f.path), f.size, wheel->zip.entries[f.entry].compressed_size,
                              std::nullopt,        {},     {}};
     if (auto it = variant_of.find(file.path); it != variant_of.end()) {
-      file.variant = it->second;
-      r.variant_bytes[it->second] += f.size;
+      file.variant = it->second.str();
+      r.variant_bytes[it->second.str()] += f.size;
     } else {
       r.shared_bytes += f.size;
     }

@@ -130,6 +130,9 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
     }
     std::string beyond_limits;
     result.elf_info = elf->finish(strings, &beyond_limits);
+    // One whose dynamic section cannot be read still says what machine it is for.
+    if (!result.elf_info && beyond_limits.empty())
+      if (auto header = elf->header()) result.elf_info = ElfInfo{false, {}, {}, *header, false};
     if (!beyond_limits.empty())
       result.problem = Problem{
           ProblemKind::invalid_input,

@@ -143,10 +143,25 @@ std::optional<ByteRange> ElfScanner::missing_strings() const {
   return ByteRange{*off, f.strsz};
 }
 
+std::optional<ElfHeader> ElfScanner::header() const {
+  if (prefix_.size() < 52 || !has_magic(prefix_)) return std::nullopt;
+  const uint8_t elf_class = prefix_[4], data = prefix_[5];
+  if ((elf_class != 1 && elf_class != 2) || (data != 1 && data != 2)) return std::nullopt;
+  // A whole header of its class, of the one version ELF has (EI_VERSION and e_version both 1):
+  // what readelf reads as a file header, not a file that only starts with the magic.
+  auto u16 = [&](size_t at) {
+    return static_cast<uint16_t>(data == 1 ? prefix_[at] | prefix_[at + 1] << 8 : prefix_[at] << 8 | prefix_[at + 1]);
+  };
+  const uint32_t version = data == 1 ? uint32_t{u16(20)} | uint32_t{u16(22)} << 16 : uint32_t{u16(20)} << 16 | u16(22);
+  if (prefix_.size() < (elf_class == 2 ? 64u : 52u) || prefix_[6] != 1 || version != 1) return std::nullopt;
+  return ElfHeader{u16(18), elf_class, data};
+}
+
 std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std::string* beyond_limits) const {
   auto l = layout();
   if (!l) return std::nullopt;
   ElfInfo info;
+  info.header = header().value_or(ElfHeader{});
   info.shared_object = l->type == 3;
   if (!dynamic_range_) return info;  // static or no dynamic section: nothing to order by
   if (dynamic_.size() != dynamic_range_->size) return std::nullopt;

@@ -17,10 +17,23 @@ namespace wm {
 inline constexpr size_t kMaxElfNeeded = 4096;
 inline constexpr size_t kMaxElfNameBytes = 4096;
 
+// What the identification and e_machine say: the machine the file's code is for.
+struct ElfHeader {
+  uint16_t machine = 0;   // e_machine, in the file's byte order
+  uint8_t elf_class = 0;  // EI_CLASS: 1 32-bit, 2 64-bit
+  uint8_t data = 0;       // EI_DATA: 1 little-endian, 2 big-endian
+  bool operator==(const ElfHeader&) const = default;
+};
+
 struct ElfInfo {
   bool shared_object = false;  // ET_DYN
   std::string soname;
   std::vector<std::string> needed;
+  ElfHeader header;
+  // Whether the dynamic section was read; when not (a big-endian file, one whose program
+  // headers or dynamic section cannot be read), soname and needed are empty and only the
+  // header is known.
+  bool linkage_read = true;
 };
 
 struct ByteRange {
@@ -47,6 +60,9 @@ class ElfScanner {
   // `beyond_limits`, when given, says why a file was not read because it passes the limits on
   // DT_NEEDED entries and name lengths (no real library comes near them).
   std::optional<ElfInfo> finish(std::span<const uint8_t> strings = {}, std::string* beyond_limits = nullptr) const;
+  // The header of what was fed: nullopt unless it is a whole ELF header as readelf reads one
+  // (the magic, a class and byte order of ELF's, version 1, 52 or 64 bytes).
+  std::optional<ElfHeader> header() const;
 
  private:
   struct Layout;

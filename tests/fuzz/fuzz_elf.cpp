@@ -3,6 +3,7 @@
 // input as read_wheel's second ranged read would, then finished. Properties: no crash, and the
 // result does not depend on how the bytes were chunked, where the scanner can know the dynamic
 // segment's place before its bytes go by (program headers first, as every linker writes them).
+// The header (machine, class, byte order) is the same in any chunking, and finish() gives it.
 // The same bytes through ElfSectionScanner (the section header table, extended numbering
 // included): no crash, the same state, reason, sections and names index in any chunking, the
 // names index below the count, and never more sections than kMaxElfSections or the file holds.
@@ -23,6 +24,11 @@ std::optional<wm::ElfInfo> scan(std::span<const uint8_t> file, size_t chunk) {
     }
   }
   return scanner.finish(strings);
+}
+std::optional<wm::ElfHeader> header_of(std::span<const uint8_t> file, size_t chunk) {
+  wm::ElfScanner scanner;
+  wm_fuzz::in_chunks(file, chunk, [&](std::span<const uint8_t> part) { scanner.feed(part); });
+  return scanner.header();
 }
 uint64_t le(std::span<const uint8_t> b, size_t at, size_t n) {
   uint64_t v = 0;
@@ -85,8 +91,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK((sections.state == wm::ElfSectionScanner::State::unreadable) == !sections.why.empty(),
              "an unreadable table without a reason, or a reason for a readable one");
+  const auto header = header_of(file, 1 << 20);
+  FUZZ_CHECK(header == header_of(file, chunk), "the header depends on the chunk size");
+  if (header) FUZZ_CHECK(file.size() >= (header->elf_class == 2 ? 64u : 52u), "a header longer than the file");
   auto whole = scan(file, 1 << 20);
   auto chunked = scan(file, chunk);
+  if (whole) FUZZ_CHECK(whole->header == header.value_or(wm::ElfHeader{}), "finish() and header() disagree");
   if (!dynamic_after_headers(file, chunk)) return 0;
   FUZZ_CHECK(whole.has_value() == chunked.has_value(), "the result depends on the chunk size");
   if (whole) {

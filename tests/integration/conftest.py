@@ -359,10 +359,11 @@ class Suite:
 # the native target, the torch examples' builds, the torch installs of the workflow rehearsal).
 # Each worker takes the next suite when it is free, so this is longest-first list scheduling: the
 # order is the wall times of the fresh run of docs/testing.md (static 1,466 s, ci_torch 1,298,
-# ci 734, fuzz 617, torchdemo 590, real_wheels 589, torchstable 535, backend 320, downstream 304,
-# loader_lint 293, cupy 172).
-FIRST = ("test_static_wheels", "test_ci_torch", "test_ci", "test_fuzz", "test_torchdemo", "test_real_wheels",
-         "test_torchstable", "test_backend", "test_downstream_checks", "test_loader_lint", "test_cupy", "test_gpu_code")
+# ci 734, fuzz 617, real_wheels 589, backend 320, downstream 304, loader_lint 293, cupy 172), with
+# the torch examples as they build since --installer uv (torchdemo 149 s, torchstable 80 s alone,
+# both were 445-679 s with pip).
+FIRST = ("test_static_wheels", "test_ci_torch", "test_ci", "test_fuzz", "test_real_wheels", "test_backend",
+         "test_downstream_checks", "test_loader_lint", "test_torchdemo", "test_cupy", "test_torchstable", "test_gpu_code")
 
 
 SUITES = {
@@ -390,6 +391,7 @@ SUITES = {
     "test_inject": Suite(("cxx",)),
     "test_layout": Suite(),
     "test_licenses": Suite(("network",)),
+    "test_linkage": Suite(("cxx",)),
     "test_loader": Suite(("network",)),
     "test_loader_lint": Suite(("network",), first=True),
     "test_loader_selectors": Suite(("network", "torch", "qemu")),

@@ -182,11 +182,35 @@ def test_the_build_info_file_is_refused_unless_named(wheelmerge_bin: Path, input
     assert not list(tmp_path.iterdir())
 
 
-def test_a_label_contradicting_the_name_is_refused(wheelmerge_bin: Path, inputs: dict[str, Path], tmp_path: Path) -> None:
+# A member of each build that links a CUDA library of its own major, as readelf reads it.
+LINKED = {"cu12": ("cupy/cuda/cufft.cpython-312-x86_64-linux-gnu.so", "libcufft.so.11", 12),
+          "cu13": ("cupy/cuda/cufft.cpython-312-x86_64-linux-gnu.so", "libcufft.so.12", 13)}
+
+
+def test_a_label_contradicting_the_build_is_refused(wheelmerge_bin: Path, inputs: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    """Each distribution given the other's label: refused for the CUDA libraries its extensions
+    link (cupy-cuda12x's cuFFT extension needs libcufft.so.11, CUDA 12's, as readelf -d reads
+    it), and `verify` refuses a cupy-cuda12x named for cu13 (a ".cu13" suffix) alike; nothing is
+    written."""
     result = wheelmerge(wheelmerge_bin, "merge", "--name", "cupy", f"{inputs['cu12']}=cu13", f"{inputs['cu13']}=cu12",
-                        "-o", tmp_path, "--variant-file", VARIANT_FILE, check=False)
+                        "-o", tmp_path / "out", "--variant-file", VARIANT_FILE, check=False)
     assert result.returncode == 3, result.stderr
-    assert "variant label contradicts the CUDA major of the name" in result.stderr
+    assert not (tmp_path / "out").exists()
+    for built, given in (("cu12", "cu13"), ("cu13", "cu12")):
+        member, library, major = LINKED[built]
+        with zipfile.ZipFile(inputs[built]) as wheel:
+            (tmp_path / built).write_bytes(wheel.read(member))
+        dynamic = run(["readelf", "-d", tmp_path / built]).stdout
+        assert f"Shared library: [{library}]" in dynamic, dynamic
+        assert (f"{inputs[built].name}: {member}: the {given} build links a CUDA library of another major: expected "
+                f"CUDA {given[2:]}'s libraries ({given}), found DT_NEEDED {library}, a library of CUDA {major}"
+                ) in result.stderr, result.stderr
+    relabelled = tmp_path / inputs["cu12"].name.replace(".whl", ".cu13.whl")
+    shutil.copy(inputs["cu12"], relabelled)
+    verified = wheelmerge(wheelmerge_bin, "verify", relabelled, check=False)
+    assert verified.returncode == 3, verified.stderr
+    assert "the cu13 build links a CUDA library of another major" in verified.stderr, verified.stderr
 
 
 def test_merged_wheel_is_one_build_plus_the_differing_files(merged: Path, inputs: dict[str, Path]) -> None:

@@ -49,6 +49,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PY = f"cp{sys.version_info.major}{sys.version_info.minor}"
 ARCH = platform.machine()
+# A machine other than this one's, as e_machine and as messages name it.
+OTHER_MACHINE = (183, "AArch64") if ARCH == "x86_64" else (62, "x86-64")
 TAGS = f"{PY}-{PY}-linux_{ARCH}"  # installable by the tools' pip
 LABELS = ("cu12", "cu13")
 DI = "pkg-1.0.dist-info"
@@ -467,6 +469,19 @@ CASES: list[Case] = [
          W(tags=f"{PY}-{PY}-manylinux2014_{ARCH}", wheel={"Tag": f"{PY}-{PY}-linux_{ARCH}"}), exit=0,
          tags12=f"{PY}-{PY}-manylinux2014_{ARCH}", tags13=f"{PY}-{PY}-manylinux2014_{ARCH}",
          warn=(f"manylinux2014_{ARCH}", f"linux_{ARCH}"), check=output_check_follows_filename),
+
+    # ---- Builds: what the native files say against the label and the tags
+    refuse("build_links_the_cuda_runtime_of_another_major",
+           W(replace={CORE: Per(cu12=wg.elf_shared_object(needed=["libc.so.6", "libcudart.so.13"], payload=b"cu12"),
+                                cu13=core("cu13"))}), member=CORE,
+           stderr_re=r"the cu12 build links a CUDA library of another major: expected CUDA 12's libraries \(cu12\), "
+                     r"found DT_NEEDED libcudart\.so\.13, a library of CUDA 13"),
+    refuse("native_file_of_another_machine",
+           W(replace={CORE: Per(cu12=wg.elf_shared_object(payload=b"cu12", machine=OTHER_MACHINE[0]),
+                                cu13=core("cu13"))}), member=CORE,
+           stderr_re=rf"a native file for another machine than the wheel's platform tags: expected .*, as "
+                     rf"linux_{ARCH} says, found {OTHER_MACHINE[1]} \(e_machine {OTHER_MACHINE[0]}, 64-bit, "
+                     r"little-endian\)"),
 
     # ---- __init__.py injection
     injection("init_utf8_bom", b"\xef\xbb\xbf" + b'"""Doc."""\nfrom __future__ import annotations\nINIT_RAN = True\n'),

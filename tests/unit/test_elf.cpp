@@ -188,3 +188,33 @@ TEST_CASE(
   elf32[4] = 1;
   CHECK(sections_of(elf32, 4096).state() == State::not_elf64);
 }
+
+TEST_CASE("the header: machine, class and byte order of a whole ELF header only") {
+  auto libz = scan("/lib/x86_64-linux-gnu/libz.so.1", 4093);
+  REQUIRE(libz);
+  CHECK(libz->header == ElfHeader{62, 2, 1});
+  auto header_of = [](std::vector<uint8_t> bytes) {
+    ElfScanner s;
+    s.feed(bytes);
+    return s.header();
+  };
+  std::vector<uint8_t> big(64, 0);
+  const uint8_t ident[] = {0x7F, 'E', 'L', 'F', 2, 2, 1};
+  std::copy(std::begin(ident), std::end(ident), big.begin());
+  big[18] = 0;
+  big[19] = 22;  // S/390, big-endian
+  big[23] = 1;   // e_version 1, big-endian
+  CHECK(header_of(big) == ElfHeader{22, 2, 2});
+  auto wrong_version = big;
+  wrong_version[23] = 2;
+  CHECK_FALSE(header_of(wrong_version));
+  auto short_header = big;
+  short_header.resize(60);  // a 64-bit header is 64 bytes
+  CHECK_FALSE(header_of(short_header));
+  // A placeholder that only starts with the magic (examples/wmdemo's stand-in for a cubin):
+  // readelf reads no file header in it, and neither does this.
+  std::vector<uint8_t> placeholder = {0x7F, 'E', 'L', 'F', 2, 1, 1, 0x33, 13, 0, 0, 0};
+  const std::string body = "wmdemo scale kernel, sm_80, built for CUDA 13\n";
+  placeholder.insert(placeholder.end(), body.begin(), body.end());
+  CHECK_FALSE(header_of(placeholder));
+}

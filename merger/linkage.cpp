@@ -1,0 +1,205 @@
+#include "merger/linkage.hpp"
+
+#include "merger/format/wheel_name.hpp"
+#include "merger/wheel.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <utility>
+
+namespace wm {
+
+namespace {
+
+// How the SONAME major of an NVIDIA library relates to the CUDA major of the toolkit and runtime
+// wheels that ship it. Read from the libraries of the nvidia-* wheels that torch 2.10.0 (CUDA
+// 12.8) and torch 2.11.0 and 2.15.0 (CUDA 13.0, 13.2) require, and CUDA 11's toolkit:
+// libcudart.so.12 and .13, libcufft.so.11 (nvidia-cufft-cu12 11.3) and .12 (nvidia-cufft 12.0),
+// libcusolver.so.11 (CUDA 11 and nvidia-cusolver-cu12 11.7) and .12 (nvidia-cusolver 12.0),
+// libcusparse.so.12 (nvidia-cusparse-cu12 12.5 and nvidia-cusparse 12.6).
+enum class Relation { same, one_more, listed };
+struct CudaLibrary {
+  std::string_view base;  // "cudart" for libcudart.so.N
+  Relation relation;
+  std::array<std::pair<int, std::array<int, 2>>, 3> listed{};  // for `listed`: SONAME major -> CUDA majors (0: none)
+};
+constexpr CudaLibrary kCudaLibraries[] = {
+    {"cublas", Relation::same},
+    {"cublasLt", Relation::same},
+    {"cudart", Relation::same},
+    {"cufft", Relation::one_more},
+    {"cufftw", Relation::one_more},
+    {"cupti", Relation::same},
+    {"cusolver", Relation::listed, {{{10, {10, 0}}, {11, {11, 12}}, {12, {13, 0}}}}},
+    {"cusolverMg", Relation::listed, {{{10, {10, 0}}, {11, {11, 12}}, {12, {13, 0}}}}},
+    {"cusparse", Relation::listed, {{{10, {10, 0}}, {11, {11, 0}}, {12, {12, 13}}}}},
+    {"nppc", Relation::same},
+    {"nppial", Relation::same},
+    {"nppicc", Relation::same},
+    {"nppidei", Relation::same},
+    {"nppif", Relation::same},
+    {"nppig", Relation::same},
+    {"nppim", Relation::same},
+    {"nppist", Relation::same},
+    {"nppisu", Relation::same},
+    {"nppitc", Relation::same},
+    {"npps", Relation::same},
+    {"nvJitLink", Relation::same},
+    {"nvblas", Relation::same},
+    {"nvjpeg", Relation::same},
+    {"nvrtc", Relation::same},
+    {"nvrtc-builtins", Relation::same},
+    {"nvrtc-builtins.alt", Relation::same},
+    {"nvrtc.alt", Relation::same},
+};
+
+// Machines whose code runs on no host: GPU code objects and BPF programs, which wheels of every
+// platform may carry (cubins, AMD code objects, eBPF objects).
+constexpr uint16_t kEmCuda = 190, kEmAmdgpu = 224, kEmBpf = 247;
+bool device_code(uint16_t machine) { return machine == kEmCuda || machine == kEmAmdgpu || machine == kEmBpf; }
+
+struct Architecture {
+  std::string_view arch;  // as platform tags spell it
+  ElfHeader header;
+};
+constexpr Architecture kArchitectures[] = {
+    {"x86_64", {62, 2, 1}},   {"i686", {3, 1, 1}},          {"aarch64", {183, 2, 1}}, {"armv7l", {40, 1, 1}},
+    {"armv6l", {40, 1, 1}},   {"ppc64le", {21, 2, 1}},      {"ppc64", {21, 2, 2}},    {"s390x", {22, 2, 2}},
+    {"riscv64", {243, 2, 1}}, {"loongarch64", {258, 2, 1}},
+};
+
+std::string machine_name(uint16_t machine) {
+  switch (machine) {
+    case 3:
+      return "x86";
+    case 8:
+      return "MIPS";
+    case 20:
+      return "PowerPC";
+    case 21:
+      return "PowerPC64";
+    case 22:
+      return "S/390";
+    case 40:
+      return "ARM";
+    case 62:
+      return "x86-64";
+    case 183:
+      return "AArch64";
+    case kEmCuda:
+      return "CUDA";
+    case kEmAmdgpu:
+      return "AMDGPU";
+    case 243:
+      return "RISC-V";
+    case kEmBpf:
+      return "BPF";
+    case 258:
+      return "LoongArch";
+    default:
+      return "machine";
+  }
+}
+}  // namespace
+
+std::optional<std::vector<int>> cuda_majors_of_library(std::string_view name) {
+  const size_t so = name.rfind(".so.");
+  if (!name.starts_with("lib") || so == std::string_view::npos || so <= 3) return std::nullopt;
+  const std::string_view base = name.substr(3, so - 3), version = name.substr(so + 4);
+  // The SONAME's version: digits, then nothing or more dot-separated digits ("11.0", "12.8").
+  int major = 0;
+  size_t at = 0;
+  for (; at < version.size() && std::isdigit(static_cast<unsigned char>(version[at])) && at < 4; ++at)
+    major = major * 10 + (version[at] - '0');
+  if (at == 0 || (at < version.size() && version[at] != '.')) return std::nullopt;
+  for (size_t i = at; i < version.size(); ++i)
+    if (version[i] != '.' && !std::isdigit(static_cast<unsigned char>(version[i]))) return std::nullopt;
+  const auto library = std::find_if(std::begin(kCudaLibraries), std::end(kCudaLibraries),
+                                    [&](const CudaLibrary& l) { return l.base == base; });
+  if (library == std::end(kCudaLibraries)) return std::nullopt;
+  switch (library->relation) {
+    case Relation::same:
+      return std::vector<int>{major};
+    case Relation::one_more:
+      return std::vector<int>{major + 1};
+    case Relation::listed:
+      for (const auto& [soname_major, cuda] : library->listed)
+        if (soname_major == major && cuda[0] != 0) {
+          std::vector<int> majors{cuda[0]};
+          if (cuda[1] != 0) majors.push_back(cuda[1]);
+          return majors;
+        }
+      return std::nullopt;  // a SONAME major no known toolkit ships: no claim either way
+  }
+  return std::nullopt;
+}
+
+std::vector<ElfHeader> elf_headers_of_platforms(const std::vector<std::string>& platform_tags) {
+  std::vector<ElfHeader> headers;
+  for (const std::string& tag : platform_tags) {
+    const PlatformTag p = parse_platform_tag(tag);
+    if (p.family != PlatformTag::Family::manylinux && p.family != PlatformTag::Family::musllinux &&
+        p.family != PlatformTag::Family::linux)
+      continue;
+    for (const Architecture& a : kArchitectures)
+      if (a.arch == p.arch && std::find(headers.begin(), headers.end(), a.header) == headers.end())
+        headers.push_back(a.header);
+  }
+  return headers;
+}
+
+std::string describe_elf_header(const ElfHeader& h) {
+  return fmt::format("{} (e_machine {}, {}-bit, {}-endian)", machine_name(h.machine), h.machine,
+                     h.elf_class == 2 ? 64 : 32, h.data == 2 ? "big" : "little");
+}
+
+void check_native_file(const std::string& display, std::string_view member, const ElfInfo& elf,
+                       const LinkageTarget& target, Problems& problems) {
+  const ElfHeader& h = elf.header;
+  if (!target.headers.empty() && !device_code(h.machine) &&
+      std::find(target.headers.begin(), target.headers.end(), h) == target.headers.end()) {
+    std::vector<std::string> wanted;
+    for (const ElfHeader& w : target.headers) wanted.push_back(describe_elf_header(w));
+    problems.push_back({ProblemKind::invalid_input, display, std::string(member),
+                        "a native file for another machine than the wheel's platform tags",
+                        fmt::format("{}, as {} says", fmt::join(wanted, " or "), target.platforms),
+                        describe_elf_header(h)});
+  }
+  for (const std::string& needed : elf.needed) {
+    const auto majors = cuda_majors_of_library(needed);
+    if (!majors) continue;
+    for (const VariantLabel& label : target.builds) {
+      if (label.selector() == Selector::cpu) continue;  // a CPU level says nothing of CUDA
+      const int major = label.cuda_major();
+      if (std::find(majors->begin(), majors->end(), major) != majors->end()) continue;
+      problems.push_back({ProblemKind::invalid_input, display, std::string(member),
+                          fmt::format("the {} build links a CUDA library of another major", label.str()),
+                          major == 0 ? fmt::format("no CUDA library ({} is a torch without CUDA)", label.str())
+                                     : fmt::format("CUDA {}'s libraries ({})", major, label.str()),
+                          fmt::format("DT_NEEDED {}, a library of CUDA {}", needed, fmt::join(*majors, " and "))});
+    }
+  }
+}
+
+void check_native_files(const Wheel& wheel, const std::vector<VariantLabel>& builds,
+                        const std::map<std::string, VariantLabel, std::less<>>& build_of, Problems& problems) {
+  LinkageTarget all{fmt::format("{}", fmt::join(wheel.name.platform, ".")),
+                    elf_headers_of_platforms(wheel.name.platform), builds};
+  LinkageTarget one = all;
+  for (const WheelFile& f : wheel.files) {
+    if (!f.elf_info) continue;
+    const auto it = build_of.find(f.path);
+    if (it == build_of.end()) {
+      check_native_file(wheel.display, f.path, *f.elf_info, all, problems);
+    } else {
+      one.builds = {it->second};
+      check_native_file(wheel.display, f.path, *f.elf_info, one, problems);
+    }
+  }
+}
+
+}  // namespace wm

@@ -1,0 +1,55 @@
+// Whether each build's native files are what its label and tags say: the machine their code is
+// for against the wheel's platform tags, and the CUDA libraries they link against the label's
+// CUDA major (docs/WHEEL_RULES.md, "Builds"). Read from the ELF headers and DT_NEEDED entries
+// that the one read pass keeps (merger/format/elf.hpp); no file is read again.
+#pragma once
+
+#include "merger/base/problem.hpp"
+#include "merger/format/elf.hpp"
+#include "merger/format/label.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wm {
+
+struct Wheel;
+
+// The CUDA majors whose toolkits and runtime wheels ship a library of this file name
+// ("libcudart.so.12" -> {12}, "libcufft.so.11" -> {12}, "libcusolver.so.11" -> {11, 12}), for
+// NVIDIA's libraries whose SONAME changes with the toolkit; nullopt for every other name
+// (libcurand.so.10, libcudnn.so.9 and libnccl.so.2 are the same for CUDA 12 and 13).
+std::optional<std::vector<int>> cuda_majors_of_library(std::string_view name);
+
+// The ELF headers native files of these platform tags may have: one machine, class and byte order
+// per architecture the Linux tags name (manylinux, musllinux, linux); empty when no tag is a
+// Linux one of a known architecture (any, win_amd64, macosx_...), where ELF files are not checked.
+std::vector<ElfHeader> elf_headers_of_platforms(const std::vector<std::string>& platform_tags);
+
+// "x86-64 (64-bit, little-endian)": a header as messages name it.
+std::string describe_elf_header(const ElfHeader& header);
+
+// What one native file must fit: the wheel's machines, and the CUDA major of each build it
+// belongs to (a merged wheel's shared file belongs to every build).
+struct LinkageTarget {
+  std::string platforms;           // the wheel's platform tags, for messages
+  std::vector<ElfHeader> headers;  // elf_headers_of_platforms; empty: any
+  std::vector<VariantLabel> builds;
+};
+
+// The problems of member `member` of `display` (invalid_input): a machine of none of the
+// target's headers (GPU code, EM_CUDA and EM_AMDGPU, and BPF programs are no host's and fit
+// every wheel), a CUDA library of another major than a build's (a CPU-only torch build's: any).
+void check_native_file(const std::string& display, std::string_view member, const ElfInfo& elf,
+                       const LinkageTarget& target, Problems& problems);
+
+// check_native_file over every ELF file of `wheel`; `build_of` maps a member to the label of the
+// build it belongs to (a merged wheel's variant files), and every other file belongs to all of
+// `builds`.
+void check_native_files(const Wheel& wheel, const std::vector<VariantLabel>& builds,
+                        const std::map<std::string, VariantLabel, std::less<>>& build_of, Problems& problems);
+
+}  // namespace wm

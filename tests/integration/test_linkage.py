@@ -1,0 +1,115 @@
+"""Each build is what its label and tags say (docs/WHEEL_RULES.md, "Builds"), over extensions
+compiled here with gcc and read back with readelf:
+
+* a build labelled cu13 whose extension links CUDA 12's runtime (`DT_NEEDED libcudart.so.12`,
+  against a stub with that SONAME, as the toolkit's would give) is refused by `merge` and by
+  `verify`, naming the input, the member and the library; so is a CPU-only torch build linking
+  any CUDA library;
+* an x86-64 extension in a wheel tagged for aarch64 is refused by both, naming the machine as
+  readelf names it by number.
+
+Nothing is written and the inputs are left as they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import wheelgen as wg
+from conftest import run
+
+SOURCE = "int wm_linkage_probe(void) { return 42; }\n"
+CALLS_CUDART = "extern int cudaRuntimeGetVersion(int*);\nint wm_probe(void) { int v = 0; return cudaRuntimeGetVersion(&v); }\n"
+EXT = "pkg/_ext.so"
+
+
+def compile_shared(out: Path, source: str, *flags: str) -> Path:
+    src = out.with_suffix(".c")
+    src.write_text(source)
+    run(["gcc", "-shared", "-fPIC", "-o", out, src, *flags])
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """A stub CUDA 12 runtime (SONAME libcudart.so.12), an extension linked against it, and one
+    that links nothing of CUDA's."""
+    d = tmp_path_factory.mktemp("linkage")
+    stub = d / "stub"
+    stub.mkdir()
+    compile_shared(stub / "libcudart.so", "int cudaRuntimeGetVersion(int* v) { *v = 12090; return 0; }\n",
+                   "-Wl,-soname,libcudart.so.12")
+    cuda12 = compile_shared(d / "ext12.so", CALLS_CUDART, f"-L{stub}", "-lcudart")
+    plain = compile_shared(d / "plain.so", SOURCE)
+    dynamic = run(["readelf", "-d", cuda12]).stdout
+    assert "Shared library: [libcudart.so.12]" in dynamic, dynamic  # what readelf reads: the check's input
+    return {"cuda12": cuda12.read_bytes(), "plain": plain.read_bytes()}
+
+
+def wheel(directory: Path, ext: bytes, tags: str = "cp311-cp311-linux_x86_64", label: str | None = None) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return wg.build_wheel(directory / wg.wheel_filename("pkg", "1.0", tags, label=label),
+                          {"pkg/__init__.py": b"", EXT: ext}, name="pkg", version="1.0", tags=tags)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def wheelmerge(binary: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return run([binary, *args], check=False)
+
+
+def test_a_cu13_build_linking_cuda_12s_runtime_is_refused(wheelmerge_bin: Path, built: dict[str, bytes],
+                                                         tmp_path: Path) -> None:
+    good = wheel(tmp_path / "in", built["cuda12"], label="cu12")
+    bad = wheel(tmp_path / "in" / "bad", built["cuda12"], label="cu13")
+    before = {p: digest(p) for p in (good, bad)}
+    result = wheelmerge(wheelmerge_bin, "merge", good, bad, "-o", tmp_path / "out")
+    assert result.returncode == 3, result.stderr
+    assert (f"wheelmerge: error: {bad.name}: {EXT}: the cu13 build links a CUDA library of another major: expected "
+            "CUDA 13's libraries (cu13), found DT_NEEDED libcudart.so.12, a library of CUDA 12\n") == result.stderr
+    assert not (tmp_path / "out").exists()
+    assert {p: digest(p) for p in before} == before
+    verified = wheelmerge(wheelmerge_bin, "verify", bad)
+    assert verified.returncode == 3 and "the cu13 build links a CUDA library" in verified.stderr, verified.stderr
+    assert wheelmerge(wheelmerge_bin, "verify", good).returncode == 0
+
+
+def test_a_cpu_only_torch_build_linking_cuda_is_refused(wheelmerge_bin: Path, built: dict[str, bytes],
+                                                        tmp_path: Path) -> None:
+    cuda = wheel(tmp_path / "a", built["cuda12"])
+    cpu = wheel(tmp_path / "b", built["cuda12"])
+    result = wheelmerge(wheelmerge_bin, "merge", f"{cuda}=torch210_cu12", f"{cpu}=torch210_cpu", "-o", tmp_path / "out")
+    assert result.returncode == 3, result.stderr
+    assert ("the torch210_cpu build links a CUDA library of another major: expected no CUDA library (torch210_cpu is "
+            "a torch without CUDA), found DT_NEEDED libcudart.so.12, a library of CUDA 12") in result.stderr
+    assert result.stderr.count("wheelmerge: error:") == 1, result.stderr  # the CUDA 12 build is what it says
+    ok = wheelmerge(wheelmerge_bin, "merge", f"{cuda}=torch210_cu12", f"{wheel(tmp_path / 'c', built['plain'])}"
+                    "=torch210_cpu", "-o", tmp_path / "merged")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_an_x86_64_extension_in_an_aarch64_wheel_is_refused(wheelmerge_bin: Path, built: dict[str, bytes],
+                                                            tmp_path: Path) -> None:
+    (tmp_path / "plain.so").write_bytes(built["plain"])
+    header = run(["readelf", "-h", tmp_path / "plain.so"]).stdout
+    assert "Advanced Micro Devices X86-64" in header and "ELF64" in header, header
+    tags = "cp311-cp311-manylinux_2_17_aarch64.manylinux2014_aarch64"
+    wheels = [wheel(tmp_path / label, built["plain"], tags, label) for label in ("cu12", "cu13")]
+    expected = ("a native file for another machine than the wheel's platform tags: expected AArch64 (e_machine 183, "
+                "64-bit, little-endian), as manylinux_2_17_aarch64.manylinux2014_aarch64 says, found x86-64 "
+                "(e_machine 62, 64-bit, little-endian)")
+    verified = wheelmerge(wheelmerge_bin, "verify", wheels[0])
+    assert verified.returncode == 3, verified.stderr
+    assert f"{wheels[0].name}: {EXT}: {expected}" in verified.stderr, verified.stderr
+    merged = wheelmerge(wheelmerge_bin, "merge", *wheels, "-o", tmp_path / "out")
+    assert merged.returncode == 3 and merged.stderr.count(expected) == 2, merged.stderr
+    assert not (tmp_path / "out").exists()
+    # The same file in an x86_64 wheel, and in a pure one (no machine to hold it to), is accepted.
+    assert wheelmerge(wheelmerge_bin, "verify", wheel(tmp_path / "x86", built["plain"])).returncode == 0
+    assert wheelmerge(wheelmerge_bin, "verify", wheel(tmp_path / "any", built["plain"], "py3-none-any")).returncode == 0

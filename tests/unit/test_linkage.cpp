@@ -1,0 +1,100 @@
+#include "merger/linkage.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace wm;
+
+namespace {
+ElfInfo native(ElfHeader header, std::vector<std::string> needed = {}) {
+  ElfInfo info;
+  info.shared_object = true;
+  info.needed = std::move(needed);
+  info.header = header;
+  return info;
+}
+constexpr ElfHeader kX86_64{62, 2, 1}, kAarch64{183, 2, 1}, kI386{3, 1, 1}, kCubin{190, 2, 1}, kS390x{22, 2, 2};
+
+Problems check(const ElfInfo& elf, std::vector<std::string> platforms, std::vector<VariantLabel> builds) {
+  LinkageTarget target{"tags", elf_headers_of_platforms(platforms), std::move(builds)};
+  Problems problems;
+  check_native_file("w.whl", "pkg/_ext.so", elf, target, problems);
+  return problems;
+}
+}  // namespace
+
+TEST_CASE("the CUDA majors of NVIDIA's libraries, by their SONAME") {
+  using V = std::vector<int>;
+  CHECK(cuda_majors_of_library("libcudart.so.12") == V{12});
+  CHECK(cuda_majors_of_library("libcudart.so.13") == V{13});
+  CHECK(cuda_majors_of_library("libcudart.so.11.0") == V{11});
+  CHECK(cuda_majors_of_library("libcublasLt.so.13") == V{13});
+  CHECK(cuda_majors_of_library("libnvrtc.so.12") == V{12});
+  CHECK(cuda_majors_of_library("libnvrtc-builtins.so.13.0") == V{13});
+  CHECK(cuda_majors_of_library("libnvJitLink.so.13") == V{13});
+  CHECK(cuda_majors_of_library("libnppc.so.12") == V{12});
+  // cuFFT's SONAME is one behind the toolkit: 11 in CUDA 12, 12 in CUDA 13.
+  CHECK(cuda_majors_of_library("libcufft.so.11") == V{12});
+  CHECK(cuda_majors_of_library("libcufftw.so.12") == V{13});
+  // cuSOLVER 11 ships with CUDA 11 and 12, cuSPARSE 12 with CUDA 12 and 13.
+  CHECK(cuda_majors_of_library("libcusolver.so.11") == V{11, 12});
+  CHECK(cuda_majors_of_library("libcusolver.so.12") == V{13});
+  CHECK(cuda_majors_of_library("libcusparse.so.12") == V{12, 13});
+  CHECK(cuda_majors_of_library("libcusolver.so.99") == std::nullopt);
+  // The same SONAME in every toolkit, or not NVIDIA's toolkit libraries.
+  for (const char* name : {"libcurand.so.10", "libcudnn.so.9", "libnccl.so.2", "libcufile.so.0", "libc.so.6",
+                           "libcuda.so.1", "libcudart.so", "libcudart.so.", "libcudart.so.12x", "libcudart.so.1a.2",
+                           "cudart.so.12", "lib.so.12", "libcudart_static.a", "libcudart.so.99999"})
+    CHECK_MESSAGE(cuda_majors_of_library(name) == std::nullopt, name);
+}
+
+TEST_CASE("the ELF headers of platform tags: Linux ones of known machines") {
+  CHECK(elf_headers_of_platforms({"manylinux_2_28_x86_64", "manylinux2014_x86_64"}) == std::vector<ElfHeader>{kX86_64});
+  CHECK(elf_headers_of_platforms({"musllinux_1_2_aarch64"}) == std::vector<ElfHeader>{kAarch64});
+  CHECK(elf_headers_of_platforms({"linux_i686"}) == std::vector<ElfHeader>{kI386});
+  CHECK(elf_headers_of_platforms({"manylinux_2_17_s390x"}) == std::vector<ElfHeader>{kS390x});
+  CHECK(elf_headers_of_platforms({"manylinux_2_17_ppc64le"}) == std::vector<ElfHeader>{{21, 2, 1}});
+  CHECK(elf_headers_of_platforms({"any"}).empty());
+  CHECK(elf_headers_of_platforms({"win_amd64"}).empty());
+  CHECK(elf_headers_of_platforms({"macosx_11_0_arm64"}).empty());
+  CHECK(elf_headers_of_platforms({"linux_sparc64"}).empty());
+}
+
+TEST_CASE("a native file of another machine than the tags is refused; GPU code fits every wheel") {
+  const auto problems = check(native(kAarch64), {"manylinux_2_28_x86_64"}, {});
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == ProblemKind::invalid_input);
+  CHECK(problems[0].member == "pkg/_ext.so");
+  CHECK(problems[0].expected == "x86-64 (e_machine 62, 64-bit, little-endian), as tags says");
+  CHECK(problems[0].found == "AArch64 (e_machine 183, 64-bit, little-endian)");
+  CHECK(check(native(kI386), {"linux_x86_64"}, {}).size() == 1);         // 32-bit in a 64-bit wheel
+  CHECK(check(native({62, 1, 1}), {"linux_x86_64"}, {}).size() == 1);    // x32
+  CHECK(check(native({183, 2, 2}), {"linux_aarch64"}, {}).size() == 1);  // big-endian AArch64
+  CHECK(check(native(kX86_64), {"manylinux_2_28_x86_64"}, {}).empty());
+  CHECK(check(native(kAarch64), {"any"}, {}).empty());                       // no machine to hold it to
+  CHECK(check(native(kCubin), {"manylinux_2_28_aarch64"}, {}).empty());      // a cubin
+  CHECK(check(native({224, 2, 1}), {"manylinux_2_28_x86_64"}, {}).empty());  // an AMD GPU code object
+}
+
+TEST_CASE("a build that links a CUDA library of another major than its label's is refused") {
+  const ElfInfo ext = native(kX86_64, {"libc.so.6", "libcudart.so.12", "libcurand.so.10"});
+  CHECK(check(ext, {"linux_x86_64"}, {VariantLabel::cuda(12)}).empty());
+  const auto problems = check(ext, {"linux_x86_64"}, {VariantLabel::cuda(13)});
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].what == "the cu13 build links a CUDA library of another major");
+  CHECK(problems[0].expected == "CUDA 13's libraries (cu13)");
+  CHECK(problems[0].found == "DT_NEEDED libcudart.so.12, a library of CUDA 12");
+  // A shared file of a merged wheel belongs to every build: refused for the one it does not fit.
+  const auto shared = check(ext, {"linux_x86_64"}, {VariantLabel::cuda(12), VariantLabel::cuda(13)});
+  REQUIRE(shared.size() == 1);
+  CHECK(shared[0].what == "the cu13 build links a CUDA library of another major");
+  // torch labels by their CUDA major; a CPU-only torch links no CUDA library at all.
+  CHECK(check(ext, {"linux_x86_64"}, {VariantLabel::torch(2, 10, 12)}).empty());
+  const auto cpu_torch = check(ext, {"linux_x86_64"}, {VariantLabel::torch(2, 10, 0)});
+  REQUIRE(cpu_torch.size() == 1);
+  CHECK(cpu_torch[0].expected == "no CUDA library (torch210_cpu is a torch without CUDA)");
+  // A CPU level says nothing of CUDA.
+  CHECK(check(ext, {"linux_x86_64"}, {VariantLabel::cpu(3)}).empty());
+  // Libraries two majors ship fit both.
+  CHECK(check(native(kX86_64, {"libcusparse.so.12"}), {"linux_x86_64"}, {VariantLabel::cuda(13)}).empty());
+  CHECK(check(native(kX86_64, {"libcusolver.so.11"}), {"linux_x86_64"}, {VariantLabel::cuda(13)}).size() == 1);
+}
