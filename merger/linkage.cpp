@@ -152,6 +152,68 @@ std::vector<ElfHeader> elf_headers_of_platforms(const std::vector<std::string>& 
   return headers;
 }
 
+GlibcLimit glibc_limit_of_platforms(const std::vector<std::string>& platform_tags) {
+  GlibcLimit limit;
+  bool musl = false, other = false;
+  for (const std::string& tag : platform_tags) {
+    const PlatformTag p = parse_platform_tag(tag);
+    if (p.family == PlatformTag::Family::manylinux) {
+      if (!limit.newest || std::pair(p.major, p.minor) < *limit.newest) {
+        limit.newest = std::pair(p.major, p.minor);
+        limit.tag = tag;
+      }
+    } else if (p.family == PlatformTag::Family::musllinux) {
+      musl = true;
+      if (limit.tag.empty()) limit.tag = tag;
+    } else {
+      other = true;
+    }
+  }
+  limit.musl = musl && !limit.newest && !other;
+  return limit;
+}
+
+namespace {
+// The version of a glibc symbol version ("GLIBC_2.34" -> 2.34, "GLIBC_2.2.5" -> 2.2); nullopt for
+// others (GLIBC_PRIVATE, GLIBCXX_3.4.30).
+std::optional<std::pair<int, int>> glibc_version(std::string_view name) {
+  if (!name.starts_with("GLIBC_")) return std::nullopt;
+  name.remove_prefix(6);
+  int parts[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    size_t digits = 0;
+    while (digits < name.size() && digits < 4 && std::isdigit(static_cast<unsigned char>(name[digits])))
+      parts[i] = parts[i] * 10 + (name[digits++] - '0');
+    if (digits == 0) return std::nullopt;
+    name.remove_prefix(digits);
+    if (i == 0 && !name.starts_with('.')) return std::nullopt;
+    if (i == 0) name.remove_prefix(1);
+  }
+  if (!name.empty() && !name.starts_with('.')) return std::nullopt;
+  return std::pair(parts[0], parts[1]);
+}
+
+void check_glibc(const std::string& display, std::string_view member, const ElfInfo& elf, const GlibcLimit& limit,
+                 Problems& problems) {
+  if (!limit.newest && !limit.musl) return;
+  const ElfVersionNeed* newest = nullptr;
+  std::pair<int, int> newest_version{0, 0};
+  for (const ElfVersionNeed& need : elf.version_needs)
+    if (auto v = glibc_version(need.version); v && (!newest || *v > newest_version)) {
+      newest = &need;
+      newest_version = *v;
+    }
+  if (!newest || (limit.newest && newest_version <= *limit.newest)) return;
+  problems.push_back({ProblemKind::invalid_input, display, std::string(member),
+                      limit.musl ? "a native file that needs glibc in a musllinux wheel"
+                                 : "a native file that needs a newer glibc than the wheel's platform tags",
+                      limit.musl ? fmt::format("no glibc symbol versions, as {} says", limit.tag)
+                                 : fmt::format("GLIBC_{}.{} or older, as {} says", limit.newest->first,
+                                               limit.newest->second, limit.tag),
+                      fmt::format("{} of {}", newest->version, newest->file)});
+}
+}  // namespace
+
 std::string describe_elf_header(const ElfHeader& h) {
   return fmt::format("{} (e_machine {}, {}-bit, {}-endian)", machine_name(h.machine), h.machine,
                      h.elf_class == 2 ? 64 : 32, h.data == 2 ? "big" : "little");
@@ -169,6 +231,7 @@ void check_native_file(const std::string& display, std::string_view member, cons
                         fmt::format("{}, as {} says", fmt::join(wanted, " or "), target.platforms),
                         describe_elf_header(h)});
   }
+  check_glibc(display, member, elf, target.glibc, problems);
   for (const std::string& needed : elf.needed) {
     const auto majors = cuda_majors_of_library(needed);
     if (!majors) continue;
@@ -188,7 +251,8 @@ void check_native_file(const std::string& display, std::string_view member, cons
 void check_native_files(const Wheel& wheel, const std::vector<VariantLabel>& builds,
                         const std::map<std::string, VariantLabel, std::less<>>& build_of, Problems& problems) {
   LinkageTarget all{fmt::format("{}", fmt::join(wheel.name.platform, ".")),
-                    elf_headers_of_platforms(wheel.name.platform), builds};
+                    elf_headers_of_platforms(wheel.name.platform), builds,
+                    glibc_limit_of_platforms(wheel.name.platform)};
   LinkageTarget one = all;
   for (const WheelFile& f : wheel.files) {
     if (!f.elf_info) continue;

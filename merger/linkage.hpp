@@ -29,6 +29,16 @@ std::optional<std::vector<int>> cuda_majors_of_library(std::string_view name);
 // Linux one of a known architecture (any, win_amd64, macosx_...), where ELF files are not checked.
 std::vector<ElfHeader> elf_headers_of_platforms(const std::vector<std::string>& platform_tags);
 
+// What the platform tags promise of the C library: the newest glibc a file may need (the lowest
+// manylinux_X_Y among them: an installer takes the wheel on every system one tag matches), or
+// none at all (musllinux tags alone); nothing for other tags.
+struct GlibcLimit {
+  std::optional<std::pair<int, int>> newest;
+  bool musl = false;
+  std::string tag;  // the tag that sets it, for messages
+};
+GlibcLimit glibc_limit_of_platforms(const std::vector<std::string>& platform_tags);
+
 // "x86-64 (64-bit, little-endian)": a header as messages name it.
 std::string describe_elf_header(const ElfHeader& header);
 
@@ -38,11 +48,14 @@ struct LinkageTarget {
   std::string platforms;           // the wheel's platform tags, for messages
   std::vector<ElfHeader> headers;  // elf_headers_of_platforms; empty: any
   std::vector<VariantLabel> builds;
+  GlibcLimit glibc;
 };
 
 // The problems of member `member` of `display` (invalid_input): a machine of none of the
 // target's headers (GPU code, EM_CUDA and EM_AMDGPU, and BPF programs are no host's and fit
-// every wheel), a CUDA library of another major than a build's (a CPU-only torch build's: any).
+// every wheel), a glibc symbol version newer than the tags allow (any, for musllinux: the
+// newest one needed is named), a CUDA library of another major than a build's (a CPU-only torch
+// build's: any).
 void check_native_file(const std::string& display, std::string_view member, const ElfInfo& elf,
                        const LinkageTarget& target, Problems& problems);
 

@@ -110,26 +110,36 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
   if (other) result.record_digest = other->finish();
   if (elf) {
     result.elf = true;
-    std::vector<uint8_t> strings;
-    if (auto range = elf->missing_strings()) {
+    // What the kept prefix lacks (a large library's string table, its version needs), in one
+    // more pass over the member up to the end of the last range.
+    const std::optional<ByteRange> ranges[] = {elf->missing_strings(), elf->missing_versions()};
+    std::vector<uint8_t> fetched[2];
+    uint64_t end = 0;
+    for (const auto& range : ranges)
+      if (range) end = std::max(end, range->offset + range->size);
+    if (end > 0) {
       uint64_t pos = 0;
-      strings.reserve(range->size);
       stream_member(
           w.zip, entry,
           [&](std::span<const uint8_t> chunk) {
-            uint64_t lo = std::max(pos, range->offset), hi = std::min(pos + chunk.size(), range->offset + range->size);
-            if (lo < hi) strings.insert(strings.end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
+            for (size_t i = 0; i < 2; ++i) {
+              if (!ranges[i]) continue;
+              const uint64_t lo = std::max(pos, ranges[i]->offset);
+              const uint64_t hi = std::min(pos + chunk.size(), ranges[i]->offset + ranges[i]->size);
+              if (lo < hi) fetched[i].insert(fetched[i].end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
+            }
             pos += chunk.size();
-            return pos < range->offset + range->size;
+            return pos < end;
           },
           w.display,
           [&] {
             pos = 0;
-            strings.clear();
+            fetched[0].clear();
+            fetched[1].clear();
           });
     }
     std::string beyond_limits;
-    result.elf_info = elf->finish(strings, &beyond_limits);
+    result.elf_info = elf->finish(fetched[0], &beyond_limits, fetched[1]);
     // One whose dynamic section cannot be read still says what machine it is for.
     if (!result.elf_info && beyond_limits.empty())
       if (auto header = elf->header()) result.elf_info = ElfInfo{false, {}, {}, *header, false};

@@ -17,6 +17,7 @@ constexpr size_t kMaxNeeded = kMaxElfNeeded;
 constexpr size_t kMaxNameBytes = kMaxElfNameBytes;
 constexpr uint32_t kPtLoad = 1, kPtDynamic = 2;
 constexpr int64_t kDtNeeded = 1, kDtStrtab = 5, kDtStrsz = 10, kDtSoname = 14;
+constexpr int64_t kDtVerneed = 0x6ffffffe, kDtVerneednum = 0x6fffffff;
 
 struct Segment {
   uint32_t type;
@@ -95,6 +96,8 @@ void ElfScanner::feed(std::span<const uint8_t> chunk) {
 namespace {
 struct DynamicFields {
   uint64_t strtab_vaddr = 0, strsz = 0;
+  std::optional<uint64_t> verneed_vaddr;
+  uint64_t verneednum = 0;
   std::optional<uint64_t> soname;
   std::vector<uint64_t> needed;
   bool too_many = false;  // more DT_NEEDED entries than kMaxNeeded
@@ -118,6 +121,8 @@ DynamicFields read_dynamic(const std::vector<uint8_t>& dyn, bool is64) {
     if (tag == kDtSoname) f.soname = val;
     if (tag == kDtStrtab) f.strtab_vaddr = val;
     if (tag == kDtStrsz) f.strsz = val;
+    if (tag == kDtVerneed) f.verneed_vaddr = val;
+    if (tag == kDtVerneednum) f.verneednum = val;
   }
   return f;
 }
@@ -132,16 +137,78 @@ std::optional<uint64_t> file_offset(const std::vector<Segment>& segments, uint64
 
 // [offset, offset + size) lies inside `limit` bytes, computed without wrapping around.
 bool within(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= limit && size <= limit - offset; }
+
+// Where the version needs lie in the file: from DT_VERNEED's offset, to the end of its PT_LOAD
+// segment's file bytes, at most kMaxElfVersionBytes (the table's size is not recorded).
+std::optional<ByteRange> versions_range(const std::vector<Segment>& segments, const DynamicFields& f) {
+  if (!f.verneed_vaddr || f.verneednum == 0) return std::nullopt;
+  for (const Segment& s : segments)
+    if (s.type == kPtLoad && *f.verneed_vaddr >= s.vaddr && *f.verneed_vaddr - s.vaddr < s.filesz &&
+        s.offset <= UINT64_MAX - (*f.verneed_vaddr - s.vaddr))
+      return ByteRange{*f.verneed_vaddr - s.vaddr + s.offset,
+                       std::min<uint64_t>(s.filesz - (*f.verneed_vaddr - s.vaddr), kMaxElfVersionBytes)};
+  return std::nullopt;
+}
 }  // namespace
+
+std::optional<ByteRange> ElfScanner::missing_versions() const {
+  auto l = layout();
+  if (!l || !dynamic_range_ || dynamic_.size() != dynamic_range_->size) return std::nullopt;
+  const auto range = versions_range(l->segments, read_dynamic(dynamic_, l->is64));
+  if (!range || within(range->offset, range->size, prefix_.size())) return std::nullopt;
+  return range;
+}
 
 std::optional<ByteRange> ElfScanner::missing_strings() const {
   auto l = layout();
   if (!l || !dynamic_range_ || dynamic_.size() != dynamic_range_->size) return std::nullopt;
   DynamicFields f = read_dynamic(dynamic_, l->is64);
   auto off = file_offset(l->segments, f.strtab_vaddr);
-  if (!off || within(*off, f.strsz, prefix_.size()) || f.strsz > kPrefix) return std::nullopt;
+  if (!off || within(*off, f.strsz, prefix_.size()) || f.strsz > kMaxElfStringBytes) return std::nullopt;
   return ByteRange{*off, f.strsz};
 }
+
+namespace {
+// The entries of .gnu.version_r in `bytes` (Elf32/64_Verneed and _Vernaux have one layout):
+// `count` files, each with vn_cnt versions; offsets go forward from each entry, so the walk
+// ends. False when an entry lies past the bytes or names no string; `beyond_limits` when more
+// than kMaxElfNeeded files or kMaxElfVersionNeeds versions.
+template <typename StringAt>
+bool read_version_needs(std::span<const uint8_t> bytes, uint64_t count, const StringAt& string_at,
+                        std::vector<ElfVersionNeed>& out, std::string* beyond_limits) {
+  if (count > kMaxElfNeeded) {
+    if (beyond_limits) *beyond_limits = "more than " + std::to_string(kMaxElfNeeded) + " DT_VERNEEDNUM entries";
+    return false;
+  }
+  ByteView b(bytes.data(), bytes.size());
+  uint64_t at = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (!within(at, 16, b.size())) return false;
+    const uint16_t versions = b.u16(at + 2);
+    const auto file = string_at(b.u32(at + 4));
+    if (!file) return false;
+    uint64_t aux = at + b.u32(at + 8);
+    for (uint16_t j = 0; j < versions; ++j) {
+      if (!within(aux, 16, b.size())) return false;
+      const auto version = string_at(b.u32(aux + 8));
+      if (!version) return false;
+      if (out.size() == kMaxElfVersionNeeds) {
+        if (beyond_limits)
+          *beyond_limits = "more than " + std::to_string(kMaxElfVersionNeeds) + " symbol versions needed";
+        return false;
+      }
+      out.push_back({*file, *version});
+      const uint32_t next = b.u32(aux + 12);
+      if (next == 0) break;
+      aux += next;
+    }
+    const uint32_t next = b.u32(at + 12);
+    if (next == 0) break;
+    at += next;
+  }
+  return true;
+}
+}  // namespace
 
 std::optional<ElfHeader> ElfScanner::header() const {
   if (prefix_.size() < 52 || !has_magic(prefix_)) return std::nullopt;
@@ -157,7 +224,8 @@ std::optional<ElfHeader> ElfScanner::header() const {
   return ElfHeader{u16(18), elf_class, data};
 }
 
-std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std::string* beyond_limits) const {
+std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std::string* beyond_limits,
+                                          std::span<const uint8_t> versions) const {
   auto l = layout();
   if (!l) return std::nullopt;
   ElfInfo info;
@@ -200,6 +268,19 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std:
     auto s = string_at(n);
     if (!s) return std::nullopt;
     info.needed.push_back(*s);
+  }
+  if (const auto range = versions_range(l->segments, f)) {
+    std::span<const uint8_t> bytes;
+    if (within(range->offset, range->size, prefix_.size()))
+      bytes = std::span<const uint8_t>(prefix_).subspan(range->offset, range->size);
+    else if (versions.size() == range->size)
+      bytes = versions;
+    std::string beyond;
+    info.versions_read = read_version_needs(bytes, f.verneednum, string_at, info.version_needs, &beyond);
+    if (!beyond.empty()) {
+      if (beyond_limits) *beyond_limits = beyond;
+      return std::nullopt;
+    }
   }
   return info;
 }

@@ -16,6 +16,21 @@ namespace wm {
 // an input can make wheelmerge hold (150,000 DT_NEEDED entries naming one 1 MiB string).
 inline constexpr size_t kMaxElfNeeded = 4096;
 inline constexpr size_t kMaxElfNameBytes = 4096;
+// Symbol versions a file needs (DT_VERNEED's entries, "GLIBC_2.34" of libc.so.6): a real
+// library needs a few dozen; they are read from at most kMaxElfVersionBytes of its
+// .gnu.version_r.
+inline constexpr size_t kMaxElfVersionNeeds = 4096;
+inline constexpr uint64_t kMaxElfVersionBytes = 1 << 20;
+// The dynamic string table read past the kept prefix: libtorch_cpu.so's is 5.5 MB, libtorch_cuda.so's
+// 4.3 MB; a larger one is not read (the file is then known by its header alone).
+inline constexpr uint64_t kMaxElfStringBytes = 64 << 20;
+
+// One version a file needs of a library: vn_file and vna_name of .gnu.version_r.
+struct ElfVersionNeed {
+  std::string file;     // "libc.so.6"
+  std::string version;  // "GLIBC_2.34"
+  bool operator==(const ElfVersionNeed&) const = default;
+};
 
 // What the identification and e_machine say: the machine the file's code is for.
 struct ElfHeader {
@@ -34,6 +49,10 @@ struct ElfInfo {
   // headers or dynamic section cannot be read), soname and needed are empty and only the
   // header is known.
   bool linkage_read = true;
+  std::vector<ElfVersionNeed> version_needs;  // in the file's order
+  // Whether version_needs is all the file needs: false when its .gnu.version_r could not be
+  // read whole (an entry past the bytes read, a name that is none).
+  bool versions_read = true;
 };
 
 struct ByteRange {
@@ -53,13 +72,17 @@ class ElfScanner {
   // Consecutive chunks of the file from offset 0.
   void feed(std::span<const uint8_t> chunk);
 
-  // After the whole file was fed: the string table range still missing, if any.
+  // After the whole file was fed: the string table range still missing, if any, and the bytes of
+  // the version needs (.gnu.version_r, from DT_VERNEED) still missing, if any: a library
+  // larger than the kept prefix may have either past it (libtorch_cuda.so has both).
   std::optional<ByteRange> missing_strings() const;
-  // The result; `strings` supplies the missing range when missing_strings() asked for one.
-  // nullopt when the file is not a well-formed ELF we can read.
+  std::optional<ByteRange> missing_versions() const;
+  // The result; `strings` and `versions` supply the missing ranges when missing_strings() and
+  // missing_versions() asked for them. nullopt when the file is not a well-formed ELF we can read.
   // `beyond_limits`, when given, says why a file was not read because it passes the limits on
-  // DT_NEEDED entries and name lengths (no real library comes near them).
-  std::optional<ElfInfo> finish(std::span<const uint8_t> strings = {}, std::string* beyond_limits = nullptr) const;
+  // DT_NEEDED entries, version needs and name lengths (no real library comes near them).
+  std::optional<ElfInfo> finish(std::span<const uint8_t> strings = {}, std::string* beyond_limits = nullptr,
+                                std::span<const uint8_t> versions = {}) const;
   // The header of what was fed: nullopt unless it is a whole ELF header as readelf reads one
   // (the magic, a class and byte order of ELF's, version 1, 52 or 64 bytes).
   std::optional<ElfHeader> header() const;

@@ -16,14 +16,19 @@ namespace {
 std::optional<wm::ElfInfo> scan(std::span<const uint8_t> file, size_t chunk) {
   wm::ElfScanner scanner;
   wm_fuzz::in_chunks(file, chunk, [&](std::span<const uint8_t> part) { scanner.feed(part); });
-  std::vector<uint8_t> strings;
-  if (auto range = scanner.missing_strings()) {
-    if (range->offset < file.size()) {
+  // The ranges the scanner still misses, cut from the input as read_wheel's second pass would.
+  auto cut = [&](std::optional<wm::ByteRange> range) {
+    std::vector<uint8_t> bytes;
+    if (range && range->offset < file.size()) {
       auto from = file.subspan(range->offset, std::min<uint64_t>(range->size, file.size() - range->offset));
-      strings.assign(from.begin(), from.end());
+      bytes.assign(from.begin(), from.end());
     }
-  }
-  return scanner.finish(strings);
+    return bytes;
+  };
+  const std::vector<uint8_t> strings = cut(scanner.missing_strings()), versions = cut(scanner.missing_versions());
+  auto info = scanner.finish(strings, nullptr, versions);
+  if (info) FUZZ_CHECK(info->version_needs.size() <= wm::kMaxElfVersionNeeds, "more version needs than the limit");
+  return info;
 }
 std::optional<wm::ElfHeader> header_of(std::span<const uint8_t> file, size_t chunk) {
   wm::ElfScanner scanner;
@@ -101,7 +106,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(whole.has_value() == chunked.has_value(), "the result depends on the chunk size");
   if (whole) {
     FUZZ_CHECK(whole->shared_object == chunked->shared_object && whole->soname == chunked->soname &&
-                   whole->needed == chunked->needed,
+                   whole->needed == chunked->needed && whole->version_needs == chunked->version_needs &&
+                   whole->versions_read == chunked->versions_read,
                "the result depends on the chunk size");
   }
   return 0;

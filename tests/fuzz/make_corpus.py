@@ -490,6 +490,14 @@ def deflate_streams() -> dict[str, bytes]:
     return {f"{name}_{step}": bytes([step]) + data for name, data in streams.items() for step in (0, 6, 13)}
 
 
+def compiled_shared_object(source: str) -> bytes:
+    """`source` compiled and linked by gcc into a stripped shared object (about 14 KB)."""
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "s.c").write_text(source)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-s", "-pthread", "-o", f"{d}/s.so", f"{d}/s.c"], check=True)
+        return (Path(d) / "s.so").read_bytes()
+
+
 def elf_sections(count: int, extended_count: bool = False, extended_names: bool = False,
                  section0_size: int | None = None) -> bytes:
     """A 64-bit ELF shared object with `count` sections (the null one, `.s` ones, `.shstrtab`
@@ -652,6 +660,11 @@ def main() -> int:
             (dict(soname="libz.so", tail=bytes(300)), 0)]):
         for chunk in (0, 1, 3):
             seeds["fuzz_elf"][f"elf_{i}_{chunk}"] = bytes([chunk]) + elf(strtab_vaddr_shift=shift, **kw)
+    # A shared object gcc links, with the version needs (.gnu.version_r) the synthetic ones lack.
+    versioned = compiled_shared_object("#include <pthread.h>\nstatic void* run(void* a) { return a; }\n"
+                                       "int probe(void) { pthread_t t; return pthread_create(&t, 0, run, 0); }\n")
+    for chunk in (0, 1, 3):
+        seeds["fuzz_elf"][f"gcc_versioned_{chunk}"] = bytes([chunk]) + versioned
     # Section header tables, extended numbering (e_shnum 0, e_shstrndx SHN_XINDEX) included.
     for name, data in {"sections": elf_sections(4), "sections_ext_count": elf_sections(4, True),
                        "sections_ext_names": elf_sections(4, False, True), "sections_ext_both": elf_sections(4, True, True),

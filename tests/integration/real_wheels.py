@@ -69,6 +69,9 @@ class RealWheel:
     location: str  # the folder of the file on FILE_HOST
     generator: str
     data: tuple[str, ...] = ()
+    # A false claim its tags make, which `verify` refuses (docs/real-wheels.md, "What the build
+    # checks caught"): (member, the message's end), confirmed with readelf by the test.
+    refused: tuple[str, str] | None = None
 
     @property
     def url(self) -> str:
@@ -493,7 +496,10 @@ WHEELS: tuple[RealWheel, ...] = (
         'taichi-1.7.4-cp312-cp312-manylinux_2_27_x86_64.whl',
         '6f1303aedae3ea25e33cef5f30259fc2f66c7f0287433c4e31bdb25fdcd4d81e',
         '74/74/c7aca2af38d38efe9ad8430864e97e87c0b0d4affa2ea6cc4aecbbcfdb0e',
-        generator='skbuild 0.18.1', data=('data',)),
+        generator='skbuild 0.18.1', data=('data',),
+        refused=('taichi/_lib/core/taichi_python.cpython-312-x86_64-linux-gnu.so',
+                 "a native file that needs a newer glibc than the wheel's platform tags: expected GLIBC_2.27 or older, "
+                 "as manylinux_2_27_x86_64 says, found GLIBC_2.34 of libc.so.6")),
 )
 
 

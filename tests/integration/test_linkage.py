@@ -6,7 +6,9 @@ compiled here with gcc and read back with readelf:
   `verify`, naming the input, the member and the library; so is a CPU-only torch build linking
   any CUDA library;
 * an x86-64 extension in a wheel tagged for aarch64 is refused by both, naming the machine as
-  readelf names it by number.
+  readelf names it by number;
+* an extension calling pthread_create, which this glibc (2.36) versions GLIBC_2.34, in a wheel
+  tagged manylinux_2_17 (or musllinux) is refused by both, naming the version readelf -V lists.
 
 Nothing is written and the inputs are left as they were.
 """
@@ -24,6 +26,8 @@ from conftest import run
 
 SOURCE = "int wm_linkage_probe(void) { return 42; }\n"
 CALLS_CUDART = "extern int cudaRuntimeGetVersion(int*);\nint wm_probe(void) { int v = 0; return cudaRuntimeGetVersion(&v); }\n"
+THREADS = ("#include <pthread.h>\nstatic void* run(void* a) { return a; }\n"
+           "int wm_probe(void) { pthread_t t; return pthread_create(&t, 0, run, 0); }\n")
 EXT = "pkg/_ext.so"
 
 
@@ -45,9 +49,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
                    "-Wl,-soname,libcudart.so.12")
     cuda12 = compile_shared(d / "ext12.so", CALLS_CUDART, f"-L{stub}", "-lcudart")
     plain = compile_shared(d / "plain.so", SOURCE)
+    threads = compile_shared(d / "threads.so", THREADS, "-pthread")
     dynamic = run(["readelf", "-d", cuda12]).stdout
     assert "Shared library: [libcudart.so.12]" in dynamic, dynamic  # what readelf reads: the check's input
-    return {"cuda12": cuda12.read_bytes(), "plain": plain.read_bytes()}
+    return {"cuda12": cuda12.read_bytes(), "plain": plain.read_bytes(), "threads": threads.read_bytes(),
+            "threads_versions": run(["readelf", "-V", threads]).stdout}
 
 
 def wheel(directory: Path, ext: bytes, tags: str = "cp311-cp311-linux_x86_64", label: str | None = None) -> Path:
@@ -113,3 +119,25 @@ def test_an_x86_64_extension_in_an_aarch64_wheel_is_refused(wheelmerge_bin: Path
     # The same file in an x86_64 wheel, and in a pure one (no machine to hold it to), is accepted.
     assert wheelmerge(wheelmerge_bin, "verify", wheel(tmp_path / "x86", built["plain"])).returncode == 0
     assert wheelmerge(wheelmerge_bin, "verify", wheel(tmp_path / "any", built["plain"], "py3-none-any")).returncode == 0
+
+
+def test_an_extension_needing_a_newer_glibc_than_its_tag_is_refused(wheelmerge_bin: Path, built: dict[str, bytes],
+                                                                    tmp_path: Path) -> None:
+    versions = built["threads_versions"]
+    assert "Name: GLIBC_2.34" in versions, versions  # pthread_create's version since glibc 2.34
+    old = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
+    wheels = [wheel(tmp_path / label, built["threads"], old, label) for label in ("cu12", "cu13")]
+    expected = ("a native file that needs a newer glibc than the wheel's platform tags: expected GLIBC_2.17 or older, "
+                "as manylinux_2_17_x86_64 says, found GLIBC_2.34 of libc.so.6")
+    verified = wheelmerge(wheelmerge_bin, "verify", wheels[0])
+    assert verified.returncode == 3 and f"{wheels[0].name}: {EXT}: {expected}" in verified.stderr, verified.stderr
+    merged = wheelmerge(wheelmerge_bin, "merge", *wheels, "-o", tmp_path / "out")
+    assert merged.returncode == 3 and merged.stderr.count(expected) == 2, merged.stderr
+    assert not (tmp_path / "out").exists()
+    musl = wheelmerge(wheelmerge_bin, "verify", wheel(tmp_path / "musl", built["threads"], "cp311-cp311-musllinux_1_2_x86_64"))
+    assert musl.returncode == 3, musl.stderr
+    assert ("a native file that needs glibc in a musllinux wheel: expected no glibc symbol versions, as "
+            "musllinux_1_2_x86_64 says, found GLIBC_2.34 of libc.so.6") in musl.stderr, musl.stderr
+    # Tagged for the glibc it needs, or with no claim (linux_x86_64), it is accepted.
+    for tags in ("cp311-cp311-manylinux_2_34_x86_64", "cp311-cp311-linux_x86_64"):
+        assert wheelmerge(wheelmerge_bin, "verify", wheel(tmp_path / tags, built["threads"], tags)).returncode == 0

@@ -28,6 +28,7 @@ import message_sites
 import pytest
 import test_bad_inputs as bad_inputs
 import test_hostile as hostile
+import test_linkage as linkage
 import wheelgen as wg
 from conftest import clean_env
 from test_hostile_variants import CASES as VARIANT_CASES
@@ -380,6 +381,13 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
     # Merged wheels whose loader, package or files were changed after the merge.
     for case, wheel in _tampered_merged_wheels(wheelmerge_bin, tmp):
         record(case, ["verify", wheel])
+    # Builds whose files need a newer glibc than their tags say (test_linkage.py's extension).
+    threads = tmp / "linkage" / "threads.so"
+    threads.parent.mkdir()
+    threads.with_suffix(".c").write_text(linkage.THREADS)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-pthread", "-o", threads, threads.with_suffix(".c")], check=True)
+    for tags in ("cp311-cp311-manylinux_2_17_x86_64", "cp311-cp311-musllinux_1_2_x86_64"):
+        record(f"glibc_{tags}", ["verify", linkage.wheel(tmp / "linkage" / tags, threads.read_bytes(), tags, "cu12")])
     # The command line.
     good = {label: tmp / wg.wheel_filename("pkg", "1.0", hostile.TAGS, label=label) for label in hostile.LABELS}
     for label, p in good.items():

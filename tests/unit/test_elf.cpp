@@ -19,9 +19,10 @@ std::optional<ElfInfo> scan(const std::string& path, size_t chunk) {
   ElfScanner s;
   for (size_t at = 0; at < data.size(); at += chunk)
     s.feed(std::span<const uint8_t>(data).subspan(at, std::min(chunk, data.size() - at)));
-  std::vector<uint8_t> strings;
+  std::vector<uint8_t> strings, versions;
   if (auto r = s.missing_strings()) strings.assign(data.begin() + r->offset, data.begin() + r->offset + r->size);
-  return s.finish(strings);
+  if (auto r = s.missing_versions()) versions.assign(data.begin() + r->offset, data.begin() + r->offset + r->size);
+  return s.finish(strings, nullptr, versions);
 }
 
 // Whether this executable is linked dynamically: it names a program interpreter (PT_INTERP).
@@ -217,4 +218,14 @@ TEST_CASE("the header: machine, class and byte order of a whole ELF header only"
   const std::string body = "wmdemo scale kernel, sm_80, built for CUDA 13\n";
   placeholder.insert(placeholder.end(), body.begin(), body.end());
   CHECK_FALSE(header_of(placeholder));
+}
+
+TEST_CASE("the versions a library needs, as readelf -V lists them") {
+  for (size_t chunk : {size_t{1} << 20, size_t{4093}}) {
+    auto info = scan("/lib/x86_64-linux-gnu/libz.so.1", chunk);
+    REQUIRE(info);
+    CHECK(info->versions_read);
+    CHECK(std::find(info->version_needs.begin(), info->version_needs.end(),
+                    ElfVersionNeed{"libc.so.6", "GLIBC_2.2.5"}) != info->version_needs.end());
+  }
 }

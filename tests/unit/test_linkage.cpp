@@ -15,7 +15,8 @@ ElfInfo native(ElfHeader header, std::vector<std::string> needed = {}) {
 constexpr ElfHeader kX86_64{62, 2, 1}, kAarch64{183, 2, 1}, kI386{3, 1, 1}, kCubin{190, 2, 1}, kS390x{22, 2, 2};
 
 Problems check(const ElfInfo& elf, std::vector<std::string> platforms, std::vector<VariantLabel> builds) {
-  LinkageTarget target{"tags", elf_headers_of_platforms(platforms), std::move(builds)};
+  LinkageTarget target{"tags", elf_headers_of_platforms(platforms), std::move(builds),
+                       glibc_limit_of_platforms(platforms)};
   Problems problems;
   check_native_file("w.whl", "pkg/_ext.so", elf, target, problems);
   return problems;
@@ -97,4 +98,42 @@ TEST_CASE("a build that links a CUDA library of another major than its label's i
   // Libraries two majors ship fit both.
   CHECK(check(native(kX86_64, {"libcusparse.so.12"}), {"linux_x86_64"}, {VariantLabel::cuda(13)}).empty());
   CHECK(check(native(kX86_64, {"libcusolver.so.11"}), {"linux_x86_64"}, {VariantLabel::cuda(13)}).size() == 1);
+}
+
+TEST_CASE("the newest glibc platform tags allow: the lowest manylinux tag's; none for musllinux") {
+  const GlibcLimit both = glibc_limit_of_platforms({"manylinux_2_28_x86_64", "manylinux_2_24_x86_64"});
+  CHECK(both.newest == std::pair(2, 24));
+  CHECK(both.tag == "manylinux_2_24_x86_64");
+  CHECK(glibc_limit_of_platforms({"manylinux2014_x86_64"}).newest == std::pair(2, 17));
+  const GlibcLimit musl = glibc_limit_of_platforms({"musllinux_1_2_x86_64"});
+  CHECK(musl.musl);
+  CHECK_FALSE(musl.newest);
+  // A wheel that also claims a glibc system is held to that claim, not refused glibc outright.
+  CHECK_FALSE(glibc_limit_of_platforms({"musllinux_1_2_x86_64", "manylinux_2_17_x86_64"}).musl);
+  const GlibcLimit plain = glibc_limit_of_platforms({"linux_x86_64"});
+  CHECK_FALSE(plain.newest);
+  CHECK_FALSE(plain.musl);
+}
+
+TEST_CASE("a native file needing a newer glibc than the tags is refused, naming the newest need") {
+  ElfInfo ext = native(kX86_64, {"libc.so.6"});
+  ext.version_needs = {{"libc.so.6", "GLIBC_2.2.5"},
+                       {"libc.so.6", "GLIBC_2.34"},
+                       {"libm.so.6", "GLIBC_2.29"},
+                       {"libc.so.6", "GLIBC_PRIVATE"},
+                       {"libstdc++.so.6", "GLIBCXX_3.4.30"}};
+  CHECK(check(ext, {"manylinux_2_34_x86_64"}, {}).empty());
+  CHECK(check(ext, {"linux_x86_64"}, {}).empty());  // no claim made
+  const auto old = check(ext, {"manylinux_2_17_x86_64"}, {});
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].what == "a native file that needs a newer glibc than the wheel's platform tags");
+  CHECK(old[0].expected == "GLIBC_2.17 or older, as manylinux_2_17_x86_64 says");
+  CHECK(old[0].found == "GLIBC_2.34 of libc.so.6");
+  const auto musl = check(ext, {"musllinux_1_2_x86_64"}, {});
+  REQUIRE(musl.size() == 1);
+  CHECK(musl[0].what == "a native file that needs glibc in a musllinux wheel");
+  CHECK(musl[0].expected == "no glibc symbol versions, as musllinux_1_2_x86_64 says");
+  ElfInfo odd = native(kX86_64);
+  odd.version_needs = {{"libc.so.6", "GLIBC_2"}, {"libc.so.6", "GLIBC_X.1"}, {"libc.so.6", "GLIBC_2.99x"}};
+  CHECK(check(odd, {"manylinux_2_17_x86_64"}, {}).empty());  // no version glibc's form gives
 }
