@@ -141,8 +141,14 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
     std::string beyond_limits;
     result.elf_info = elf->finish(fetched[0], &beyond_limits, fetched[1]);
     // One whose dynamic section cannot be read still says what machine it is for.
-    if (!result.elf_info && beyond_limits.empty())
-      if (auto header = elf->header()) result.elf_info = ElfInfo{false, {}, {}, *header, false};
+    if (!result.elf_info && beyond_limits.empty()) {
+      if (auto header = elf->header()) {
+        result.elf_info.emplace();
+        result.elf_info->header = *header;
+        result.elf_info->linkage_read = false;
+        result.elf_info->versions_read = false;
+      }
+    }
     if (!beyond_limits.empty())
       result.problem = Problem{
           ProblemKind::invalid_input,
