@@ -77,6 +77,38 @@ MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, RecordA
   }
 }
 
+// What the scanner's kept prefix lacks of an ELF member (a large library's string table, its
+// version needs), read in one more pass over the member up to the end of the last range.
+std::pair<std::vector<uint8_t>, std::vector<uint8_t>> fetch_missing(const Wheel& w, const ZipEntry& entry,
+                                                                    const ElfScanner& elf) {
+  const std::optional<ByteRange> ranges[] = {elf.missing_strings(), elf.missing_versions()};
+  std::vector<uint8_t> fetched[2];
+  uint64_t end = 0;
+  for (const auto& range : ranges)
+    if (range) end = std::max(end, range->offset + range->size);
+  if (end == 0) return {};
+  uint64_t pos = 0;
+  stream_member(
+      w.zip, entry,
+      [&](std::span<const uint8_t> chunk) {
+        for (size_t i = 0; i < 2; ++i) {
+          if (!ranges[i]) continue;
+          const uint64_t lo = std::max(pos, ranges[i]->offset);
+          const uint64_t hi = std::min(pos + chunk.size(), ranges[i]->offset + ranges[i]->size);
+          if (lo < hi) fetched[i].insert(fetched[i].end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
+        }
+        pos += chunk.size();
+        return pos < end;
+      },
+      w.display,
+      [&] {
+        pos = 0;
+        fetched[0].clear();
+        fetched[1].clear();
+      });
+  return {std::move(fetched[0]), std::move(fetched[1])};
+}
+
 MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorithm algorithm, bool keep_text) {
   MemberResult result;
   Digest sha = Digest::sha256();
@@ -110,36 +142,9 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
   if (other) result.record_digest = other->finish();
   if (elf) {
     result.elf = true;
-    // What the kept prefix lacks (a large library's string table, its version needs), in one
-    // more pass over the member up to the end of the last range.
-    const std::optional<ByteRange> ranges[] = {elf->missing_strings(), elf->missing_versions()};
-    std::vector<uint8_t> fetched[2];
-    uint64_t end = 0;
-    for (const auto& range : ranges)
-      if (range) end = std::max(end, range->offset + range->size);
-    if (end > 0) {
-      uint64_t pos = 0;
-      stream_member(
-          w.zip, entry,
-          [&](std::span<const uint8_t> chunk) {
-            for (size_t i = 0; i < 2; ++i) {
-              if (!ranges[i]) continue;
-              const uint64_t lo = std::max(pos, ranges[i]->offset);
-              const uint64_t hi = std::min(pos + chunk.size(), ranges[i]->offset + ranges[i]->size);
-              if (lo < hi) fetched[i].insert(fetched[i].end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
-            }
-            pos += chunk.size();
-            return pos < end;
-          },
-          w.display,
-          [&] {
-            pos = 0;
-            fetched[0].clear();
-            fetched[1].clear();
-          });
-    }
+    const auto [strings, versions] = fetch_missing(w, entry, *elf);
     std::string beyond_limits;
-    result.elf_info = elf->finish(fetched[0], &beyond_limits, fetched[1]);
+    result.elf_info = elf->finish(strings, &beyond_limits, versions);
     // One whose dynamic section cannot be read still says what machine it is for.
     if (!result.elf_info && beyond_limits.empty()) {
       if (auto header = elf->header()) {
@@ -150,13 +155,14 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
       }
     }
     if (!beyond_limits.empty())
-      result.problem = Problem{
-          ProblemKind::invalid_input,
-          w.display,
-          std::string(entry.name),
-          "ELF file beyond wheelmerge's limits",
-          fmt::format("at most {} DT_NEEDED entries and names of at most {} bytes", kMaxElfNeeded, kMaxElfNameBytes),
-          beyond_limits};
+      result.problem =
+          Problem{ProblemKind::invalid_input,
+                  w.display,
+                  std::string(entry.name),
+                  "ELF file beyond wheelmerge's limits",
+                  fmt::format("at most {} DT_NEEDED entries, {} symbol versions needed and names of at most {} bytes",
+                              kMaxElfNeeded, kMaxElfVersionNeeds, kMaxElfNameBytes),
+                  beyond_limits};
   }
   return result;
 }
