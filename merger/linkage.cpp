@@ -232,36 +232,62 @@ void check_native_file(const std::string& display, std::string_view member, cons
                         describe_elf_header(h)});
   }
   check_glibc(display, member, elf, target.glibc, problems);
-  for (const std::string& needed : elf.needed) {
-    const auto majors = cuda_majors_of_library(needed);
-    if (!majors) continue;
-    for (const VariantLabel& label : target.builds) {
-      if (label.selector() == Selector::cpu) continue;  // a CPU level says nothing of CUDA
-      const int major = label.cuda_major();
-      if (std::find(majors->begin(), majors->end(), major) != majors->end()) continue;
-      problems.push_back({ProblemKind::invalid_input, display, std::string(member),
-                          fmt::format("the {} build links a CUDA library of another major", label.str()),
-                          major == 0 ? fmt::format("no CUDA library ({} is a torch without CUDA)", label.str())
-                                     : fmt::format("CUDA {}'s libraries ({})", major, label.str()),
-                          fmt::format("DT_NEEDED {}, a library of CUDA {}", needed, fmt::join(*majors, " and "))});
+  // The CUDA libraries it links, with the majors that ship each, in DT_NEEDED order.
+  std::vector<std::pair<const std::string*, std::vector<int>>> linked;
+  for (const std::string& needed : elf.needed)
+    if (auto majors = cuda_majors_of_library(needed)) linked.emplace_back(&needed, std::move(*majors));
+  if (linked.empty()) return;
+  for (const auto& [major, builds] : target.majors) {
+    const std::pair<const std::string*, std::vector<int>>* first = nullptr;
+    size_t others = 0;
+    for (const auto& library : linked) {
+      if (std::find(library.second.begin(), library.second.end(), major) != library.second.end()) continue;
+      if (first)
+        ++others;
+      else
+        first = &library;
     }
+    if (!first) continue;
+    const std::string label = builds.first.str();
+    const std::string more = builds.count > 1 ? fmt::format(" and {} more builds", builds.count - 1) : "";
+    problems.push_back(
+        {ProblemKind::invalid_input, display, std::string(member),
+         fmt::format("the {} build links a CUDA library of another major", label),
+         major == 0 ? fmt::format("no CUDA library ({}{} a torch without CUDA)", label,
+                                  builds.count > 1 ? more + ", each" : " is")
+                    : fmt::format("CUDA {}'s libraries ({}{})", major, label, more),
+         fmt::format("DT_NEEDED {}, a library of CUDA {}{}", *first->first, fmt::join(first->second, " and "),
+                     others ? fmt::format(", and {} more of other majors", others) : "")});
   }
+}
+
+LinkageTarget linkage_target(const std::vector<std::string>& platform_tags, const std::vector<VariantLabel>& builds) {
+  LinkageTarget target{fmt::format("{}", fmt::join(platform_tags, ".")),
+                       elf_headers_of_platforms(platform_tags),
+                       glibc_limit_of_platforms(platform_tags),
+                       {}};
+  for (const VariantLabel& label : builds) {
+    if (label.selector() == Selector::cpu) continue;  // a CPU level says nothing of CUDA
+    auto [it, fresh] = target.majors.try_emplace(label.cuda_major(), BuildsOfMajor{label, 0});
+    ++it->second.count;
+  }
+  return target;
 }
 
 void check_native_files(const Wheel& wheel, const std::vector<VariantLabel>& builds,
                         const std::map<std::string, VariantLabel, std::less<>>& build_of, Problems& problems) {
-  LinkageTarget all{fmt::format("{}", fmt::join(wheel.name.platform, ".")),
-                    elf_headers_of_platforms(wheel.name.platform), builds,
-                    glibc_limit_of_platforms(wheel.name.platform)};
-  LinkageTarget one = all;
+  const LinkageTarget all = linkage_target(wheel.name.platform, builds);
+  std::map<VariantLabel, LinkageTarget> of_one;  // a variant file's: its build alone
   for (const WheelFile& f : wheel.files) {
     if (!f.elf_info) continue;
     const auto it = build_of.find(f.path);
     if (it == build_of.end()) {
       check_native_file(wheel.display, f.path, *f.elf_info, all, problems);
     } else {
-      one.builds = {it->second};
-      check_native_file(wheel.display, f.path, *f.elf_info, one, problems);
+      auto one = of_one.find(it->second);
+      if (one == of_one.end())
+        one = of_one.emplace(it->second, linkage_target(wheel.name.platform, {it->second})).first;
+      check_native_file(wheel.display, f.path, *f.elf_info, one->second, problems);
     }
   }
 }

@@ -42,20 +42,29 @@ GlibcLimit glibc_limit_of_platforms(const std::vector<std::string>& platform_tag
 // "x86-64 (64-bit, little-endian)": a header as messages name it.
 std::string describe_elf_header(const ElfHeader& header);
 
-// What one native file must fit: the wheel's machines, and the CUDA major of each build it
-// belongs to (a merged wheel's shared file belongs to every build).
+// The builds of one CUDA major a file belongs to: the first, for messages, and how many.
+struct BuildsOfMajor {
+  VariantLabel first;
+  size_t count = 0;
+};
+
+// What one native file must fit: the wheel's machines and glibc, and the CUDA majors of the
+// builds it belongs to (a merged wheel's shared file belongs to every build), each major once
+// however many builds have it, so a file costs its DT_NEEDED entries times the majors.
 struct LinkageTarget {
   std::string platforms;           // the wheel's platform tags, for messages
   std::vector<ElfHeader> headers;  // elf_headers_of_platforms; empty: any
-  std::vector<VariantLabel> builds;
   GlibcLimit glibc;
+  std::map<int, BuildsOfMajor> majors;  // CUDA major -> builds (0: CPU-only torch builds); CPU levels none
 };
+// The target of the builds `builds` (in any order, each once) in a wheel of these platform tags.
+LinkageTarget linkage_target(const std::vector<std::string>& platform_tags, const std::vector<VariantLabel>& builds);
 
 // The problems of member `member` of `display` (invalid_input): a machine of none of the
 // target's headers (GPU code, EM_CUDA and EM_AMDGPU, and BPF programs are no host's and fit
 // every wheel), a glibc symbol version newer than the tags allow (any, for musllinux: the
 // newest one needed is named), a CUDA library of another major than a build's (a CPU-only torch
-// build's: any).
+// build's: any; one problem per major, naming the first such library and counting the rest).
 void check_native_file(const std::string& display, std::string_view member, const ElfInfo& elf,
                        const LinkageTarget& target, Problems& problems);
 

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 namespace wm {
 
@@ -107,10 +108,9 @@ std::map<std::string, VariantLabel, std::less<>> builds_of_members(const Wheel& 
 // merged wheel's, by its manifests; a single build's, by the label its name carries (a ".cu13"
 // suffix, a "+cu13" local version, a distribution name ending in one: cupy-cuda12x).
 void check_builds(const Wheel& wheel, const std::vector<FoundLoader>& loaders, Problems& problems) {
-  std::vector<VariantLabel> builds;
-  for (const FoundLoader& l : loaders)
-    for (const VariantLabel& label : l.manifest.variants)
-      if (std::find(builds.begin(), builds.end(), label) == builds.end()) builds.push_back(label);
+  std::set<VariantLabel> distinct;
+  for (const FoundLoader& l : loaders) distinct.insert(l.manifest.variants.begin(), l.manifest.variants.end());
+  std::vector<VariantLabel> builds(distinct.begin(), distinct.end());
   if (loaders.empty()) {
     if (wheel.label)
       builds.push_back(*wheel.label);

@@ -15,8 +15,8 @@ ElfInfo native(ElfHeader header, std::vector<std::string> needed = {}) {
 constexpr ElfHeader kX86_64{62, 2, 1}, kAarch64{183, 2, 1}, kI386{3, 1, 1}, kCubin{190, 2, 1}, kS390x{22, 2, 2};
 
 Problems check(const ElfInfo& elf, std::vector<std::string> platforms, std::vector<VariantLabel> builds) {
-  LinkageTarget target{"tags", elf_headers_of_platforms(platforms), std::move(builds),
-                       glibc_limit_of_platforms(platforms)};
+  LinkageTarget target = linkage_target(platforms, builds);
+  target.platforms = "tags";
   Problems problems;
   check_native_file("w.whl", "pkg/_ext.so", elf, target, problems);
   return problems;
@@ -136,4 +136,20 @@ TEST_CASE("a native file needing a newer glibc than the tags is refused, naming 
   ElfInfo odd = native(kX86_64);
   odd.version_needs = {{"libc.so.6", "GLIBC_2"}, {"libc.so.6", "GLIBC_X.1"}, {"libc.so.6", "GLIBC_2.99x"}};
   CHECK(check(odd, {"manylinux_2_17_x86_64"}, {}).empty());  // no version glibc's form gives
+}
+
+TEST_CASE("one problem per CUDA major, however many builds and libraries: the first named, the rest counted") {
+  ElfInfo ext = native(kX86_64);
+  for (int i = 0; i < 4096; ++i) ext.needed.push_back(i % 2 ? "libcublas.so.12" : "libcudart.so.12");
+  std::vector<VariantLabel> builds;
+  for (int minor = 0; minor < 100; ++minor) builds.push_back(VariantLabel::torch(2, minor, 13));
+  for (int minor = 0; minor < 100; ++minor) builds.push_back(VariantLabel::torch(2, minor, 12));
+  const auto problems = check(ext, {"linux_x86_64"}, builds);
+  REQUIRE(problems.size() == 1);  // the CUDA 12 builds fit
+  CHECK(problems[0].what == "the torch20_cu13 build links a CUDA library of another major");
+  CHECK(problems[0].expected == "CUDA 13's libraries (torch20_cu13 and 99 more builds)");
+  CHECK(problems[0].found == "DT_NEEDED libcudart.so.12, a library of CUDA 12, and 4095 more of other majors");
+  const auto cpu = check(ext, {"linux_x86_64"}, {VariantLabel::torch(2, 10, 0), VariantLabel::torch(2, 11, 0)});
+  REQUIRE(cpu.size() == 1);
+  CHECK(cpu[0].expected == "no CUDA library (torch210_cpu and 1 more builds, each a torch without CUDA)");
 }
