@@ -127,12 +127,19 @@ DynamicFields read_dynamic(const std::vector<uint8_t>& dyn, bool is64) {
   return f;
 }
 
-std::optional<uint64_t> file_offset(const std::vector<Segment>& segments, uint64_t vaddr) {
+// The file bytes a virtual address maps to: its offset in the file and how many bytes of its
+// PT_LOAD segment follow it there.
+std::optional<ByteRange> file_range(const std::vector<Segment>& segments, uint64_t vaddr) {
   for (const Segment& s : segments)
     if (s.type == kPtLoad && vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz &&
         s.offset <= UINT64_MAX - (vaddr - s.vaddr))
-      return vaddr - s.vaddr + s.offset;
+      return ByteRange{vaddr - s.vaddr + s.offset, s.filesz - (vaddr - s.vaddr)};
   return std::nullopt;
+}
+
+std::optional<uint64_t> file_offset(const std::vector<Segment>& segments, uint64_t vaddr) {
+  const auto range = file_range(segments, vaddr);
+  return range ? std::optional<uint64_t>(range->offset) : std::nullopt;
 }
 
 // [offset, offset + size) lies inside `limit` bytes, computed without wrapping around.
@@ -142,12 +149,9 @@ bool within(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= l
 // segment's file bytes, at most kMaxElfVersionBytes (the table's size is not recorded).
 std::optional<ByteRange> versions_range(const std::vector<Segment>& segments, const DynamicFields& f) {
   if (!f.verneed_vaddr || f.verneednum == 0) return std::nullopt;
-  for (const Segment& s : segments)
-    if (s.type == kPtLoad && *f.verneed_vaddr >= s.vaddr && *f.verneed_vaddr - s.vaddr < s.filesz &&
-        s.offset <= UINT64_MAX - (*f.verneed_vaddr - s.vaddr))
-      return ByteRange{*f.verneed_vaddr - s.vaddr + s.offset,
-                       std::min<uint64_t>(s.filesz - (*f.verneed_vaddr - s.vaddr), kMaxElfVersionBytes)};
-  return std::nullopt;
+  auto range = file_range(segments, *f.verneed_vaddr);
+  if (range) range->size = std::min(range->size, kMaxElfVersionBytes);
+  return range;
 }
 }  // namespace
 
@@ -171,13 +175,13 @@ std::optional<ByteRange> ElfScanner::missing_strings() const {
 namespace {
 // The entries of .gnu.version_r in `bytes` (Elf32/64_Verneed and _Vernaux have one layout):
 // `count` files, each with vn_cnt versions; offsets go forward from each entry, so the walk
-// ends. False when an entry lies past the bytes or names no string; `beyond_limits` when more
-// than kMaxElfNeeded files or kMaxElfVersionNeeds versions.
+// ends. False when an entry lies past the bytes or names no string, and with `beyond_limits`
+// set when more than kMaxElfNeeded files or kMaxElfVersionNeeds versions.
 template <typename StringAt>
 bool read_version_needs(std::span<const uint8_t> bytes, uint64_t count, const StringAt& string_at,
-                        std::vector<ElfVersionNeed>& out, std::string* beyond_limits) {
+                        std::vector<ElfVersionNeed>& out, std::string& beyond_limits) {
   if (count > kMaxElfNeeded) {
-    if (beyond_limits) *beyond_limits = "more than " + std::to_string(kMaxElfNeeded) + " DT_VERNEEDNUM entries";
+    beyond_limits = "more than " + std::to_string(kMaxElfNeeded) + " DT_VERNEEDNUM entries";
     return false;
   }
   ByteView b(bytes.data(), bytes.size());
@@ -193,8 +197,7 @@ bool read_version_needs(std::span<const uint8_t> bytes, uint64_t count, const St
       const auto version = string_at(b.u32(aux + 8));
       if (!version) return false;
       if (out.size() == kMaxElfVersionNeeds) {
-        if (beyond_limits)
-          *beyond_limits = "more than " + std::to_string(kMaxElfVersionNeeds) + " symbol versions needed";
+        beyond_limits = "more than " + std::to_string(kMaxElfVersionNeeds) + " symbol versions needed";
         return false;
       }
       out.push_back({*file, *version});
@@ -276,7 +279,7 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std:
     else if (versions.size() == range->size)
       bytes = versions;
     std::string beyond;
-    info.versions_read = read_version_needs(bytes, f.verneednum, string_at, info.version_needs, &beyond);
+    info.versions_read = read_version_needs(bytes, f.verneednum, string_at, info.version_needs, beyond);
     if (!beyond.empty()) {
       if (beyond_limits) *beyond_limits = beyond;
       return std::nullopt;
