@@ -137,9 +137,10 @@ import json, sys
 from variantlib.variant_dist_info import VariantDistInfo
 from variantlib.variants_json import VariantsJson
 text = open(sys.argv[1], encoding="utf-8").read()
+label = sys.argv[2] if len(sys.argv) > 2 else "cu12"
 out = {}
 try:
-    info = VariantDistInfo(text, "cu12")
+    info = VariantDistInfo(text, label)
     out["wheel"] = {label: sorted(p.to_str() for p in d.properties) for label, d in info.variants.items()}
 except Exception as e:
     out["wheel"] = "refused: " + str(e)
@@ -157,10 +158,10 @@ def uv_venv(make_venv):
     return make_venv("hostile-variants")
 
 
-def variant_wheel(directory: Path, text: str, files: dict[str, bytes] | None = None) -> Path:
+def variant_wheel(directory: Path, text: str, files: dict[str, bytes] | None = None, label: str = "cu12") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "vpkg-1.0-variants.json").write_text(text, encoding="utf-8")
-    return build_wheel(directory / "vpkg-1.0-py3-none-any-cu12.whl", {"vpkg/__init__.py": b"", **(files or {})},
+    return build_wheel(directory / f"vpkg-1.0-py3-none-any-{label}.whl", {"vpkg/__init__.py": b"", **(files or {})},
                        name="vpkg", tags="py3-none-any", root_is_purelib=True,
                        dist_info_files={"variant.json": text.encode("utf-8")})
 
@@ -177,8 +178,8 @@ SM_ARCH_CLAIMS = {
 }
 
 
-def variantlib_reads(path: Path) -> dict:
-    return json.loads(run([tool_python(), "-c", VARIANTLIB, path]).stdout)
+def variantlib_reads(path: Path, label: str = "cu12") -> dict:
+    return json.loads(run([tool_python(), "-c", VARIANTLIB, path, label]).stdout)
 
 
 def uv_installs(venv, *args: str | Path) -> tuple[bool, str]:
@@ -248,3 +249,40 @@ def test_sm_arch_claims_are_backed_by_the_gpu_code(wheelmerge_bin, tmp_path: Pat
         return
     assert result.returncode == 3, result.stderr
     assert "vpkg-1.0.dist-info/variant.json: " + message in result.stderr, result.stderr
+
+
+# A label of wheelmerge's own kinds means its property alone: installers choose a variant wheel by
+# its properties, never by its label, so a v3 build that also claims v1, v2 and v4 is installed on
+# a v2 CPU (and dies of SIGILL), a cu12 build claiming CUDA 13 where only 13 is.
+# id -> (label, namespace, feature, claimed values, what verify says).
+LABEL_CLAIMS = {
+    "level build claiming every level": ("x86_64_v3", "x86_64", "level", ["v1", "v2", "v3", "v4"],
+                                         'variants.x86_64_v3.x86_64.level: expected ["v3"] for the label x86_64_v3 alone'),
+    "level build claiming another level": ("x86_64_v3", "x86_64", "level", ["v2"],
+                                           'variants.x86_64_v3.x86_64.level: expected ["v3"] for the label x86_64_v3 alone'),
+    "cuda build claiming another major": ("cu12", "nvidia", "cuda_version_lower_bound", ["13"],
+                                          'variants.cu12.nvidia.cuda_version_lower_bound: expected ["12"]'),
+}
+
+
+@pytest.mark.parametrize("case", LABEL_CLAIMS)
+def test_a_label_claiming_other_properties_is_refused(wheelmerge_bin, tmp_path: Path, case: str) -> None:
+    label, name_space, feature_name, values, message = LABEL_CLAIMS[case]
+    providers = {"x86_64": {"requires": ["x86-64-variant-provider"]}, "nvidia": GOOD["providers"]["nvidia"]}
+    doc = {"$schema": SCHEMA, "default-priorities": {"namespace": [name_space]},
+           "providers": {name_space: providers[name_space]},
+           "variants": {label: {name_space: {feature_name: values}}}}
+    wheel = variant_wheel(tmp_path, json.dumps(doc), label=label)
+    # What an installer reads: variantlib takes every claimed value as the wheel's own.
+    read = variantlib_reads(tmp_path / "vpkg-1.0-variants.json", label)
+    assert read["wheel"] == {label: sorted(f"{name_space} :: {feature_name} :: {v}" for v in values)}, read
+    result = wheelmerge(wheelmerge_bin, "verify", wheel, check=False)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert f"vpkg-1.0-py3-none-any-{label}.whl: vpkg-1.0.dist-info/variant.json: " in result.stderr, result.stderr
+    assert message in result.stderr, result.stderr
+    # The same document with the label's own value alone is accepted.
+    own = {"x86_64_v3": ["v3"], "cu12": ["12"]}[label]
+    doc["variants"][label][name_space][feature_name] = own
+    good = variant_wheel(tmp_path / "good", json.dumps(doc), label=label)
+    accepted = wheelmerge(wheelmerge_bin, "verify", good, check=False)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
