@@ -14,6 +14,9 @@
 #   relative to --artifact-dir and against its file name; it must match exactly one wheel.
 # --variant-files / --variant-file: wheelmerge merge --variant-file, whitespace-separated / one.
 # --driver-fallback: wheelmerge merge --driver-fallback.
+# A build-info.json under --artifact-dir (ci/build.sh writes one beside each wheel) gives its
+#   builds' build_info (wheelmerge merge --build-info LABEL:KEY=VALUE) and the project's
+#   variant-files and driver-fallback to the merge, as `wheelmerge build` merges.
 #
 # The binary is $WHEELMERGE, else wheelmerge on PATH. The merged wheel's path is the last line
 # on stdout; with GITHUB_OUTPUT set it is also written there as `wheel` (and the variant labels,
@@ -104,6 +107,25 @@ done
 options=()
 for glob in "${variant_files[@]}"; do options+=(--variant-file "$glob"); done
 [ "$driver_fallback" = 0 ] || options+=(--driver-fallback)
+# What `wheelmerge build` would have merged with: the build-info.json that ci/build.sh puts beside
+# each wheel (wheelmerge build's summary) gives what each build was compiled against (the loader's
+# build_info()) and the project's merge settings ([tool.wheelmerge] variant-files, driver-fallback;
+# given more than once when several builds carry them, which wheelmerge takes as one).
+while IFS= read -r -d '' info; do
+  words=$("$python" - "$info" <<'EOF'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+for variant in summary["variants"]:
+    for key, value in sorted(variant["build_info"].items()):
+        print(f"--build-info\n{variant['label']}:{key}={value}")
+for glob in summary["merge"]["variant_files"]:
+    print(f"--variant-file\n{glob}")
+if summary["merge"]["driver_fallback"]:
+    print("--driver-fallback")
+EOF
+  ) || usage_error "$info is not the build-info.json of wheelmerge build --no-merge --json"
+  while IFS= read -r word; do [ -z "$word" ] || options+=("$word"); done <<<"$words"
+done < <(find "$artifact_dir" -type f -name build-info.json -print0 | LC_ALL=C sort -z)
 
 scratch=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/wheelmerge-merge.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT

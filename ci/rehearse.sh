@@ -8,11 +8,13 @@
 #   plan           the workflow's plan step, for this machine's Python and the project's labels
 #   build pyX L    a fresh copy of the project (what actions/checkout gives: git's tracked and
 #                  untracked-but-not-ignored files), a fresh venv (actions/setup-python), the
-#                  toolkit's root as the container step or the apt step would give it (labels with
-#                  a CUDA major), then the workflow's steps "Point the build at LABEL", "Build the
-#                  wheel" and "Label the wheel"; the wheel is "uploaded" to
-#                  ARTIFACTS/wheel-pyX-L/ (the cibuildwheel path's configuration step is rehearsed
-#                  by tests/integration/test_ci.py; its build needs docker)
+#                  toolkit's root as the container step or the apt step would name it
+#                  (WHEELMERGE_CUDA_<major>, labels with a CUDA major), then the build action's
+#                  step "Build the variant" (ci/build.sh: `wheelmerge build --no-merge`) with
+#                  $WHEELMERGE as the binary the action would have installed; the wheel and its
+#                  build-info.json are "uploaded" to ARTIFACTS/wheel-pyX-L/ (the cibuildwheel
+#                  path's configuration step is rehearsed by tests/integration/test_ci.py; its
+#                  build needs docker)
 #   merge pyX      "downloads" ARTIFACTS/wheel-pyX-*/ as actions/download-artifact does (one
 #                  directory per artifact), runs the action's step "Merge the wheels" (ci/merge.sh)
 #                  with $WHEELMERGE as the binary the action would have installed with pip, and
@@ -31,7 +33,8 @@
 #                         config` reads them; cu12 cu13 when it names none)
 #   TORCH_FIND_LINKS      for torch labels: directories holding each torch release and its
 #                         dependencies (default: those of scripts/torch-envs.sh under
-#                         ~/.cache/wheelmerge/torch); the torch jobs' pip then uses no index
+#                         ~/.cache/wheelmerge/torch); the torch jobs' uv (build) and pip (test)
+#                         then use no index
 #   REHEARSE_ENV          KEY=VALUE words added to every build job's environment, as a caller's
 #                         workflow `env:` would (e.g. TORCH_CUDA_ARCH_LIST=9.0)
 #   REHEARSE_DIR          where the jobs and artifacts go (kept); default a temporary directory,
@@ -49,6 +52,7 @@ project=$(cd "${1:-$root/examples/wmdemo}" && pwd)
 import_name=${2:-wmdemo}
 workflow=$root/.github/workflows/wheelmerge-wheels.yml
 action=$root/ci/action.yml
+build_action=$root/ci/build/action.yml
 python=${PYTHON:-python3}
 wheelmerge=${WHEELMERGE:-$root/build/wheelmerge}
 # The cuda-bindings each test job installs: the pins of tests/integration/conftest.py (the
@@ -162,17 +166,22 @@ done
 for major in "${majors[@]}"; do find_toolkit "$major"; done
 
 # Torch labels install torch at build and at test, from the index torch-index-urls names; here
-# from local downloads, with no index (the jobs' `build` and its dependencies downloaded once).
-torch_env=()
+# from local downloads, with no index: uv (the build jobs' installer) and pip (the test jobs').
+torch_env=() build_torch_env=()
 if [ "$torch_labels" = 1 ]; then
   read -r -a torch_links <<<"${TORCH_FIND_LINKS:-$(compgen -G "$HOME/.cache/wheelmerge/torch/[0-9]*.[0-9]*" | grep -v '\.lock$' | tr '\n' ' ')}"
   [ "${#torch_links[@]}" -gt 0 ] || die "torch labels need TORCH_FIND_LINKS (or scripts/torch-envs.sh's downloads)"
-  mkdir -p "$work/wheels"
-  "$python" -m pip download --quiet --disable-pip-version-check -d "$work/wheels" \
-    "$(sed -n 's/^  BUILD_REQUIREMENT: //p' "$workflow")" || die "cannot download the build job's build requirement"
-  torch_env=(--job-env PIP_NO_INDEX=1 --job-env "PIP_FIND_LINKS=$work/wheels ${torch_links[*]}${cache:+ $cache}")
+  torch_env=(--job-env PIP_NO_INDEX=1 --job-env "PIP_FIND_LINKS=${torch_links[*]}${cache:+ $cache}")
+  links=$(IFS=,; echo "${torch_links[*]}")
+  build_torch_env=(--job-env UV_NO_INDEX=1 --job-env UV_OFFLINE=1 --job-env "UV_FIND_LINKS=$links")
   say "torch from ${torch_links[*]} (no index)"
 fi
+# uv, which the build action installs into the job's Python when the runner has none: here the
+# rehearsal's own (its Python's uv, else the one on PATH) on the build jobs' PATH; with neither,
+# each build job installs it as the action does.
+mkdir -p "$work/uv-bin"
+uv_bin=$("$python" -c 'import uv; print(uv.find_uv_bin())' 2>/dev/null || command -v uv || true)
+if [ -n "$uv_bin" ]; then ln -sf "$uv_bin" "$work/uv-bin/uv"; fi
 extra_env=()
 read -r -a extra_words <<<"${REHEARSE_ENV:-}"
 for word in "${extra_words[@]}"; do extra_env+=(--job-env "$word"); done
@@ -239,21 +248,22 @@ for entry in "${builds[@]}"; do
   job=$work/jobs/build-py$bpy-$label
   checkout "$job/workspace"
   setup_python "$job"
-  # WM_CUDA_ROOT is what the container step ("/usr/local/cuda") or the apt step writes.
-  job_env=("${extra_env[@]}")
-  [ -z "$major" ] || job_env+=(--job-env "WM_CUDA_ROOT=${toolkit_root[$major]}")
-  [[ $label != torch* ]] || job_env+=("${torch_env[@]}")
-  "${step[@]}" "$workflow" label-env --job "$job" --cwd "$job/workspace" \
+  # WHEELMERGE_CUDA_<major> is what the container step ("/usr/local/cuda") or the apt step writes.
+  job_env=("${extra_env[@]}" --job-path "$work/uv-bin")
+  [ -z "$major" ] || job_env+=(--job-env "WHEELMERGE_CUDA_$major=${toolkit_root[$major]}")
+  [[ $label != torch* ]] || job_env+=("${build_torch_env[@]}")
+  # The build action's first step installs wheelmerge with pip; the rehearsal gives it $WHEELMERGE.
+  "${step[@]}" "$build_action" build-variant --job "$job" --cwd "$job/workspace" \
     --job-path "$job/python/bin" "${job_env[@]}" \
-    --set "LABEL=$label" --set "CUDA_MAJOR=$major" --set "TORCH_VERSION=$(field "$entry" torch)" \
-    --set "TORCH_INDEX=$(field "$entry" torch-index)" --set "CPU_LEVEL=$(field "$entry" level)" >/dev/null
-  "${step[@]}" "$workflow" build --job "$job" --cwd "$job/workspace" \
-    --set PACKAGE_DIR=. --set "REPAIR_COMMAND=${REHEARSE_REPAIR_COMMAND:-}" >/dev/null
-  "${step[@]}" "$workflow" label --job "$job" --cwd "$job/workspace" --set "LABEL=$label" >/dev/null
-  wheel=$(output_of "$job" label wheel)
-  # actions/upload-artifact: name wheel-py<python>-<label>.
+    --job-env "GITHUB_ACTION_PATH=$root/ci/build" \
+    --set "WHEELMERGE=$wheelmerge" --set "WM_LABEL=$label" --set WM_PACKAGE_DIR=. \
+    --set WM_OUTPUT_DIR=.wheelmerge/wheelhouse --set "WM_TORCH_INDEX=$(field "$entry" torch-index)" \
+    --set "WM_REPAIR_COMMAND=${REHEARSE_REPAIR_COMMAND:-}" \
+    --set "UV_REQUIREMENT=$(sed -n 's/^  UV_REQUIREMENT: //p' "$workflow")" >/dev/null
+  wheel=$(output_of "$job" build-variant wheel)
+  # actions/upload-artifact: name wheel-py<python>-<label>, the wheelhouse directory.
   mkdir -p "$artifacts/wheel-py$bpy-$label"
-  cp "$job/workspace/$wheel" "$artifacts/wheel-py$bpy-$label/"
+  cp "$job/workspace/.wheelmerge/wheelhouse/"* "$artifacts/wheel-py$bpy-$label/"
   say "uploaded artifact wheel-py$bpy-$label: ${wheel##*/}"
   # A runner is discarded after its job; here its interpreter environment goes (a torch job's
   # holds a whole torch, GBs), the workspace stays for a look.

@@ -34,6 +34,30 @@ nlohmann::json variant_summary(const wm::VariantBuild& v) {
   return j;
 }
 
+// `build --no-merge`: the labelled build wheels written.
+int report_builds(const Output& out, const wm::BuildResult& result, std::chrono::steady_clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const std::string& wheel : result.builds) out.info("wrote " + wheel);
+  out.info(fmt::format("checked and wrote {} build{} in {:.1f}s{}", result.builds.size(),
+                       result.builds.size() == 1 ? "" : "s", seconds,
+                       result.log_dir.empty() ? std::string() : " (logs in " + result.log_dir + ")"));
+  if (out.json) {
+    nlohmann::json summaries = nlohmann::json::array();
+    for (size_t i = 0; i < result.variants.size(); ++i) {
+      summaries.push_back(variant_summary(result.variants[i]));
+      summaries.back()["wheel"] = result.builds.at(i);
+    }
+    nlohmann::json j = {
+        {"builds", result.builds},
+        {"variants", summaries},
+        {"merge", {{"variant_files", result.variant_globs}, {"driver_fallback", result.driver_fallback}}},
+        {"log_dir", result.log_dir.empty() ? nlohmann::json() : nlohmann::json(result.log_dir)},
+        {"seconds", seconds}};
+    wm::cli::print_out("{}\n", j.dump(2));
+  }
+  return 0;
+}
+
 int run_build(const Output& out, wm::BuildOptions& options, const std::vector<std::string>& cuda,
               const std::vector<std::string>& variants, const std::vector<std::string>& settings) {
   if (auto bad = wm::take_cuda_options(cuda, options.majors, options.toolkit_paths))
@@ -59,6 +83,7 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
       },
       problems, phases);
   if (!result) return out.fail(problems);
+  if (!options.merge_builds) return report_builds(out, *result, start);
   // With --variants, the variant wheels' warnings hold the merged wheel's as well (each once).
   for (const std::string& w : result->variant_wheels ? result->variant_wheels->warnings : result->merge.plan.warnings)
     out.warning(w);
@@ -215,12 +240,17 @@ Subcommand add_build(CLI::App& app, Output& out) {
       "--variants", o.variants,
       "also write PEP 825 variant wheels of the builds and their {name}-{version}-variants.json (see variants)");
   build->add_flag("!--no-sm-arch", o.sm_arch, "with --variants: give no nvidia :: sm_arch property (see variants)");
+  build->add_flag("!--no-merge", o.merge_builds,
+                  "check each build as merge checks its inputs and write it as built, named NAME.LABEL.whl, "
+                  "instead of merging (one label per CI job; merge them later)");
   add_common(build, out, "print only errors (no progress lines)");
   build->footer(examples(
       {{"wheelmerge build", "build the project in . for each configured variant (default: CUDA 12 and 13) into dist/"},
        {"wheelmerge build --cuda 12=/usr/local/cuda-12.9 --cuda 13=/opt/cuda-13.0",
         "the same builds, naming each major's toolkit (N=PATH chooses no builds)"},
-       {"wheelmerge build --cuda 13", "CUDA 13 only: a one-build wheel"}}));
+       {"wheelmerge build --cuda 13", "CUDA 13 only: a one-build wheel"},
+       {"wheelmerge build --variant cu12 --no-merge -o wheelhouse",
+        "the CUDA 12 build alone, as wheelhouse/NAME.cu12.whl, for a later merge"}}));
   return {build, [&out, a] { return run_build(out, a->options, a->cuda, a->variants, a->settings); }};
 }
 

@@ -213,6 +213,29 @@ std::optional<std::string> torch_mismatch(const VariantLabel& label, const nlohm
   return fmt::format("the environment has torch {} built {}, whose label is {}", torch, built, found.str());
 }
 
+std::string labelled_wheel_name(const std::string& wheel_file_name, const VariantLabel& label) {
+  std::string stem = wheel_file_name;
+  if (stem.size() > 4 && stem.ends_with(".whl")) stem.resize(stem.size() - 4);
+  return stem + "." + label.str() + ".whl";
+}
+
+namespace {
+// Whether a requirement of `requirements` is on torch (the project's own choice of its torch).
+bool names_torch(const std::vector<std::string>& requirements) {
+  return std::any_of(requirements.begin(), requirements.end(), [](const std::string& text) {
+    std::string error;
+    const std::optional<Requirement> r = parse_requirement(text, error);
+    return r && normalize_name(r->name) == "torch";
+  });
+}
+}  // namespace
+
+std::optional<std::string> label_torch_requirement(const VariantLabel& label) {
+  if (label.selector() != Selector::torch) return std::nullopt;
+  const auto [major, minor] = label.torch_version();
+  return fmt::format("torch=={}.{}.*", major, minor);
+}
+
 Environment environment_changes(const Environment& base, const Environment& env) {
   Environment changes;
   for (const auto& [k, v] : env)
@@ -255,6 +278,9 @@ class VariantBuilder {
 
   void build() {
     if (!prepare() || (options_.isolation && !isolate())) return;
+    // A torch label's torch is checked before any of the project's code runs (setup.py may
+    // import torch to ask for more, and fail its own way on the wrong one).
+    if (b_.label.selector() == Selector::torch && !probe_environment()) return;
     const std::string runner = job_.work + "/hook_runner.py";
     if (!write_text(runner, kHookRunnerTemplate)) return;
     // One value as a string, a repeated key as a list, as frontends pass them.
@@ -351,6 +377,8 @@ class VariantBuilder {
     std::vector<std::string> requirements = backend_.requirements;
     const std::vector<std::string>& own = project_.wheelmerge.variant(b_.label).build_requires;
     requirements.insert(requirements.end(), own.begin(), own.end());
+    if (auto torch = label_torch_requirement(b_.label); torch && !names_torch(requirements))
+      requirements.push_back(*torch);
     step(fmt::format("installing build requirements: {}", fmt::join(requirements, ", ")));
     return pip_install(requirements);
   }
@@ -362,7 +390,8 @@ class VariantBuilder {
   }
 
   // What the build environment holds (torch, cuda-bindings), for build_info; a torch label's
-  // build stops when its torch is not the one the label names.
+  // build stops when its torch is not the one the label names. Run again after the backend's
+  // own requirements are installed, for what they brought.
   bool probe_environment() {
     const std::string script = job_.work + "/probe.py", result = job_.work + "/probe.json";
     if (!write_text(script, kProbeScript) || !run({python_, script, result})) return false;
@@ -602,15 +631,22 @@ void build_jobs(std::vector<VariantJob>& jobs, int workers, const ProjectConfig&
   if (!one_at_a_time) end();
 }
 
+// The merge options of the builds: the command line's, and the configuration's variant files and
+// driver fallback.
+MergeOptions merge_options(const BuildOptions& options, const BuildConfig& config) {
+  MergeOptions merge = options.merge;
+  merge.variant_globs.insert(merge.variant_globs.end(), config.variant_files.begin(), config.variant_files.end());
+  merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
+  return merge;
+}
+
 // The merge of the built variants, with what each was built against recorded for the loader's
 // build_info() (values the command line gives for a label win); with --variants, then the
 // variant wheels and their index beside it.
 bool merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabel>& labels, const BuildOptions& options,
                     const BuildConfig& config, const ProgressSink& progress, BuildResult& result, Problems& problems) {
   std::vector<WheelInput> inputs;
-  MergeOptions merge = options.merge;
-  merge.variant_globs.insert(merge.variant_globs.end(), config.variant_files.begin(), config.variant_files.end());
-  merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
+  MergeOptions merge = merge_options(options, config);
   for (VariantJob& job : jobs) {
     inputs.push_back({job.build.wheel, job.build.label.str()});
     std::map<std::string, std::string>& info = merge.build_info[job.build.label];
@@ -636,6 +672,41 @@ bool merge_variants(std::vector<VariantJob>& jobs, const std::vector<VariantLabe
   result.merge.output = *variants->merged;
   result.merge.plan = std::move(*variants->merged_plan);
   result.variant_wheels = std::move(*variants);
+  return true;
+}
+
+// --no-merge: the builds checked as a merge checks its inputs (label, members, what each build
+// links), then each written to the output directory as built, named NAME.LABEL.whl: a temporary
+// file there renamed into place, so an interrupted copy leaves no wheel behind.
+bool keep_builds(std::vector<VariantJob>& jobs, const BuildOptions& options, const BuildConfig& config,
+                 BuildResult& result, Problems& problems) {
+  const MergeOptions merge = merge_options(options, config);
+  result.variant_globs = merge.variant_globs;
+  result.driver_fallback = merge.driver_fallback;
+  std::vector<WheelInput> inputs;
+  for (const VariantJob& job : jobs) inputs.push_back({job.build.wheel, job.build.label.str()});
+  if (!read_inputs(inputs, merge, problems)) return false;
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  for (const VariantJob& job : jobs) {
+    if (interrupted()) return false;
+    const fs::path target =
+        fs::path(options.out_dir) / labelled_wheel_name(fs::path(job.build.wheel).filename().string(), job.build.label);
+    const fs::path partial = fs::path(options.out_dir) / ("." + target.filename().string() + ".part");
+    fs::copy_file(job.build.wheel, partial, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(partial, target, ec);
+    if (ec) {
+      fs::remove(partial, ec);
+      problems.push_back({ProblemKind::other,
+                          target.string(),
+                          {},
+                          "cannot write the build wheel",
+                          "a writable output directory",
+                          ec.message()});
+      return false;
+    }
+    result.builds.push_back(target.string());
+  }
   return true;
 }
 
@@ -692,6 +763,13 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
   const std::vector<VariantLabel> labels = build_labels(options, project->wheelmerge, problems);
   check_isolation(labels, options, project->wheelmerge, problems);
   if (options.variants) check_variant_properties(labels, options.project_dir, problems);
+  if (options.variants && !options.merge_builds)
+    problems.push_back({ProblemKind::usage,
+                        {},
+                        {},
+                        "--variants writes variant wheels from the merge's reading of the builds",
+                        "--variants or --no-merge",
+                        "both"});
   const VariantBackend backend = variant_backend(*project, options.project_dir, problems);
   std::vector<VariantJob> jobs = variant_jobs(labels, options, project->wheelmerge, problems);
   if (problems.size() != before) return std::nullopt;
@@ -733,8 +811,10 @@ std::optional<BuildResult> build_project(const BuildOptions& given, const Progre
     return std::nullopt;
   }
   for (VariantJob& job : jobs) result.variants.push_back(job.build);
-  if (phases.begin) phases.begin("merge");
-  const bool merged = merge_variants(jobs, labels, options, project->wheelmerge, progress, result, problems);
+  if (phases.begin) phases.begin(options.merge_builds ? "merge" : "check the builds");
+  const bool merged = options.merge_builds
+                          ? merge_variants(jobs, labels, options, project->wheelmerge, progress, result, problems)
+                          : keep_builds(jobs, options, project->wheelmerge, result, problems);
   if (phases.end) phases.end();
   cleanup(!merged);
   if (!merged) {

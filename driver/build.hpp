@@ -45,7 +45,11 @@ struct BuildOptions {
   std::string log_dir;    // empty: a new directory under the system's temporary directory
   MergeOptions merge;     // command-line additions to the configuration's
   bool variants = false;  // --variants: also the variant wheels and their index (merger/variants.hpp)
-  bool sm_arch = true;    // with variants: nvidia :: sm_arch from the builds' GPU code (--no-sm-arch: none)
+  // --no-merge: each build checked as a merge checks its inputs, then written as it was built,
+  // named NAME.LABEL.whl (what `merge` reads the label from), instead of merged: one job of a
+  // CI matrix builds one label, and the merge job merges them.
+  bool merge_builds = true;
+  bool sm_arch = true;  // with variants: nvidia :: sm_arch from the builds' GPU code (--no-sm-arch: none)
 };
 
 struct VariantBuild {
@@ -63,7 +67,12 @@ struct VariantBuild {
 struct BuildResult {
   std::string log_dir;
   std::vector<VariantBuild> variants;
-  MergeResult merge;
+  MergeResult merge;                // empty with --no-merge
+  std::vector<std::string> builds;  // with --no-merge: the labelled build wheels written, in label order
+  // With --no-merge, what the later merge of these builds needs of the configuration and the
+  // command line (variant-files, driver-fallback), as `build` would have merged them.
+  std::vector<std::string> variant_globs;
+  bool driver_fallback = false;
   std::optional<VariantsResult> variant_wheels;  // with BuildOptions::variants
 };
 
@@ -108,6 +117,16 @@ std::map<std::string, std::string> variant_build_info(const VariantLabel& label,
 // For a torch label: nullopt when the probed torch is the one `label` names, else what is wrong
 // ("the environment has torch 2.11.0 built with CUDA 13.0, whose label is torch211_cu13").
 std::optional<std::string> torch_mismatch(const VariantLabel& label, const nlohmann::json& probe);
+
+// The file name of a build wheel kept with --no-merge: its own name with the label before .whl.
+std::string labelled_wheel_name(const std::string& wheel_file_name, const VariantLabel& label);
+
+// For a torch label, the torch release it is built against, as a requirement ("torch==2.10.*";
+// a floor label builds against its floor); nullopt for other labels. Added to an isolated build's
+// requirements when neither the project's build requirements nor the label's build-requires name
+// torch, so a project need not pin torch per label (a pin of its own, 2.11.0 for a
+// torch210plus label, is its choice).
+std::optional<std::string> label_torch_requirement(const VariantLabel& label);
 
 // What `env` changes in `base`: variables set to another value, and those removed (as "").
 Environment environment_changes(const Environment& base, const Environment& env);

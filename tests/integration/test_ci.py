@@ -27,6 +27,7 @@ import json
 import re
 import shutil
 import subprocess
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -45,13 +46,15 @@ REUSABLE = ROOT / ".github" / "workflows" / "wheelmerge-wheels.yml"
 CI_WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 ACTION = CI / "action.yml"
+BUILD_ACTION = CI / "build" / "action.yml"
+ACTIONS = (ACTION, BUILD_ACTION)
 EXAMPLES = sorted((CI / "examples").glob("*.yml"))
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + EXAMPLES
 SCRIPTS = sorted(CI.glob("*.sh"))
 STEP = CI / "step.py"
 # References to wheelmerge's own reusable workflow and action, and the ref each names.
 SELF_REFERENCE = re.compile(
-    r"wheelmerge/wheelmerge/(ci|\.github/workflows/wheelmerge-wheels\.yml)@([A-Za-z0-9._/-]+)")
+    r"wheelmerge/wheelmerge/(ci/build|ci|\.github/workflows/wheelmerge-wheels\.yml)@([A-Za-z0-9._/-]+)")
 
 
 def rel(path: Path) -> str:
@@ -121,9 +124,12 @@ def local_checkout(tmp: Path, edit: Callable[[Path], None] | None = None) -> Pat
     (repo / ".github" / "workflows").mkdir(parents=True)
     (repo / "ci").mkdir()
     shutil.copy(ACTION, repo / "ci" / "action.yml")
+    (repo / "ci" / "build").mkdir()
+    shutil.copy(BUILD_ACTION, repo / "ci" / "build" / "action.yml")
     for source in WORKFLOWS:
         text = source.read_text()
         text = re.sub(r"uses: wheelmerge/wheelmerge/ci@\S+", "uses: ./ci", text)
+        text = re.sub(r"uses: wheelmerge/wheelmerge/ci/build@\S+", "uses: ./ci/build", text)
         text = re.sub(r"uses: wheelmerge/wheelmerge/(\.github/workflows/wheelmerge-wheels\.yml)@\S+",
                       r"uses: ./\1", text)
         (repo / ".github" / "workflows" / source.name).write_text(text)
@@ -143,14 +149,15 @@ def test_workflow_passes_actionlint(linters: Linters, workflow: Path) -> None:
 def test_calls_match_what_they_call(linters: Linters, tmp_path: Path) -> None:
     repo = local_checkout(tmp_path)
     local = repo / ".github" / "workflows"
-    assert "uses: ./ci" in (local / REUSABLE.name).read_text()
+    assert "uses: ./ci\n" in (local / REUSABLE.name).read_text()
+    assert "uses: ./ci/build\n" in (local / REUSABLE.name).read_text()
     for example in EXAMPLES:
         assert f"uses: ./.github/workflows/{REUSABLE.name}" in (local / example.name).read_text()
     assert_clean(linters.actionlint(cwd=repo), "actionlint with local references")
 
 
 @pytest.mark.parametrize("path,schema", [(w, "vendor.github-workflows") for w in WORKFLOWS]
-                         + [(ACTION, "vendor.github-actions")],
+                         + [(action, "vendor.github-actions") for action in ACTIONS],
                          ids=lambda p: rel(p) if isinstance(p, Path) else p)
 def test_file_matches_schema(linters: Linters, path: Path, schema: str) -> None:
     assert_clean(linters.schema(schema, path), f"check-jsonschema {schema} {rel(path)}")
@@ -158,13 +165,14 @@ def test_file_matches_schema(linters: Linters, path: Path, schema: str) -> None:
 
 def test_scripts_pass_shellcheck(linters: Linters, tmp_path: Path) -> None:
     assert_clean(linters.shellcheck(*SCRIPTS), "shellcheck ci/*.sh")
-    # actionlint leaves the action's own run: scripts alone.
-    for index, step in enumerate(linters.yaml(ACTION)["runs"]["steps"]):
-        if "run" in step:
-            script = tmp_path / f"action-step-{index}.sh"
-            script.write_text(step["run"])
-            assert_clean(linters.shellcheck("--shell=bash", script),
-                         f"shellcheck of {ACTION.name} step {step['name']}")
+    # actionlint leaves the actions' own run: scripts alone.
+    for action in ACTIONS:
+        for index, step in enumerate(linters.yaml(action)["runs"]["steps"]):
+            if "run" in step:
+                script = tmp_path / f"{action.parent.name}-step-{index}.sh"
+                script.write_text(step["run"])
+                assert_clean(linters.shellcheck("--shell=bash", script),
+                             f"shellcheck of {rel(action)} step {step['name']}")
 
 
 # --- negative controls: broken copies are rejected ---------------------------------------------
@@ -236,14 +244,15 @@ def test_broken_action_is_rejected_by_both(linters: Linters, tmp_path: Path) -> 
 # --- consistency of the pieces -----------------------------------------------------------------
 
 def marked_steps() -> list[tuple[Path, str]]:
-    return [(path, match) for path in (REUSABLE, ACTION)
+    return [(path, match) for path in (REUSABLE, *ACTIONS)
             for match in re.findall(r"^\s*# rehearse: (\S+)$", path.read_text(), re.M)]
 
 
 def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
     steps = marked_steps()
-    assert {name for _, name in steps} == {"plan", "label-env", "build", "cibuildwheel-config", "label", "test", "install",
-                                           "merge", "variants"}
+    assert sorted(steps) == sorted([(REUSABLE, "plan"), (REUSABLE, "cibuildwheel-config"), (REUSABLE, "label"),
+                                    (REUSABLE, "variants"), (REUSABLE, "test"), (ACTION, "install"), (ACTION, "merge"),
+                                    (BUILD_ACTION, "install"), (BUILD_ACTION, "build-variant")])
     for path, name in steps:
         shown = json.loads(run([tool_python(), STEP, path, name, "--show"]).stdout)
         document = linters.yaml(path)
@@ -258,9 +267,9 @@ def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
 
 
 def test_self_references_name_one_ref_that_set_ref_moves(tmp_path: Path) -> None:
-    shipped = [REUSABLE, ACTION, *EXAMPLES]
+    shipped = [REUSABLE, *ACTIONS, *EXAMPLES]
     found = {(rel(p), m[0], m[1]) for p in shipped for m in SELF_REFERENCE.findall(p.read_text())}
-    assert {what for _, what, _ in found} == {"ci", ".github/workflows/wheelmerge-wheels.yml"}
+    assert {what for _, what, _ in found} == {"ci", "ci/build", ".github/workflows/wheelmerge-wheels.yml"}
     assert len({ref for _, _, ref in found}) == 1, f"the shipped files name several refs: {sorted(found)}"
     copy = tmp_path / "checkout"
     shutil.copytree(CI, copy / "ci")
@@ -552,57 +561,75 @@ def test_plan_step_reads_labels_as_wheelmerge_does(linters: Linters, tmp_path: P
 
 
 def label_env(label: str, **values: str) -> dict[str, str]:
-    """The env of the workflow's step "Point the build at LABEL" for `label`."""
+    """The matrix values of `label` that the workflow's test step takes through env."""
     return {"LABEL": label, "CUDA_MAJOR": "", "TORCH_VERSION": "", "TORCH_INDEX": "", "CPU_LEVEL": "", **values}
 
 
-@pytest.mark.parametrize("given", [None, "-O1 -g"], ids=["cflags-unset", "cflags-set"])
-def test_label_env_step_gives_a_cpu_level_its_march(tmp_path: Path, given: str | None) -> None:
-    """As `wheelmerge build` does: the level's -march after the interpreter's own CFLAGS (an unset
-    CFLAGS) or after the caller's; no toolkit variables for a CPU label."""
-    job = tmp_path / "job"
-    run([tool_python(), "-m", "venv", job / "python"])
-    job_env = {} if given is None else {"CFLAGS": given, "CXXFLAGS": given}
-    run_step(REUSABLE, "label-env", job, job_env=job_env, job_path=(job / "python" / "bin",),
-             **label_env("x86_64_v3", CPU_LEVEL="3"))
-    env = json.loads((job / "state.json").read_text())["env"]
-    base = given if given is not None else run([job / "python" / "bin" / "python", "-c",
-                                                "import sysconfig; print(sysconfig.get_config_var('CFLAGS'))"]).stdout.strip()
-    assert env["CFLAGS"] == env["CXXFLAGS"] == f"{base} -march=x86-64-v3"
-    assert env["WHEELMERGE_BUILD_VARIANT"] == "x86_64_v3"
-    assert not {"CUDA_HOME", "CUDA_PATH", "WHEELMERGE_BUILD_CUDA_MAJOR", "WM_BUILD_ISOLATION"} & env.keys()
-    run_step(REUSABLE, "label-env", tmp_path / "v1", job_path=(job / "python" / "bin",),
-             **label_env("x86_64_v1", CPU_LEVEL="1"))
-    assert json.loads((tmp_path / "v1" / "state.json").read_text())["env"]["CFLAGS"].endswith(" -march=x86-64")
+def uv_on_path(directory: Path) -> Path:
+    """A directory holding the test environment's uv alone, for a job's PATH (the build action
+    installs uv into the job's Python when the runner has none)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if not (directory / "uv").exists():
+        found = run([tool_python(), "-c", "import uv; print(uv.find_uv_bin())"]).stdout.strip()
+        (directory / "uv").symlink_to(found)
+    return directory
 
 
-def test_build_step_with_a_repair_command(tmp_path: Path) -> None:
+def build_step(job: Path, workspace: Path, wheelmerge: Path, label: str, *, check: bool = True,
+               job_env: dict[str, str] | None = None, repair: str = "",
+               torch_index: str = "") -> subprocess.CompletedProcess[str]:
+    """The build action's step "Build the variant", run as written (ci/build.sh)."""
+    if not (job / "python").exists():
+        run([tool_python(), "-m", "venv", job / "python"])
+    return run_step(BUILD_ACTION, "build-variant", job, workspace, check=check,
+                    job_env={"GITHUB_ACTION_PATH": str(CI / "build"), **(job_env or {})},
+                    job_path=(job / "python" / "bin", uv_on_path(job / "uv-bin")),
+                    WHEELMERGE=str(wheelmerge), WM_LABEL=label, WM_PACKAGE_DIR=".",
+                    WM_OUTPUT_DIR=".wheelmerge/wheelhouse", WM_TORCH_INDEX=torch_index, WM_REPAIR_COMMAND=repair,
+                    UV_REQUIREMENT="uv==0.13.9")
+
+
+def standin_toolkit(root: Path, cuda_version: int) -> Path:
+    """A toolkit root holding only include/cuda.h: all that wmdemo and labelenv take from one."""
+    (root / "include").mkdir(parents=True)
+    (root / "include" / "cuda.h").write_text(f"#define CUDA_VERSION {cuda_version}\n")
+    return root
+
+
+def test_build_action_builds_with_wheelmerge_build_and_repairs(tmp_path: Path, wheelmerge_bin: Path) -> None:
+    """`wheelmerge build --variant cu12 --no-merge` with the toolkit the container or apt step
+    names (WHEELMERGE_CUDA_12); the repair command sees the wheel under the backend's own name
+    and the result is labelled again; build-info.json carries what the build was compiled
+    against and the project's merge settings."""
     job = tmp_path / "job"
     workspace = job / "workspace"
-    shutil.copytree(EXAMPLE, workspace,
-                    ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
-    run([tool_python(), "-m", "venv", job / "python"])
-    toolkit = tmp_path / "toolkit"
-    (toolkit / "include").mkdir(parents=True)
-    (toolkit / "include" / "cuda.h").write_text("#define CUDA_VERSION 12090\n")
-    wrong = run_step(REUSABLE, "label-env", tmp_path / "wrong", workspace, check=False,
-                     job_env={"WM_CUDA_ROOT": str(toolkit)}, job_path=(job / "python" / "bin",),
-                     **label_env("cu13", CUDA_MAJOR="13"))
-    assert wrong.returncode == 1 and f"the toolkit at {toolkit} is CUDA 12.9, not CUDA 13" in wrong.stderr
-    run_step(REUSABLE, "label-env", job, workspace, job_env={"WM_CUDA_ROOT": str(toolkit)},
-             job_path=(job / "python" / "bin",), **label_env("cu12", CUDA_MAJOR="12"))
-    state = json.loads((job / "state.json").read_text())
-    assert state["env"]["CUDA_HOME"] == state["env"]["CUDA_PATH"] == str(toolkit)
-    assert state["env"]["WHEELMERGE_BUILD_CUDA_MAJOR"] == "12" and "CUDACXX" not in state["env"]
-    assert state["env"]["WHEELMERGE_BUILD_VARIANT"] == "cu12" and "CFLAGS" not in state["env"]
-    assert state["path"][0] == str(toolkit / "bin")
-    repair = "cp {wheel} {dest_dir}/ && echo {wheel} {dest_dir} >.wheelmerge/repair.log"
-    run_step(REUSABLE, "build", job, workspace, PACKAGE_DIR=".", REPAIR_COMMAND=repair)
-    wheel = outputs(run_step(REUSABLE, "label", job, workspace, LABEL="cu12"))["wheel"]
-    assert wheel == ".wheelmerge/wheelhouse/wmdemo-0.1.0-cp311-cp311-linux_x86_64.cu12.whl"
-    assert (workspace / wheel).is_file()
-    assert (workspace / ".wheelmerge" / "repair.log").read_text().split() == [
-        ".wheelmerge/dist/wmdemo-0.1.0-cp311-cp311-linux_x86_64.whl", ".wheelmerge/repaired"]
+    shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    toolkit = standin_toolkit(tmp_path / "toolkit", 12090)
+    wrong = build_step(tmp_path / "wrong", workspace, wheelmerge_bin, "cu13", check=False,
+                       job_env={"WHEELMERGE_CUDA_13": str(toolkit)})
+    assert wrong.returncode == 2, wrong.stdout + wrong.stderr
+    assert (f"{toolkit}: the toolkit WHEELMERGE_CUDA_13 names is of another major: expected CUDA 13, found CUDA 12.9"
+            in wrong.stderr), wrong.stderr
+    log = tmp_path / "repair.log"
+    repair = f"cp {{wheel}} {{dest_dir}}/ && echo {{wheel}} {{dest_dir}} >{log}"
+    result = build_step(job, workspace, wheelmerge_bin, "cu12", repair=repair,
+                        job_env={"WHEELMERGE_CUDA_12": str(toolkit)})
+    wheel = outputs(result)["wheel"]
+    assert wheel == ".wheelmerge/wheelhouse/wmdemo-0.1.0-cp311-cp311-linux_x86_64.cu12.whl", result.stdout
+    assert outputs(result)["wheelhouse"] == ".wheelmerge/wheelhouse"
+    seen, dest = log.read_text().split()
+    assert Path(seen).name == "wmdemo-0.1.0-cp311-cp311-linux_x86_64.whl" and Path(dest).name == "repaired"
+    assert sorted(p.name for p in (workspace / ".wheelmerge" / "wheelhouse").iterdir()) == [
+        "build-info.json", Path(wheel).name]
+    info = json.loads((workspace / ".wheelmerge" / "wheelhouse" / "build-info.json").read_text())
+    assert [(v["label"], v["build_info"], v["toolkit"]) for v in info["variants"]] == [
+        ("cu12", {"cuda_version": "12.9"}, str(toolkit))]
+    assert info["merge"] == {"variant_files": [], "driver_fallback": False}
+    assert json.loads(run([wheelmerge_bin, "verify", workspace / wheel, "--json"]).stdout)["wheels"][0]["valid"]
+    # A repair command that leaves no wheel fails the step.
+    empty = build_step(job, workspace, wheelmerge_bin, "cu12", check=False, repair="true",
+                       job_env={"WHEELMERGE_CUDA_12": str(toolkit)})
+    assert empty.returncode == 1 and "expected one wheel from the repair command" in empty.stderr, empty.stderr
 
 
 def test_label_step_wants_exactly_one_wheel(tmp_path: Path) -> None:
@@ -678,11 +705,15 @@ def test_rehearsal_selects_cu12_and_cu13(rehearsal: Rehearsal, wheelmerge_bin: P
     assert "wmdemo: selected cu13 with cuda-bindings 13.0.3" in log, log
     assert re.search(r"all 6 jobs passed: plan, build py3\.\d+ cu12, build py3\.\d+ cu13, merge py3\.\d+, "
                      r"test py3\.\d+ cu12, test py3\.\d+ cu13", log), log
-    for name in ("plan", "label-env", "build", "merge", "variants", "test"):
+    for name in ("plan", "build-variant", "merge", "variants", "test"):
         assert f"run step '{name}'" in log
+    assert re.search(r"build\.sh: running: \S+/wheelmerge build \. --variant cu12 --no-merge --installer uv ", log), log
     artifacts = Path(rehearsal.result.stdout.strip().splitlines()[-1])
     assert artifacts == rehearsal.directory / "artifacts"
-    names = sorted(p.relative_to(artifacts).as_posix() for p in artifacts.rglob("*") if p.is_file())
+    infos = sorted(artifacts.glob("wheel-*/build-info.json"))
+    assert [json.loads(p.read_text())["variants"][0]["label"] for p in infos] == ["cu12", "cu13"]
+    names = sorted(p.relative_to(artifacts).as_posix() for p in artifacts.rglob("*")
+                   if p.is_file() and p.name != "build-info.json")
     assert len(names) == 6, names
     assert re.fullmatch(r"merged-py3\.\d+/wmdemo-0\.1\.0-cp3\d+-cp3\d+-linux_x86_64\.whl", names[0]), names
     # The variant step's artifact: a variant wheel per build and their index (docs/variants.md).
@@ -717,6 +748,64 @@ def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp
                       IMPORT_NAME="wmdemo", LABELS='["cu12", "cu13"]', **label_env("cu12", CUDA_MAJOR="13"))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "wmdemo._wheelmerge.selected() is 'cu13', expected 'cu12'" in result.stderr
+
+
+# --- a project whose builds need their [tool.wheelmerge.LABEL] settings ---------------------------
+
+LABELENV = Path(__file__).parent / "build_projects" / "labelenv"
+
+
+@dataclass(frozen=True)
+class LabelEnvBuilds:
+    rehearsal: Rehearsal
+    local: subprocess.CompletedProcess[str]
+    directory: Path
+
+
+@pytest.fixture(scope="module")
+def labelenv_builds(tmp_path_factory: pytest.TempPathFactory, wheelmerge_bin: Path,
+                    wheel_cache: WheelCache) -> LabelEnvBuilds:
+    """build_projects/labelenv (each CUDA build needs its own DRV_MARK from [tool.wheelmerge.cuNN]
+    env and its own packaging pin from build-requires) through the rehearsal, and through
+    `wheelmerge build` on this machine, with one CUDA 12 stand-in toolkit for both."""
+    directory = tmp_path_factory.mktemp("labelenv")
+    project = directory / "project"
+    shutil.copytree(LABELENV, project)
+    toolkit = standin_toolkit(directory / "cuda-12", 12090)
+    (directory / "rehearsal").mkdir()
+    env = clean_env({"WHEELMERGE": str(wheelmerge_bin), "WHEEL_CACHE": str(wheel_cache.path),
+                     "REHEARSE_DIR": str(directory / "rehearsal"), "WHEELMERGE_CUDA_12": str(toolkit)})
+    rehearsal = run(["bash", CI / "rehearse.sh", project, "labelenv"], check=False, cwd=ROOT, timeout=1200, env=env)
+    local = run([wheelmerge_bin, "build", project, "-o", directory / "local", "--installer", "uv",
+                 "--python", tool_python(), "-q"], check=False, env=clean_env({"WHEELMERGE_CUDA_12": str(toolkit)}))
+    return LabelEnvBuilds(Rehearsal(rehearsal, directory / "rehearsal"), local, directory)
+
+
+def test_the_workflow_builds_exactly_as_wheelmerge_build(labelenv_builds: LabelEnvBuilds) -> None:
+    """The rehearsal's merged wheel is byte for byte the one `wheelmerge build` writes here: the
+    same builds (each with its label's env and build requirements), merged with the project's
+    variant-files and the same build_info."""
+    log = labelenv_builds.rehearsal.log
+    assert labelenv_builds.rehearsal.result.returncode == 0, log
+    assert labelenv_builds.local.returncode == 0, labelenv_builds.local.stderr
+    assert "labelenv: selected cu12 with cuda-bindings 12.9.4" in log and "selected cu13 with cuda-bindings 13.0.3" in log
+    merged = next((labelenv_builds.rehearsal.directory / "artifacts").glob("merged-*/*.whl"))
+    local = next((labelenv_builds.directory / "local").glob("*.whl"))
+    assert merged.name == local.name == "labelenv-1.0-py3-none-any.whl"
+    assert merged.read_bytes() == local.read_bytes()
+    with zipfile.ZipFile(merged) as wheel:
+        built = {name: wheel.read(name).decode() for name in wheel.namelist() if name.startswith("labelenv/_built")}
+    assert sorted(built.values()) == sorted(
+        f"BUILT = {{'drv_mark': '{mark}', 'shared': 'both', 'variant': '{label}', 'packaging': '{version}'}}\n"
+        for label, mark, version in (("cu12", "driver-twelve", "24.0"), ("cu13", "driver-thirteen", "24.1")))
+
+
+def test_the_project_does_not_build_without_its_label_settings(labelenv_builds: LabelEnvBuilds, tmp_path: Path) -> None:
+    """The negative control: the project's own frontend build, without what [tool.wheelmerge.LABEL]
+    gives (the workflow's build step before it ran wheelmerge build), fails."""
+    result = run([tool_python(), "-m", "build", "--wheel", "--outdir", tmp_path, labelenv_builds.directory / "project"],
+                 check=False, timeout=600)
+    assert result.returncode != 0 and "DRV_MARK is not set" in result.stdout + result.stderr
 
 
 # --- the rehearsal of a CPU-level configuration ------------------------------------------------

@@ -1,10 +1,10 @@
 """The reusable workflow on a torch configuration, rehearsed (ci/rehearse.sh): examples/torchstable
-with its floor labels torch210plus_cu12 and torch211plus_cu13. Each build job installs its
-label's torch from the downloads of scripts/torch-envs.sh (no index) and builds against it with
-that CUDA major's toolkit; each test job installs the merged wheel beside that torch and checks
-the build it imports. Also the build step's refusal of a torch other than the label's. Each
-job's torch (GBs, copied by pip) is removed when the job is done, and the rehearsal's directory
-after its test."""
+with its floor labels torch210plus_cu12 and torch211plus_cu13. Each build job runs `wheelmerge
+build --no-merge` (the build action), which installs the label's torch with uv from the
+downloads of scripts/torch-envs.sh (no index) and builds against it with that CUDA major's
+toolkit; each test job installs the merged wheel beside that torch with pip and checks the build
+it imports. Also the build step's refusal of a torch other than the label's. Each job's
+environment is removed when the job is done, and the rehearsal's directory after its test."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Iterator
 
 import pytest
 
-from conftest import ROOT, WheelCache, clean_env, run, tool_python
-from test_ci import CI, REUSABLE, Rehearsal, label_env, run_step
+from conftest import ROOT, WheelCache, clean_env, run
+from test_ci import CI, Rehearsal, build_step
 
 
 # --- the rehearsal of a torch configuration ----------------------------------------------------
@@ -57,8 +57,14 @@ def test_rehearsal_of_torch_floor_labels(torch_rehearsal: Rehearsal, wheelmerge_
     assert "(include/cuda.h only" not in log  # real toolkits, no stand-in
     assert re.search(r"all 6 jobs passed: plan, " + ", ".join(rf"build py3\.\d+ {l}" for l in TORCH_LABELS) +
                      r", merge py3\.\d+, " + ", ".join(rf"test py3\.\d+ {l}" for l in TORCH_LABELS), log), log
-    assert "torch 2.10.0 (CUDA 12.8) from https://pypi.org/simple" in log, log
-    assert "torch 2.11.0 (CUDA 13.0) from https://pypi.org/simple" in log, log
+    for label in TORCH_LABELS:
+        assert re.search(rf"build\.sh: running: \S+/wheelmerge build \. --variant {label} --no-merge --installer uv ", log)
+    # What each build was made against (wheelmerge build's probe of its environment), carried to
+    # the merge job in build-info.json and recorded for the loader's build_info().
+    infos = {json.loads(p.read_text())["variants"][0]["label"]: json.loads(p.read_text())["variants"][0]["build_info"]
+             for p in (torch_rehearsal.directory / "artifacts").glob("wheel-*/build-info.json")}
+    assert {label: (info["torch"], info["torch_cuda"]) for label, info in infos.items()} == {
+        "torch210plus_cu12": ("2.10.0", "12.8"), "torch211plus_cu13": ("2.11.0", "13.0")}, infos
     assert "torchstable: selected torch210plus_cu12 with torch 2.10.0" in log, log
     assert "torchstable: selected torch211plus_cu13 with torch 2.11.0" in log, log
     merged = next((torch_rehearsal.directory / "artifacts").glob("merged-*/*.whl"))
@@ -69,20 +75,20 @@ def test_rehearsal_of_torch_floor_labels(torch_rehearsal: Rehearsal, wheelmerge_
     assert [str(r) for r in metadata.requires_dist or [] if r.name == "torch"] == ["torch<3,>=2.10"]
 
 
-def test_label_env_step_refuses_a_torch_other_than_the_labels(tmp_path: Path) -> None:
-    """torch210_cpu asks for a CPU-only torch 2.10; the index given holds torch 2.10 with CUDA
-    12.8: the step fails, naming both and the input to change."""
+def test_build_step_refuses_a_torch_other_than_the_labels(tmp_path: Path, wheelmerge_bin: Path) -> None:
+    """torch210_cu13 asks for torch 2.10 built with CUDA 13 (its own requirement torch==2.10.*, the
+    project naming none for it); the downloads given hold torch 2.10 with CUDA 12.8: wheelmerge
+    build refuses the build after its probe, naming both, and the step fails."""
     import torch_envs
 
     envs, _, _ = torch_envs.prepare(["torch210_cu12"])
-    job = tmp_path / "job"
-    run([tool_python(), "-m", "venv", job / "python"])
-    try:
-        result = run_step(REUSABLE, "label-env", job, check=False, job_path=(job / "python" / "bin",),
-                          job_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(envs["torch210_cu12"].wheels)},
-                          **label_env("torch210_cpu", TORCH_VERSION="2.10", TORCH_INDEX="https://example.invalid/cpu"))
-    finally:
-        shutil.rmtree(job / "python")  # a whole torch 2.10, GBs
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert ("torch210_cpu needs torch 2.10 built with no CUDA; https://example.invalid/cpu gave torch 2.10.0 with "
-            "CUDA 12.8 (set torch-index-urls)") in result.stdout + result.stderr
+    workspace = tmp_path / "job" / "workspace"
+    shutil.copytree(TORCHSTABLE, workspace, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    result = build_step(tmp_path / "job", workspace, wheelmerge_bin, "torch210_cu13", check=False,
+                        torch_index="https://example.invalid/cu130",
+                        job_env={"UV_NO_INDEX": "1", "UV_OFFLINE": "1", "UV_FIND_LINKS": str(envs["torch210_cu12"].wheels)})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert ("the build environment does not fit the label: expected torch 2.10 built with CUDA 13 (pin it with "
+            "build-requires in [tool.wheelmerge.torch210_cu13]), found the environment has torch 2.10.0 built with "
+            "CUDA 12.8, whose label is torch210_cu12") in result.stderr, result.stderr
+    assert "installing build requirements: setuptools>=77, torch==2.10.*" in result.stderr, result.stderr

@@ -121,8 +121,9 @@ def _run_scripts(node, where: str):
             yield from _run_scripts(item, f"{where}[{i}]")
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / ".github" / "workflows").glob("*.yml")) + [ROOT / "ci" / "action.yml"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+                         + [ROOT / "ci" / "action.yml", ROOT / "ci" / "build" / "action.yml"],
+                         ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_script_interpolates_a_value(linters: Linters, path: Path) -> None:
     """Values reach scripts through env ("$VAR"), where the shell sees them as data; an
     expression inside `run:` is pasted into the script before the shell reads it."""

@@ -340,3 +340,17 @@ TEST_CASE("the labels the command line asks for") {
   CHECK(names(chosen_labels(requested_labels(options, config), config)) ==
         std::vector<std::string>{"torch210_cu12", "torch211_cu13"});
 }
+
+TEST_CASE("a build kept by --no-merge is named with its label; a torch label brings its torch") {
+  CHECK(labelled_wheel_name("pkg-1.0-cp312-cp312-linux_x86_64.whl", VariantLabel::cuda(12)) ==
+        "pkg-1.0-cp312-cp312-linux_x86_64.cu12.whl");
+  CHECK(labelled_wheel_name("pkg-1.0-py3-none-any.whl", VariantLabel::torch(2, 10, 12, true)) ==
+        "pkg-1.0-py3-none-any.torch210plus_cu12.whl");
+  CHECK(labelled_wheel_name("pkg-1.0-py3-none-any.whl", VariantLabel::cpu(3)) == "pkg-1.0-py3-none-any.x86_64_v3.whl");
+  // The exact release, and a floor's own: what the label says the build is made against.
+  CHECK(label_torch_requirement(VariantLabel::torch(2, 10, 12)) == "torch==2.10.*");
+  CHECK(label_torch_requirement(VariantLabel::torch(2, 11, 13, true)) == "torch==2.11.*");
+  CHECK(label_torch_requirement(VariantLabel::torch(3, 0, 0)) == "torch==3.0.*");
+  CHECK_FALSE(label_torch_requirement(VariantLabel::cuda(13)));
+  CHECK_FALSE(label_torch_requirement(VariantLabel::cpu(2)));
+}
