@@ -5,7 +5,8 @@
 #
 #   ci/rehearse.sh [PROJECT_DIR] [IMPORT_NAME]      # default examples/wmdemo, wmdemo
 #
-#   plan           the workflow's plan step, for this machine's Python and the project's labels
+#   plan           the plan action's step (`wheelmerge ci plan`), for this machine's Python and
+#                  the project's labels
 #   build pyX L    a fresh copy of the project (what actions/checkout gives: git's tracked and
 #                  untracked-but-not-ignored files), a fresh venv (actions/setup-python), the
 #                  toolkit's root as the container step or the apt step would name it
@@ -53,6 +54,7 @@ import_name=${2:-wmdemo}
 workflow=$root/.github/workflows/wheelmerge-wheels.yml
 action=$root/ci/action.yml
 build_action=$root/ci/build/action.yml
+plan_action=$root/ci/plan/action.yml
 python=${PYTHON:-python3}
 wheelmerge=${WHEELMERGE:-$root/build/wheelmerge}
 # The cuda-bindings each test job installs: the pins of tests/integration/conftest.py (the
@@ -214,7 +216,7 @@ for major in "${majors[@]}"; do pairs+=("$major" "${toolkit_version_of[$major]}"
 versions_json=$("$python" -c 'import json, sys; a = sys.argv[1:]; print(json.dumps(dict(zip(a[::2], a[1::2]))))' "${pairs[@]}")
 labels_json=$("$python" -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${labels[@]}")
 # The index of each torch: PyPI's torch 2.10 is built with CUDA 12.8, 2.11 and later with CUDA 13.
-"${step[@]}" "$workflow" plan --job "$work/jobs/plan" \
+"${step[@]}" "$plan_action" plan --job "$work/jobs/plan" --set "WHEELMERGE=$wheelmerge" \
   --set "PYTHON_VERSIONS=[\"$py\"]" --set "CUDA_MAJORS=[]" --set "LABELS=$labels_json" \
   --set "CUDA_VERSIONS=$versions_json" \
   --set 'TORCH_INDEX_URLS={"12": "https://pypi.org/simple", "13": "https://pypi.org/simple", "cpu": "https://pypi.org/simple"}' \

@@ -43,12 +43,6 @@ bool dotted_identifier(std::string_view name) {
   return std::all_of(parts.begin(), parts.end(), [](const std::string& part) { return is_ascii_identifier(part); });
 }
 
-bool python_version(std::string_view v) {  // 3.N or 3.Nt
-  if (v.ends_with('t')) v.remove_suffix(1);
-  return v.size() >= 3 && v.size() <= 4 && v.starts_with("3.") && ascii_digit(v[2]) &&
-         (v.size() == 3 || ascii_digit(v[3])) && !(v.size() == 4 && v[2] == '0');
-}
-
 bool git_ref(std::string_view ref) {
   return !ref.empty() && ref.size() <= 200 && ref.front() != '-' && ref.front() != '/' && ref.back() != '/' &&
          ref.find("..") == std::string_view::npos && ref.find("//") == std::string_view::npos &&
@@ -66,6 +60,12 @@ bool workflow_glob(std::string_view glob) {
 }
 }  // namespace
 
+bool workflow_python_version(std::string_view v) {  // 3.N or 3.Nt
+  if (v.ends_with('t')) v.remove_suffix(1);
+  return v.size() >= 3 && v.size() <= 4 && v.starts_with("3.") && ascii_digit(v[2]) &&
+         (v.size() == 3 || ascii_digit(v[3])) && !(v.size() == 4 && v[2] == '0');
+}
+
 void validate_workflow_options(const WorkflowOptions& o, Problems& problems) {
   auto refuse = [&](std::string what, std::string expected, const std::string& found) {
     problems.push_back({ProblemKind::usage, {}, {}, std::move(what), std::move(expected), found});
@@ -78,7 +78,7 @@ void validate_workflow_options(const WorkflowOptions& o, Problems& problems) {
     refuse("no Python versions for the workflow", "Python versions 3.N, comma-separated", "none");
   std::set<std::string_view> pythons;
   for (const std::string& v : o.python_versions)
-    if (!python_version(v))
+    if (!workflow_python_version(v))
       refuse("invalid Python version for the workflow", "3.N or 3.Nt, such as 3.12 or 3.13t", quoted(v));
     else if (!pythons.insert(v).second)
       refuse("a Python version given twice", "each version once", quoted(v));

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wm {
@@ -45,6 +46,9 @@ struct WorkflowOptions {
 // name of letters, digits and ._/-, the variant-file globs printable ASCII without white space,
 // quotes, backslash, backquote, `$`, `{` or `}`, not starting with `-`. A usage problem names each value that is not.
 void validate_workflow_options(const WorkflowOptions& options, Problems& problems);
+
+// A Python version of a workflow's matrix: 3.N, or 3.Nt for a free-threaded build.
+bool workflow_python_version(std::string_view version);
 
 // The workflow file's text, emitted with yaml-cpp; `options` validated.
 std::string caller_workflow(const WorkflowOptions& options);

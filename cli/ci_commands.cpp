@@ -1,6 +1,8 @@
-// `ci init`: the GitHub Actions workflow of a project.
+// `ci init`: the GitHub Actions workflow of a project; `ci plan`: the job matrices of wheelmerge's
+// reusable workflow, from its inputs.
 #include "cli/commands.hpp"
 
+#include "ci/plan.hpp"
 #include "ci/workflow.hpp"
 #include "ci/workflow_options.hpp"
 #include "driver/config.hpp"
@@ -14,6 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <memory>
 
 namespace wm::cli {
@@ -54,9 +59,59 @@ int run_ci_init(const Output& out, const std::string& project_dir, wm::WorkflowO
   return 0;
 }
 
+// `ci plan`: the matrices as the reusable workflow's outputs (--github-output FILE appends them
+// as KEY=VALUE lines, as $GITHUB_OUTPUT takes them), a line per build job.
+int run_ci_plan(const Output& out, const wm::PlanInputs& inputs, const std::string& github_output) {
+  wm::Problems problems;
+  const std::optional<wm::Plan> plan = wm::plan_jobs(inputs, problems);
+  if (!plan) return out.fail(problems);
+  const nlohmann::json outputs = wm::plan_outputs(*plan);
+  if (!github_output.empty()) {
+    std::ofstream file(github_output, std::ios::app);
+    for (const auto& [key, value] : outputs.items()) file << key << "=" << value.dump() << "\n";
+    if (!file.flush())
+      return out.fail({{wm::ProblemKind::other,
+                        github_output,
+                        {},
+                        "cannot write the plan",
+                        "a writable file",
+                        std::strerror(errno)}});
+  }
+  for (const std::string& line : wm::plan_lines(*plan)) out.info(line);
+  if (out.json) wm::cli::print_out("{}\n", outputs.dump(2));
+  return 0;
+}
+
 }  // namespace
 
-// `ci init`, the one subcommand of `ci`.
+Subcommand add_ci_plan(CLI::App& app, Output& out) {
+  struct Args {
+    wm::PlanInputs inputs{"[\"3.10\", \"3.11\", \"3.12\", \"3.13\"]", "[12, 13]", "",
+                          "{\"12\": \"12.9.1\", \"13\": \"13.0.2\"}", "{}",       "false",
+                          "nvidia/cuda:{version}-devel-ubuntu22.04",  "build"};
+    std::string github_output;
+  };
+  auto a = std::make_shared<Args>();
+  wm::PlanInputs& i = a->inputs;
+  auto* plan = app.get_subcommand("ci")->add_subcommand(
+      "plan", "print the job matrices of wheelmerge's reusable workflow from its inputs (its plan job)");
+  plan->add_option("--python-versions", i.python_versions, "JSON list of Python versions (default: 3.10 to 3.13)");
+  plan->add_option("--cuda-majors", i.cuda_majors,
+                   "JSON list of CUDA majors, when --labels is blank (default: [12, 13])");
+  plan->add_option("--labels", i.labels, "JSON list of variant labels (default: none, --cuda-majors)");
+  plan->add_option("--cuda-versions", i.cuda_versions, "JSON object: CUDA major to toolkit version");
+  plan->add_option("--torch-index-urls", i.torch_index_urls, "JSON object: CUDA major or \"cpu\" to torch's index");
+  plan->add_option("--container", i.container, "true: build in --container-image (default: false)");
+  plan->add_option("--container-image", i.container_image, "the build container, {version} the toolkit's");
+  plan->add_option("--builder", i.builder, "build (default) or cibuildwheel");
+  plan->add_option("--github-output", a->github_output, "append the outputs to this file ($GITHUB_OUTPUT)");
+  add_common(plan, out, "print only errors");
+  plan->footer(examples({{"wheelmerge ci plan --labels '[\"torch210plus_cu12\", \"torch211plus_cu13\"]' --json",
+                          "the build and test matrices of two torch floor labels"}}));
+  return {plan, [&out, a] { return run_ci_plan(out, a->inputs, a->github_output); }};
+}
+
+// `ci init`, the first subcommand of `ci`.
 Subcommand add_ci(CLI::App& app, Output& out) {
   struct Args {
     std::string project = ".", pythons = "3.10,3.11,3.12,3.13", cuda, variants;

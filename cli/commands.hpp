@@ -21,7 +21,8 @@ Subcommand add_config(CLI::App& app, Output& out);
 Subcommand add_inspect(CLI::App& app, Output& out);
 Subcommand add_verify(CLI::App& app, Output& out);
 Subcommand add_loader(CLI::App& app, Output& out);
-// ci_commands.cpp: ci init.
+// ci_commands.cpp: ci init, ci plan (after add_ci, under its `ci`).
 Subcommand add_ci(CLI::App& app, Output& out);
+Subcommand add_ci_plan(CLI::App& app, Output& out);
 
 }  // namespace wm::cli

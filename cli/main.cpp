@@ -69,9 +69,9 @@ std::vector<Subcommand> add_commands(CLI::App& app, Output& out) {
   app.set_version_flag("--version", std::string(kVersion), "print the version and exit");
   app.set_help_flag("-h,--help", "print this help and exit");  // before the commands, which copy it
   app.require_subcommand(1);
-  std::vector<Subcommand> commands = {add_merge(app, out),  add_inspect(app, out), add_variants(app, out),
-                                      add_build(app, out),  add_verify(app, out),  add_ci(app, out),
-                                      add_config(app, out), add_toolkit(app, out), add_loader(app, out)};
+  std::vector<Subcommand> commands = {
+      add_merge(app, out), add_inspect(app, out), add_variants(app, out), add_build(app, out),   add_verify(app, out),
+      add_ci(app, out),    add_ci_plan(app, out), add_config(app, out),   add_toolkit(app, out), add_loader(app, out)};
   app.footer(kHelpFooter);  // after the commands, which would inherit it
   for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
     cmd->allow_extras();

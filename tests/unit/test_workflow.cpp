@@ -1,3 +1,4 @@
+#include "ci/plan.hpp"
 #include "ci/workflow.hpp"
 #include "ci/workflow_options.hpp"
 
@@ -221,4 +222,83 @@ TEST_CASE("ci init's builds and import name, from the command line's and the pro
     CHECK_FALSE(complete_workflow_options(o, {12}, {}, project("", ""), "p"));
     CHECK(o.import_name == "given");
   }
+}
+
+TEST_CASE("ci plan: the matrices of the reusable workflow from its inputs") {
+  PlanInputs in{R"(["3.12", "3.13t"])",
+                "[12, 13]",
+                "",
+                R"({"12": "12.9.1", "13": "13.0.2"})",
+                "{}",
+                "true",
+                "nvidia/cuda:{version}-devel-ubuntu22.04",
+                "build"};
+  Problems problems;
+  auto plan = plan_jobs(in, problems);
+  REQUIRE(plan);
+  CHECK(problems.empty());
+  const nlohmann::json out = plan_outputs(*plan);
+  CHECK(out["labels"] == nlohmann::json({"cu12", "cu13"}));
+  CHECK(out["python-versions"] == nlohmann::json({"3.12", "3.13t"}));
+  REQUIRE(out["build-matrix"]["include"].size() == 4);
+  const nlohmann::json& last = out["build-matrix"]["include"][3];
+  CHECK(last["python"] == "3.13t");
+  CHECK(last["image"] == "nvidia/cuda:13.0.2-devel-ubuntu22.04");
+  CHECK(last["cibuildwheel"] == "cp313t-manylinux_*");
+  CHECK_FALSE(out["test-matrix"]["include"][3].contains("image"));
+  CHECK(plan_lines(*plan).front() == "build py3.12 cu12: CUDA 12.9.1 in nvidia/cuda:12.9.1-devel-ubuntu22.04");
+
+  // Torch labels take their index; CPU levels need no toolkit version at all.
+  in.labels = R"(["torch210plus_cu12", "torch211plus_cu13"])";
+  in.torch_index_urls = R"({"12": "https://download.pytorch.org/whl/cu128", "13": "https://example.org/cu130"})";
+  in.container = "false";
+  plan = plan_jobs(in, problems);
+  REQUIRE(plan);
+  CHECK(plan_outputs(*plan)["build-matrix"]["include"][1]["torch-index"] == "https://example.org/cu130");
+  CHECK(plan_outputs(*plan)["build-matrix"]["include"][1]["torch"] == "2.11");
+  in.labels = R"(["x86_64_v1", "x86_64_v3"])";
+  in.cuda_versions = "{}";
+  plan = plan_jobs(in, problems);
+  REQUIRE(plan);
+  CHECK(plan_lines(*plan).back() == "build py3.13t x86_64_v3: -march=x86-64-v3 on the runner");
+}
+
+TEST_CASE("ci plan refuses what merge would refuse and what the workflow cannot carry") {
+  auto refused = [](PlanInputs in) {
+    Problems problems;
+    CHECK_FALSE(plan_jobs(in, problems));
+    return problems.empty() ? std::string() : problems.front().what;
+  };
+  const PlanInputs base{R"(["3.12"])", "[12, 13]",      "",     R"({"12": "12.9.1", "13": "13.0.2"})", "{}",
+                        "false",       "img:{version}", "build"};
+  PlanInputs in = base;
+  in.labels = R"(["torch210plus_cu12", "torch212_cpu"])";
+  in.torch_index_urls = R"({"12": "https://x.org/a", "cpu": "https://x.org/b"})";
+  CHECK(refused(in) == "labels: torch labels with a floor and without one for the workflow");
+  in = base;
+  in.labels = R"(["cu100"])";
+  CHECK(refused(in) == "labels: a CUDA major the workflow cannot build");
+  in = base;
+  in.python_versions = "[3.10]";
+  CHECK(refused(in) == "python-versions: not a Python version");
+  in = base;
+  in.cuda_majors = "[true]";
+  CHECK(refused(in) == "cuda-majors: not a CUDA major");
+  in = base;
+  in.labels = R"(["torch210_cu12"])";
+  in.torch_index_urls = R"({"12": "https://x.org/a b"})";
+  CHECK(refused(in) == "torch-index-urls: no index for 12 (label torch210_cu12)");
+  in = base;
+  in.container = "true";
+  in.container_image = "nvidia/cuda:latest";
+  CHECK(refused(in) == "container-image: no {version} in the image");
+  in = base;
+  in.builder = "cibuildwheel";
+  in.labels = R"(["x86_64_v3"])";
+  CHECK(refused(in) == "labels: builder cibuildwheel builds CUDA labels (cuNN) only");
+  in = base;
+  std::string many = "[";
+  for (int i = 0; i < 65; ++i) many += (i ? ", " : "") + std::string("\"3.12\"");
+  in.python_versions = many + "]";
+  CHECK(refused(in) == "python-versions: more entries than a matrix holds");
 }
