@@ -20,7 +20,7 @@
 #                  directory per artifact), runs the action's step "Merge the wheels" (ci/merge.sh)
 #                  with $WHEELMERGE as the binary the action would have installed with pip, and
 #                  "uploads" the merged wheel to ARTIFACTS/merged-pyX/
-#   test pyX L     a fresh venv, the merged wheel, the workflow's test step: installs it beside
+#   test pyX L     a fresh venv, the merged wheel, the test action's step (ci/test.sh): installs it beside
 #                  what selects L (pinned cuda-bindings of its major, the torch it names; nothing
 #                  for an x86-64 level) and checks <IMPORT_NAME>._wheelmerge.selected()
 #
@@ -55,6 +55,7 @@ workflow=$root/.github/workflows/wheelmerge-wheels.yml
 action=$root/ci/action.yml
 build_action=$root/ci/build/action.yml
 plan_action=$root/ci/plan/action.yml
+test_action=$root/ci/test/action.yml
 python=${PYTHON:-python3}
 wheelmerge=${WHEELMERGE:-$root/build/wheelmerge}
 # The cuda-bindings each test job installs: the pins of tests/integration/conftest.py (the
@@ -329,7 +330,8 @@ for entry in "${tests[@]}"; do
     echo "cuda-bindings==${bindings[$major]}" >"$job/constraints.txt"
     job_env+=(--job-env "PIP_CONSTRAINT=$job/constraints.txt")
   fi
-  "${step[@]}" "$workflow" test --job "$job" --cwd "$job/workspace" \
+  "${step[@]}" "$test_action" test --job "$job" --cwd "$job/workspace" \
+    --job-env "GITHUB_ACTION_PATH=$root/ci/test" \
     --job-path "$job/python/bin" "${job_env[@]}" \
     --set "IMPORT_NAME=$import_name" --set "LABEL=$label" --set "LABELS=$planned_labels" --set "CUDA_MAJOR=$major" \
     --set "TORCH_VERSION=$(field "$entry" torch)" --set "TORCH_INDEX=$(field "$entry" torch-index)" \

@@ -14,6 +14,6 @@ ref=$1
 root=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 [[ $ref =~ ^[A-Za-z0-9._/-]+$ ]] || { echo "set-ref.sh: error: '$ref' is not a git ref name" >&2; exit 2; }
 cd "$root"
-files=(.github/workflows/wheelmerge-wheels.yml ci/action.yml ci/build/action.yml ci/plan/action.yml ci/examples/*.yml)
-sed -i -E "s#(wheelmerge/wheelmerge/(ci/build|ci/plan|ci|\\.github/workflows/wheelmerge-wheels\\.yml))@[A-Za-z0-9._/-]+#\\1@$ref#g" "${files[@]}"
-grep -HnoE "wheelmerge/wheelmerge/(ci/build|ci/plan|ci|\\.github/workflows/wheelmerge-wheels\\.yml)@[A-Za-z0-9._/-]+" "${files[@]}" >&2
+files=(.github/workflows/wheelmerge-wheels.yml ci/action.yml ci/*/action.yml ci/examples/*.yml)
+sed -i -E "s#(wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci|\\.github/workflows/wheelmerge-wheels\\.yml))@[A-Za-z0-9._/-]+#\\1@$ref#g" "${files[@]}"
+grep -HnoE "wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci|\\.github/workflows/wheelmerge-wheels\\.yml)@[A-Za-z0-9._/-]+" "${files[@]}" >&2

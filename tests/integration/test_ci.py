@@ -49,14 +49,15 @@ RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 ACTION = CI / "action.yml"
 BUILD_ACTION = CI / "build" / "action.yml"
 PLAN_ACTION = CI / "plan" / "action.yml"
-ACTIONS = (ACTION, BUILD_ACTION, PLAN_ACTION)
+TEST_ACTION = CI / "test" / "action.yml"
+ACTIONS = (ACTION, BUILD_ACTION, PLAN_ACTION, TEST_ACTION)
 EXAMPLES = sorted((CI / "examples").glob("*.yml"))
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + EXAMPLES
 SCRIPTS = sorted(CI.glob("*.sh"))
 STEP = CI / "step.py"
 # References to wheelmerge's own reusable workflow and action, and the ref each names.
 SELF_REFERENCE = re.compile(
-    r"wheelmerge/wheelmerge/(ci/build|ci/plan|ci|\.github/workflows/wheelmerge-wheels\.yml)@([A-Za-z0-9._/-]+)")
+    r"wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci|\.github/workflows/wheelmerge-wheels\.yml)@([A-Za-z0-9._/-]+)")
 
 
 def rel(path: Path) -> str:
@@ -126,13 +127,13 @@ def local_checkout(tmp: Path, edit: Callable[[Path], None] | None = None) -> Pat
     (repo / ".github" / "workflows").mkdir(parents=True)
     (repo / "ci").mkdir()
     shutil.copy(ACTION, repo / "ci" / "action.yml")
-    for action in (BUILD_ACTION, PLAN_ACTION):
+    for action in (BUILD_ACTION, PLAN_ACTION, TEST_ACTION):
         (repo / "ci" / action.parent.name).mkdir()
         shutil.copy(action, repo / "ci" / action.parent.name / "action.yml")
     for source in WORKFLOWS:
         text = source.read_text()
         text = re.sub(r"uses: wheelmerge/wheelmerge/ci@\S+", "uses: ./ci", text)
-        text = re.sub(r"uses: wheelmerge/wheelmerge/ci/(build|plan)@\S+", r"uses: ./ci/\1", text)
+        text = re.sub(r"uses: wheelmerge/wheelmerge/ci/(build|plan|test)@\S+", r"uses: ./ci/\1", text)
         text = re.sub(r"uses: wheelmerge/wheelmerge/(\.github/workflows/wheelmerge-wheels\.yml)@\S+",
                       r"uses: ./\1", text)
         (repo / ".github" / "workflows" / source.name).write_text(text)
@@ -155,6 +156,7 @@ def test_calls_match_what_they_call(linters: Linters, tmp_path: Path) -> None:
     assert "uses: ./ci\n" in (local / REUSABLE.name).read_text()
     assert "uses: ./ci/build\n" in (local / REUSABLE.name).read_text()
     assert "uses: ./ci/plan\n" in (local / REUSABLE.name).read_text()
+    assert "uses: ./ci/test\n" in (local / REUSABLE.name).read_text()
     for example in EXAMPLES:
         assert f"uses: ./.github/workflows/{REUSABLE.name}" in (local / example.name).read_text()
     assert_clean(linters.actionlint(cwd=repo), "actionlint with local references")
@@ -255,7 +257,7 @@ def marked_steps() -> list[tuple[Path, str]]:
 def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
     steps = marked_steps()
     assert sorted(steps) == sorted([(REUSABLE, "cibuildwheel-config"), (REUSABLE, "label"), (REUSABLE, "variants"),
-                                    (REUSABLE, "test"), (ACTION, "install"), (ACTION, "merge"),
+                                    (TEST_ACTION, "test"), (ACTION, "install"), (ACTION, "merge"),
                                     (BUILD_ACTION, "install"), (BUILD_ACTION, "build-variant"),
                                     (PLAN_ACTION, "install"), (PLAN_ACTION, "plan")])
     for path, name in steps:
@@ -274,7 +276,8 @@ def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
 def test_self_references_name_one_ref_that_set_ref_moves(tmp_path: Path) -> None:
     shipped = [REUSABLE, *ACTIONS, *EXAMPLES]
     found = {(rel(p), m[0], m[1]) for p in shipped for m in SELF_REFERENCE.findall(p.read_text())}
-    assert {what for _, what, _ in found} == {"ci", "ci/build", "ci/plan", ".github/workflows/wheelmerge-wheels.yml"}
+    assert {what for _, what, _ in found} == {"ci", "ci/build", "ci/plan", "ci/test",
+                                              ".github/workflows/wheelmerge-wheels.yml"}
     assert len({ref for _, _, ref in found}) == 1, f"the shipped files name several refs: {sorted(found)}"
     copy = tmp_path / "checkout"
     shutil.copytree(CI, copy / "ci")
@@ -761,8 +764,8 @@ def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp
     shutil.copytree(merged, job / "workspace" / ".wheelmerge" / "merged")
     run([tool_python(), "-m", "venv", job / "python"])
     # The cu12 job given cuda-bindings 13: the loader selects cu13 and the step fails.
-    result = run_step(REUSABLE, "test", job, job / "workspace", check=False,
-                      job_env={"PIP_FIND_LINKS": str(WHEEL_CACHE)},
+    result = run_step(TEST_ACTION, "test", job, job / "workspace", check=False,
+                      job_env={"PIP_FIND_LINKS": str(WHEEL_CACHE), "GITHUB_ACTION_PATH": str(CI / "test")},
                       job_path=(job / "python" / "bin",),
                       IMPORT_NAME="wmdemo", LABELS='["cu12", "cu13"]', **label_env("cu12", CUDA_MAJOR="13"))
     assert result.returncode == 1, result.stdout + result.stderr
