@@ -15,5 +15,5 @@ root=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 [[ $ref =~ ^[A-Za-z0-9._/-]+$ ]] || { echo "set-ref.sh: error: '$ref' is not a git ref name" >&2; exit 2; }
 cd "$root"
 files=(.github/workflows/wheelmerge-wheels.yml ci/action.yml ci/*/action.yml ci/examples/*.yml)
-sed -i -E "s#(wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci|\\.github/workflows/wheelmerge-wheels\\.yml))@[A-Za-z0-9._/-]+#\\1@$ref#g" "${files[@]}"
-grep -HnoE "wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci|\\.github/workflows/wheelmerge-wheels\\.yml)@[A-Za-z0-9._/-]+" "${files[@]}" >&2
+sed -i -E "s#(wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci/cibuildwheel|ci|\\.github/workflows/wheelmerge-wheels\\.yml))@[A-Za-z0-9._/-]+#\\1@$ref#g" "${files[@]}"
+grep -HnoE "wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci/cibuildwheel|ci|\\.github/workflows/wheelmerge-wheels\\.yml)@[A-Za-z0-9._/-]+" "${files[@]}" >&2

@@ -50,14 +50,16 @@ ACTION = CI / "action.yml"
 BUILD_ACTION = CI / "build" / "action.yml"
 PLAN_ACTION = CI / "plan" / "action.yml"
 TEST_ACTION = CI / "test" / "action.yml"
-ACTIONS = (ACTION, BUILD_ACTION, PLAN_ACTION, TEST_ACTION)
+CIBUILDWHEEL_ACTION = CI / "cibuildwheel" / "action.yml"
+ACTIONS = (ACTION, BUILD_ACTION, PLAN_ACTION, TEST_ACTION, CIBUILDWHEEL_ACTION)
 EXAMPLES = sorted((CI / "examples").glob("*.yml"))
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + EXAMPLES
 SCRIPTS = sorted(CI.glob("*.sh"))
 STEP = CI / "step.py"
 # References to wheelmerge's own reusable workflow and action, and the ref each names.
 SELF_REFERENCE = re.compile(
-    r"wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci|\.github/workflows/wheelmerge-wheels\.yml)@([A-Za-z0-9._/-]+)")
+    r"wheelmerge/wheelmerge/(ci/build|ci/plan|ci/test|ci/cibuildwheel|ci|\.github/workflows/wheelmerge-wheels\.yml)"
+    r"@([A-Za-z0-9._/-]+)")
 
 
 def rel(path: Path) -> str:
@@ -127,13 +129,13 @@ def local_checkout(tmp: Path, edit: Callable[[Path], None] | None = None) -> Pat
     (repo / ".github" / "workflows").mkdir(parents=True)
     (repo / "ci").mkdir()
     shutil.copy(ACTION, repo / "ci" / "action.yml")
-    for action in (BUILD_ACTION, PLAN_ACTION, TEST_ACTION):
+    for action in (BUILD_ACTION, PLAN_ACTION, TEST_ACTION, CIBUILDWHEEL_ACTION):
         (repo / "ci" / action.parent.name).mkdir()
         shutil.copy(action, repo / "ci" / action.parent.name / "action.yml")
     for source in WORKFLOWS:
         text = source.read_text()
         text = re.sub(r"uses: wheelmerge/wheelmerge/ci@\S+", "uses: ./ci", text)
-        text = re.sub(r"uses: wheelmerge/wheelmerge/ci/(build|plan|test)@\S+", r"uses: ./ci/\1", text)
+        text = re.sub(r"uses: wheelmerge/wheelmerge/ci/(build|plan|test|cibuildwheel)@\S+", r"uses: ./ci/\1", text)
         text = re.sub(r"uses: wheelmerge/wheelmerge/(\.github/workflows/wheelmerge-wheels\.yml)@\S+",
                       r"uses: ./\1", text)
         (repo / ".github" / "workflows" / source.name).write_text(text)
@@ -157,6 +159,7 @@ def test_calls_match_what_they_call(linters: Linters, tmp_path: Path) -> None:
     assert "uses: ./ci/build\n" in (local / REUSABLE.name).read_text()
     assert "uses: ./ci/plan\n" in (local / REUSABLE.name).read_text()
     assert "uses: ./ci/test\n" in (local / REUSABLE.name).read_text()
+    assert "uses: ./ci/cibuildwheel\n" in (local / REUSABLE.name).read_text()
     for example in EXAMPLES:
         assert f"uses: ./.github/workflows/{REUSABLE.name}" in (local / example.name).read_text()
     assert_clean(linters.actionlint(cwd=repo), "actionlint with local references")
@@ -256,7 +259,8 @@ def marked_steps() -> list[tuple[Path, str]]:
 
 def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
     steps = marked_steps()
-    assert sorted(steps) == sorted([(REUSABLE, "cibuildwheel-config"), (REUSABLE, "label"), (REUSABLE, "variants"),
+    assert sorted(steps) == sorted([(CIBUILDWHEEL_ACTION, "cibuildwheel-config"), (REUSABLE, "label"),
+                                    (REUSABLE, "variants"),
                                     (TEST_ACTION, "test"), (ACTION, "install"), (ACTION, "merge"),
                                     (BUILD_ACTION, "install"), (BUILD_ACTION, "build-variant"),
                                     (PLAN_ACTION, "install"), (PLAN_ACTION, "plan")])
@@ -273,10 +277,19 @@ def test_step_reader_reads_what_yaml_reads(linters: Linters) -> None:
         assert matching[0].get("shell", document.get("defaults", {}).get("run", {}).get("shell")) == "bash"
 
 
+def test_the_workflow_holds_no_long_inline_script(linters: Linters) -> None:
+    """The pipeline's logic lives in wheelmerge and in the actions' scripts (tested as written),
+    not in YAML: no run: block of the reusable workflow is over 20 lines."""
+    document = linters.yaml(REUSABLE)
+    lengths = {step.get("name", "?"): len(step["run"].splitlines())
+               for job in document["jobs"].values() for step in job.get("steps", []) if "run" in step}
+    assert lengths and max(lengths.values()) <= 20, lengths
+
+
 def test_self_references_name_one_ref_that_set_ref_moves(tmp_path: Path) -> None:
     shipped = [REUSABLE, *ACTIONS, *EXAMPLES]
     found = {(rel(p), m[0], m[1]) for p in shipped for m in SELF_REFERENCE.findall(p.read_text())}
-    assert {what for _, what, _ in found} == {"ci", "ci/build", "ci/plan", "ci/test",
+    assert {what for _, what, _ in found} == {"ci", "ci/build", "ci/plan", "ci/test", "ci/cibuildwheel",
                                               ".github/workflows/wheelmerge-wheels.yml"}
     assert len({ref for _, _, ref in found}) == 1, f"the shipped files name several refs: {sorted(found)}"
     copy = tmp_path / "checkout"
@@ -666,7 +679,7 @@ def test_label_step_wants_exactly_one_wheel(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("identifier, found", [("cp311-manylinux_*", 1), ("cp38-manylinux_*", 0)])
-def test_cibuildwheel_configuration_step(tmp_path: Path, identifier: str, found: int) -> None:
+def test_cibuildwheel_configuration_step(linters: Linters, tmp_path: Path, identifier: str, found: int) -> None:
     """The cibuildwheel path's configuration, run as written with the pinned cibuildwheel from the
     package index: the variables its build gets (the toolkit installed in the manylinux image,
     the variables `wheelmerge build` sets) and the check that the selector names exactly one of
@@ -676,10 +689,12 @@ def test_cibuildwheel_configuration_step(tmp_path: Path, identifier: str, found:
     workspace = job / "workspace"
     shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
     run([tool_python(), "-m", "venv", job / "python"])
-    result = run_step(REUSABLE, "cibuildwheel-config", job, workspace, check=False, job_path=(job / "python" / "bin",),
+    pin = linters.yaml(REUSABLE)["env"]["CIBUILDWHEEL_REQUIREMENT"]
+    result = run_step(CIBUILDWHEEL_ACTION, "cibuildwheel-config", job, workspace, check=False,
+                      job_path=(job / "python" / "bin",), job_env={"GITHUB_ACTION_PATH": str(CI / "cibuildwheel")},
                       CUDA_MAJOR="13", CUDA_VERSION="13.0.2", CIBW_IDENTIFIER=identifier,
                       MANYLINUX_IMAGE="manylinux_2_28", TOOLKIT_PACKAGES="cuda-nvcc cuda-cudart-devel",
-                      PACKAGE_DIR=".", REPAIR_COMMAND="")
+                      PACKAGE_DIR=".", REPAIR_COMMAND="", CIBUILDWHEEL_REQUIREMENT=pin)
     if not found:  # cibuildwheel 4.3 builds no CPython 3.8
         assert result.returncode == 1, result.stdout + result.stderr
         assert "cibuildwheel builds 0 wheels for cp38-manylinux_*, not one" in result.stderr
