@@ -96,7 +96,7 @@ class PlanReader {
 // What a label's build and test need from the workflow's maps and settings.
 PlanEntry entry_of(PlanReader& r, const VariantLabel& label, const nlohmann::json& versions,
                    const nlohmann::json& indexes, bool container, const std::string& image) {
-  PlanEntry e{"", label, "", "", "", "", "", "", ""};
+  PlanEntry e{"", label, "", "", "", "", "", "", "", ""};
   if (label.selector() == Selector::cpu) {
     e.level = std::to_string(label.cpu_level());
     return e;
@@ -105,6 +105,7 @@ PlanEntry entry_of(PlanReader& r, const VariantLabel& label, const nlohmann::jso
   if (label.selector() == Selector::torch) {
     const auto [major, minor] = label.torch_version();
     e.torch = fmt::format("{}.{}", major, minor);
+    if (label.torch_floor()) e.torch_newest = fmt::format(">={}.{},<{}", major, minor, major + 1);
     const std::string key = e.cuda.empty() ? "cpu" : e.cuda;
     const nlohmann::json found = indexes.contains(key) ? indexes[key] : nlohmann::json();
     const std::string url = found.is_string() ? found.get<std::string>() : "";
@@ -195,8 +196,14 @@ nlohmann::json plan_outputs(const Plan& plan) {
     const char* kind = e.label.selector() == Selector::cuda    ? "cuda"
                        : e.label.selector() == Selector::torch ? "torch"
                                                                : "cpu";
-    nlohmann::json test = {{"python", e.python}, {"label", e.label.str()},       {"kind", kind},    {"cuda", e.cuda},
-                           {"torch", e.torch},   {"torch-index", e.torch_index}, {"level", e.level}};
+    nlohmann::json test = {{"python", e.python},
+                           {"label", e.label.str()},
+                           {"kind", kind},
+                           {"cuda", e.cuda},
+                           {"torch", e.torch},
+                           {"torch-index", e.torch_index},
+                           {"torch-newest", e.torch_newest},
+                           {"level", e.level}};
     nlohmann::json build = test;
     build["cuda-version"] = e.cuda_version;
     build["image"] = e.image;

@@ -35,6 +35,9 @@ struct PlanEntry {
   std::string image;         // the build container, "" on the runner or with cibuildwheel
   std::string torch;         // a torch label's release, "2.10"
   std::string torch_index;   // where that torch comes from
+  // A floor label's range of torch releases ">=2.10,<3": its test job also loads the build under
+  // the newest of them on its index. "" for other labels.
+  std::string torch_newest;
   std::string level;         // an x86-64 level's number
   std::string cibuildwheel;  // cibuildwheel's build selector, "cp312-manylinux_*"
 };
@@ -55,7 +58,8 @@ struct Plan {
 std::optional<Plan> plan_jobs(const PlanInputs& inputs, Problems& problems);
 
 // The workflow's outputs: build-matrix ({"include": [...]}), python-versions, labels and
-// test-matrix (the build entries less image, cibuildwheel and cuda-version).
+// test-matrix (the build entries less image, cibuildwheel and cuda-version), each entry's keys
+// python, label, kind, cuda, torch, torch-index, torch-newest, level.
 nlohmann::json plan_outputs(const Plan& plan);
 
 // A line per build job: "build py3.12 cu13: CUDA 13.0.2 in nvidia/cuda:13.0.2-devel-ubuntu22.04".

@@ -38,6 +38,8 @@
 #                         then use no index
 #   REHEARSE_ENV          KEY=VALUE words added to every build job's environment, as a caller's
 #                         workflow `env:` would (e.g. TORCH_CUDA_ARCH_LIST=9.0)
+#   REHEARSE_UV           the uv the jobs find on PATH (default: $PYTHON's uv module, else uv on
+#                         PATH; with none, the jobs install uv from the index as the actions do)
 #   REHEARSE_DIR          where the jobs and artifacts go (kept); default a temporary directory,
 #                         removed at the end unless REHEARSE_KEEP=1
 #   WHEEL_CACHE           a find-links directory for the test jobs' pip (default
@@ -179,11 +181,11 @@ if [ "$torch_labels" = 1 ]; then
   build_torch_env=(--job-env UV_NO_INDEX=1 --job-env UV_OFFLINE=1 --job-env "UV_FIND_LINKS=$links")
   say "torch from ${torch_links[*]} (no index)"
 fi
-# uv, which the build action installs into the job's Python when the runner has none: here the
-# rehearsal's own (its Python's uv, else the one on PATH) on the build jobs' PATH; with neither,
-# each build job installs it as the action does.
+# uv, which the build and test actions install into the job's Python when the runner has none:
+# here REHEARSE_UV, else the rehearsal's Python's uv, else the one on PATH, on the jobs' PATH;
+# with none, each job installs it as the actions do (from the index: not for torch labels).
 mkdir -p "$work/uv-bin"
-uv_bin=$("$python" -c 'import uv; print(uv.find_uv_bin())' 2>/dev/null || command -v uv || true)
+uv_bin=${REHEARSE_UV:-$("$python" -c 'import uv; print(uv.find_uv_bin())' 2>/dev/null || command -v uv || true)}
 if [ -n "$uv_bin" ]; then ln -sf "$uv_bin" "$work/uv-bin/uv"; fi
 extra_env=()
 read -r -a extra_words <<<"${REHEARSE_ENV:-}"
@@ -318,11 +320,11 @@ for entry in "${tests[@]}"; do
   # actions/download-artifact with name merged-py<python>.
   mkdir -p "$job/workspace/.wheelmerge"
   cp -r "$artifacts/merged-py$tpy" "$job/workspace/.wheelmerge/merged"
-  job_env=()
+  job_env=(--job-path "$work/uv-bin")
   if [[ $label == torch* ]]; then
-    job_env=("${torch_env[@]}")
+    job_env+=("${torch_env[@]}" "${build_torch_env[@]}")
   elif [ -d "$cache" ]; then
-    job_env=(--job-env "PIP_FIND_LINKS=$cache")
+    job_env+=(--job-env "PIP_FIND_LINKS=$cache")
   fi
   # The workflow installs the newest cuda-bindings of the major; the rehearsal the pinned one
   # (PIP_CONSTRAINT: the step's own requirement, narrowed).
@@ -335,8 +337,9 @@ for entry in "${tests[@]}"; do
     --job-path "$job/python/bin" "${job_env[@]}" \
     --set "IMPORT_NAME=$import_name" --set "LABEL=$label" --set "LABELS=$planned_labels" --set "CUDA_MAJOR=$major" \
     --set "TORCH_VERSION=$(field "$entry" torch)" --set "TORCH_INDEX=$(field "$entry" torch-index)" \
-    --set "CPU_LEVEL=$(field "$entry" level)" >/dev/null
-  rm -rf "$job/python" "$job/workspace/.wheelmerge/venv"
+    --set "TORCH_NEWEST=$(field "$entry" torch-newest)" --set "CPU_LEVEL=$(field "$entry" level)" \
+    --set "UV_REQUIREMENT=$(sed -n 's/^  UV_REQUIREMENT: //p' "$workflow")" >/dev/null
+  rm -rf "$job/python" "$job/workspace/.wheelmerge/venv" "$job/workspace/.wheelmerge/venv-newest"
   passed+=("$name")
 done
 

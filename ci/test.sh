@@ -4,8 +4,11 @@
 # its "Check the selected build" step) and of the rehearsal's test jobs (ci/rehearse.sh).
 #
 # Environment (the action's inputs): IMPORT_NAME, LABEL, LABELS (the plan's JSON list), and the
-# label's matrix values CUDA_MAJOR, TORCH_VERSION, TORCH_INDEX, CPU_LEVEL (each empty when the
-# label has none); the merged wheel is the one *.whl under .wheelmerge/merged.
+# label's matrix values CUDA_MAJOR, TORCH_VERSION, TORCH_INDEX, TORCH_NEWEST, CPU_LEVEL (each
+# empty when the label has none); the merged wheel is the one *.whl under .wheelmerge/merged.
+# A floor label (TORCH_NEWEST, ">=2.10,<3") is also loaded under the newest torch of that range
+# on its index, beside the floor's own release, in an environment uv makes (UV_REQUIREMENT
+# installs uv when none is on PATH).
 set -euo pipefail
 # What selects the label's build: cuda-bindings of its CUDA major (cuNN), the torch it
 # names (torch labels; a floor label's own release), the CPU (x86-64 levels: the highest
@@ -64,3 +67,42 @@ if os.environ["CPU_LEVEL"] and label != expected:
         sys.exit(1)
     print(f"{name}: {label} imports with WHEELMERGE_VARIANT={label}")
 EOF
+if [ -n "${TORCH_NEWEST:-}" ]; then
+  # A floor label (a build against torch's stable ABI): it must also load under the newest torch
+  # its floor admits on its index, in an environment of its own.
+  # uv makes it (pip has installed this wheel and its torch above; uv links the second torch from
+  # its cache where pip would copy gigabytes again): the one on PATH, else $UV_REQUIREMENT's.
+  cd ..
+  uv=$(command -v uv || true)
+  if [ -z "$uv" ]; then
+    python -m pip install --disable-pip-version-check --progress-bar off "$UV_REQUIREMENT"
+    uv=$(dirname "$(command -v python)")/uv
+  fi
+  "$uv" venv --quiet --python "$(command -v python)" .wheelmerge/venv-newest
+  "$uv" pip install --python .wheelmerge/venv-newest/bin/python --index "$TORCH_INDEX" "${wheels[@]}" \
+    "torch$TORCH_NEWEST"
+  cd .wheelmerge
+  venv-newest/bin/python - <<'EOF'
+import importlib, importlib.metadata, json, os, subprocess, sys
+
+import torch
+
+name, labels = os.environ["IMPORT_NAME"], json.loads(os.environ["LABELS"])
+version, cuda = importlib.metadata.version("torch"), torch.version.cuda or ""
+module = importlib.import_module(name)  # the selected build's code loads under this torch
+selected = module._wheelmerge.selected()
+print(f"{name}: selected {selected} with torch {version} (the newest torch{os.environ['TORCH_NEWEST']} "
+      f"on {os.environ['TORCH_INDEX']}) on Python {sys.version.split()[0]}")
+# The build of this torch's CUDA major (cuNN at the label's end; _cpu for none).
+wanted = f"_cu{cuda.split('.')[0]}" if cuda else "_cpu"
+if selected not in labels or not selected.endswith(wanted):
+    subprocess.run([sys.executable, "-m", f"{name}._wheelmerge"], check=False)
+    print(f"::error title=wheelmerge::{name}._wheelmerge.selected() is {selected!r} under torch {version}, "
+          f"expected a build of {labels} for {wanted[1:]}")
+    sys.exit(1)
+    subprocess.run([sys.executable, "-m", f"{name}._wheelmerge"], check=False)
+    print(f"::error title=wheelmerge::{name}._wheelmerge.selected() is {selected!r} under torch {version}, "
+          f"expected a build of {labels} for {wanted[1:]}")
+    sys.exit(1)
+EOF
+fi

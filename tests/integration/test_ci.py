@@ -492,7 +492,7 @@ def plan(tmp_path: Path, defaults: dict[str, str], wheelmerge: Path, check: bool
 
 def cuda_entry(python: str, major: str, version: str, image: str) -> dict[str, str]:
     return {"python": python, "label": f"cu{major}", "kind": "cuda", "cuda": major, "cuda-version": version,
-            "image": image, "torch": "", "torch-index": "", "level": "",
+            "image": image, "torch": "", "torch-index": "", "torch-newest": "", "level": "",
             "cibuildwheel": f"cp{python.replace('.', '')}-manylinux_*"}
 
 
@@ -553,6 +553,8 @@ def test_plan_step_with_torch_and_cpu_labels(linters: Linters, tmp_path: Path, w
         ("torch211plus_cu13", "torch", "13", "13.0.2", "2.11", "https://download.pytorch.org/whl/cu130",
          "nvidia/cuda:13.0.2-devel-ubuntu22.04")]
     assert planned["labels"] == ["torch210plus_cu12", "torch211plus_cu13"]
+    # Floor labels: their test jobs also load the build under the newest torch of the range.
+    assert [t["torch-newest"] for t in planned["test-matrix"]["include"]] == [">=2.10,<3", ">=2.11,<3"]
     assert [t["label"] for t in planned["test-matrix"]["include"]] == planned["labels"]
     _, planned = plan(tmp_path, defaults, wheelmerge_bin, PYTHON_VERSIONS='["3.12"]',
                       LABELS='["torch211_cu13", "torch212_cpu"]')
@@ -561,6 +563,7 @@ def test_plan_step_with_torch_and_cpu_labels(linters: Linters, tmp_path: Path, w
         ("torch211_cu13", "13", "2.11", "https://download.pytorch.org/whl/cu130",
          "nvidia/cuda:13.0.2-devel-ubuntu22.04"),
         ("torch212_cpu", "", "2.12", "https://download.pytorch.org/whl/cpu", "")]
+    assert [b["torch-newest"] for b in planned["build-matrix"]["include"]] == ["", ""]
     _, planned = plan(tmp_path, defaults, wheelmerge_bin, PYTHON_VERSIONS='["3.12", "3.13"]',
                       LABELS='["x86_64_v1", "x86_64_v4"]',
                       CUDA_VERSIONS="{}")
@@ -597,7 +600,13 @@ def test_plan_step_reads_labels_as_wheelmerge_does(linters: Linters, tmp_path: P
 
 def label_env(label: str, **values: str) -> dict[str, str]:
     """The matrix values of `label` that the workflow's test step takes through env."""
-    return {"LABEL": label, "CUDA_MAJOR": "", "TORCH_VERSION": "", "TORCH_INDEX": "", "CPU_LEVEL": "", **values}
+    return {"LABEL": label, "CUDA_MAJOR": "", "TORCH_VERSION": "", "TORCH_INDEX": "", "TORCH_NEWEST": "", "CPU_LEVEL": "",
+            **values}
+
+
+def tool_uv() -> str:
+    """The test environment's uv executable."""
+    return run([tool_python(), "-c", "import uv; print(uv.find_uv_bin())"]).stdout.strip()
 
 
 def uv_on_path(directory: Path) -> Path:
@@ -605,8 +614,7 @@ def uv_on_path(directory: Path) -> Path:
     installs uv into the job's Python when the runner has none)."""
     directory.mkdir(parents=True, exist_ok=True)
     if not (directory / "uv").exists():
-        found = run([tool_python(), "-c", "import uv; print(uv.find_uv_bin())"]).stdout.strip()
-        (directory / "uv").symlink_to(found)
+        (directory / "uv").symlink_to(tool_uv())
     return directory
 
 
@@ -782,7 +790,8 @@ def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp
     result = run_step(TEST_ACTION, "test", job, job / "workspace", check=False,
                       job_env={"PIP_FIND_LINKS": str(WHEEL_CACHE), "GITHUB_ACTION_PATH": str(CI / "test")},
                       job_path=(job / "python" / "bin",),
-                      IMPORT_NAME="wmdemo", LABELS='["cu12", "cu13"]', **label_env("cu12", CUDA_MAJOR="13"))
+                      IMPORT_NAME="wmdemo", LABELS='["cu12", "cu13"]', UV_REQUIREMENT="uv==0.13.9",
+                      **label_env("cu12", CUDA_MAJOR="13"))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "wmdemo._wheelmerge.selected() is 'cu13', expected 'cu12'" in result.stderr
 

@@ -18,7 +18,7 @@ from typing import Iterator
 import pytest
 
 from conftest import ROOT, WheelCache, clean_env, run
-from test_ci import CI, Rehearsal, build_step
+from test_ci import CI, Rehearsal, build_step, tool_uv
 
 
 # --- the rehearsal of a torch configuration ----------------------------------------------------
@@ -42,7 +42,10 @@ def torch_rehearsal(tmp_path_factory: pytest.TempPathFactory, wheelmerge_bin: Pa
     directory = tmp_path_factory.mktemp("torch-rehearsal")
     env = clean_env({"WHEELMERGE": str(wheelmerge_bin), "WHEEL_CACHE": str(wheel_cache.path), "WHEELMERGE_CUDA_12": cuda12,
                      "REHEARSE_DIR": str(directory), "REHEARSE_ENV": "TORCH_CUDA_ARCH_LIST=9.0",
-                     "TORCH_FIND_LINKS": " ".join(str(env.wheels) for env in envs.values())})
+                     "TORCH_FIND_LINKS": " ".join(str(env.wheels) for env in envs.values()),
+                     # The jobs' uv (the actions would install it from the index, which torch jobs
+                     # here have none of).
+                     "REHEARSE_UV": tool_uv()})
     result = run(["bash", CI / "rehearse.sh", TORCHSTABLE, "torchstable"], check=False, cwd=ROOT, timeout=2400,
                  env=env)
     yield Rehearsal(result, directory)
@@ -67,6 +70,11 @@ def test_rehearsal_of_torch_floor_labels(torch_rehearsal: Rehearsal, wheelmerge_
         "torch210plus_cu12": ("2.10.0", "12.8"), "torch211plus_cu13": ("2.11.0", "13.0")}, infos
     assert "torchstable: selected torch210plus_cu12 with torch 2.10.0" in log, log
     assert "torchstable: selected torch211plus_cu13 with torch 2.11.0" in log, log
+    # Each floor label's test job also loads the merged wheel under the newest torch its floor
+    # admits on its index (here the downloads: 2.11.0, built with CUDA 13, for both).
+    for floor in ("2.10", "2.11"):
+        assert (f"torchstable: selected torch211plus_cu13 with torch 2.11.0 (the newest torch>={floor},<3 on "
+                "https://pypi.org/simple)") in log, log
     merged = next((torch_rehearsal.directory / "artifacts").glob("merged-*/*.whl"))
     report = json.loads(run([wheelmerge_bin, "inspect", merged, "--json"]).stdout)
     assert report["valid"] and report["variants"] == TORCH_LABELS

@@ -256,6 +256,11 @@ TEST_CASE("ci plan: the matrices of the reusable workflow from its inputs") {
   REQUIRE(plan);
   CHECK(plan_outputs(*plan)["build-matrix"]["include"][1]["torch-index"] == "https://example.org/cu130");
   CHECK(plan_outputs(*plan)["build-matrix"]["include"][1]["torch"] == "2.11");
+  CHECK(plan_outputs(*plan)["test-matrix"]["include"][1]["torch-newest"] == ">=2.11,<3");
+  in.labels = R"(["torch211_cu13"])";
+  plan = plan_jobs(in, problems);
+  REQUIRE(plan);
+  CHECK(plan_outputs(*plan)["test-matrix"]["include"][0]["torch-newest"] == "");
   in.labels = R"(["x86_64_v1", "x86_64_v3"])";
   in.cuda_versions = "{}";
   plan = plan_jobs(in, problems);
