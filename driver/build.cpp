@@ -280,7 +280,8 @@ class VariantBuilder {
     if (!prepare() || (options_.isolation && !isolate())) return;
     // A torch label's torch is checked before any of the project's code runs (setup.py may
     // import torch to ask for more, and fail its own way on the wrong one).
-    if (b_.label.selector() == Selector::torch && !probe_environment()) return;
+    bool probed = b_.label.selector() == Selector::torch;
+    if (probed && !probe_environment()) return;
     const std::string runner = job_.work + "/hook_runner.py";
     if (!write_text(runner, kHookRunnerTemplate)) return;
     // One value as a string, a repeated key as a list, as frontends pass them.
@@ -294,9 +295,10 @@ class VariantBuilder {
         step(fmt::format("installing what the backend asks for: {}",
                          fmt::join(extra->get<std::vector<std::string>>(), ", ")));
         if (!pip_install(extra->get<std::vector<std::string>>())) return;
+        probed = false;  // what the backend brought may change what the build is made with
       }
     }
-    if (!probe_environment()) return;
+    if (!probed && !probe_environment()) return;
     step(fmt::format("building the wheel with {} {}", backend_.backend, target()));
     fs::create_directories(job_.work + "/dist");
     auto wheel = hook(runner, "build_wheel", {{"wheel_directory", job_.work + "/dist"}, {"config_settings", settings}});
@@ -390,8 +392,8 @@ class VariantBuilder {
   }
 
   // What the build environment holds (torch, cuda-bindings), for build_info; a torch label's
-  // build stops when its torch is not the one the label names. Run again after the backend's
-  // own requirements are installed, for what they brought.
+  // build stops when its torch is not the one the label names. A torch label's is run before the
+  // project's code, and again only when the backend's own requirements brought more.
   bool probe_environment() {
     const std::string script = job_.work + "/probe.py", result = job_.work + "/probe.json";
     if (!write_text(script, kProbeScript) || !run({python_, script, result})) return false;
