@@ -44,12 +44,16 @@ isal=(-DWHEELMERGE_ISAL=ON -DWHEELMERGE_ISAL_ROOT="$prefix")
 # ISA-L's x86_64 assembly is built for ELF only (nasm's macho64 output is not wired into its
 # Makefile); macOS builds inflate with zlib: the same verdicts, at zlib's speed.
 [ -f "$prefix/lib/libisal.a" ] || isal=(-DWHEELMERGE_ISAL=OFF)
+# The compiles go through ccache as the other builds' do (scripts/compile-cache.sh): a change
+# of a few sources recompiles those alone. The wrappers are zig's clang.
+source "$root/scripts/compile-cache.sh"
+export CCACHE_COMPILERTYPE=clang
 work=$cache/build/.work-$target
 rm -rf "$work" && mkdir -p "$work"
 echo "build.sh [$target]: wheelmerge (${isal[0]#-D})" >&2
 cmake -S "$root" -B "$work" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$here/toolchain.cmake" -DWM_TARGET="$target" -DWM_ZIG_BIN="$zigbin" -DWM_PREFIX="$prefix" \
-  -DOPENSSL_ROOT_DIR="$prefix" -DOPENSSL_USE_STATIC_LIBS=TRUE "${isal[@]}" \
+  -DOPENSSL_ROOT_DIR="$prefix" -DOPENSSL_USE_STATIC_LIBS=TRUE "${isal[@]}" ${launcher[@]+"${launcher[@]}"} \
   -DWHEELMERGE_TESTS="$([ "$units" = 1 ] && echo ON || echo OFF)" -DCMAKE_EXE_LINKER_FLAGS=-s >"$work/../.log-$target" 2>&1 ||
   { tail -30 "$work/../.log-$target" >&2; exit 1; }
 targets=(wheelmerge)

@@ -43,6 +43,8 @@ for tool in cc c++ ar ranlib; do
   esac
   # zig keeps what it builds for a target (its libc, libc++) in a cache of its own: ours.
   printf '#!/bin/sh\nexport ZIG_GLOBAL_CACHE_DIR="%s"\n%s\n' "$cache/zig-cache" "$line" > "$wrapper.tmp"
-  chmod +x "$wrapper.tmp" && mv "$wrapper.tmp" "$wrapper"
+  chmod +x "$wrapper.tmp"
+  # Replaced only when it changes: ccache knows a compiler by its modification time.
+  if cmp -s "$wrapper.tmp" "$wrapper"; then rm -f "$wrapper.tmp"; else mv "$wrapper.tmp" "$wrapper"; fi
 done
 echo "$home/bin"
