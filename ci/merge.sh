@@ -109,7 +109,7 @@ for glob in "${variant_files[@]}"; do options+=(--variant-file "$glob"); done
 [ "$driver_fallback" = 0 ] || options+=(--driver-fallback)
 # What `wheelmerge build` would have merged with: the build-info.json that ci/build.sh puts beside
 # each wheel (wheelmerge build's summary) gives what each build was compiled against (the loader's
-# build_info()) and the project's merge settings ([tool.wheelmerge] variant-files, driver-fallback;
+# build_info()) and the project's merge settings ([tool.wheelmerge] variant-files, driver-fallback, runtime-requirements;
 # given more than once when several builds carry them, which wheelmerge takes as one).
 while IFS= read -r -d '' info; do
   words=$("$python" - "$info" <<'EOF'
@@ -122,6 +122,8 @@ for glob in summary["merge"]["variant_files"]:
     print(f"--variant-file\n{glob}")
 if summary["merge"]["driver_fallback"]:
     print("--driver-fallback")
+if summary["merge"].get("runtime_requirements"):
+    print("--runtime-requirements")
 EOF
   ) || usage_error "$info is not the build-info.json of wheelmerge build --no-merge --json"
   while IFS= read -r word; do [ -z "$word" ] || options+=("$word"); done <<<"$words"

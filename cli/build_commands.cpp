@@ -47,12 +47,14 @@ int report_builds(const Output& out, const wm::BuildResult& result, std::chrono:
       summaries.push_back(variant_summary(result.variants[i]));
       summaries.back()["wheel"] = result.builds.at(i);
     }
-    nlohmann::json j = {
-        {"builds", result.builds},
-        {"variants", summaries},
-        {"merge", {{"variant_files", result.variant_globs}, {"driver_fallback", result.driver_fallback}}},
-        {"log_dir", result.log_dir.empty() ? nlohmann::json() : nlohmann::json(result.log_dir)},
-        {"seconds", seconds}};
+    nlohmann::json j = {{"builds", result.builds},
+                        {"variants", summaries},
+                        {"merge",
+                         {{"variant_files", result.variant_globs},
+                          {"driver_fallback", result.driver_fallback},
+                          {"runtime_requirements", result.runtime_requirements}}},
+                        {"log_dir", result.log_dir.empty() ? nlohmann::json() : nlohmann::json(result.log_dir)},
+                        {"seconds", seconds}};
     wm::cli::print_out("{}\n", j.dump(2));
   }
   return 0;
@@ -236,6 +238,7 @@ Subcommand add_build(CLI::App& app, Output& out) {
   repeatable(
       build->add_option("--variant-file", o.merge.variant_globs, "glob of other paths that may differ per build"));
   build->add_flag("--driver-fallback", o.merge.driver_fallback, "see merge --driver-fallback");
+  build->add_flag("--runtime-requirements", o.merge.runtime_requirements, "see merge --runtime-requirements");
   build->add_flag(
       "--variants", o.variants,
       "also write PEP 825 variant wheels of the builds and their {name}-{version}-variants.json (see variants)");

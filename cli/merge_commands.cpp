@@ -147,6 +147,9 @@ Subcommand add_merge(CLI::App& app, Output& out) {
   merge->add_option("-o,--output-dir", a->out_dir, "output directory, created when missing (default: dist)");
   repeatable(
       merge->add_option("--variant-file", a->options.variant_globs, "glob of other paths that may differ per build"));
+  merge->add_flag("--runtime-requirements", a->options.runtime_requirements,
+                  "make each build require the NVIDIA runtime wheels of the CUDA libraries it links and does not "
+                  "bundle (cuda-toolkit[cublas]==13.*), where none of its requirements brings them");
   merge->add_flag("--driver-fallback", a->options.driver_fallback,
                   "builds that require cuda-bindings: let the loader use the CUDA runtime wheels, then the "
                   "driver's CUDA version, when cuda-bindings is not installed (builds that do not use it always do)");
@@ -191,6 +194,8 @@ Subcommand add_variants(CLI::App& app, Output& out) {
       "give no nvidia :: sm_arch property (by default: the GPU architectures every file of a build has code for)");
   repeatable(variants->add_option("--variant-file", a->options.merge.variant_globs,
                                   "for the merged wheel: glob of other paths that may differ per build"));
+  variants->add_flag("--runtime-requirements", a->options.merge.runtime_requirements,
+                     "see merge --runtime-requirements");
   variants->add_flag("--driver-fallback", a->options.merge.driver_fallback,
                      "for the merged wheel: let the loader use the driver's CUDA version");
   repeatable(variants->add_option("--build-info", a->build_info,

@@ -65,6 +65,15 @@ nlohmann::json to_json(const InspectReport& r) {
     if (!f.gpu_code.empty()) files.back()["gpu_code"] = f.gpu_code;
     if (!f.gpu_code_unreadable.empty()) files.back()["gpu_code_unreadable"] = f.gpu_code_unreadable;
   }
+  nlohmann::json runtime = nlohmann::json::object();
+  for (const auto& [label, needs] : r.runtime)
+    for (const InspectReport::Runtime& n : needs)
+      runtime[label].push_back(
+          {{"library", n.library},
+           {"member", n.member},
+           {"distribution", n.distribution},
+           {"toolkit_extra", n.toolkit_extra},
+           {"provided_by", n.provided_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(n.provided_by)}});
   return {{"file", r.file},
           {"valid", true},
           {"name", r.name},
@@ -83,7 +92,8 @@ nlohmann::json to_json(const InspectReport& r) {
           {"shared_bytes", r.shared_bytes},
           {"variant_bytes", r.variant_bytes},
           {"sm_arch", r.sm_arch},
-          {"sm_arch_notes", r.sm_arch_notes}};
+          {"sm_arch_notes", r.sm_arch_notes},
+          {"runtime", runtime}};
 }
 
 void print_text(const InspectReport& r) {
@@ -102,6 +112,11 @@ void print_text(const InspectReport& r) {
     print_out("sm_arch{}: {}\n", label.empty() ? "" : " of " + label,
               values.empty() ? "none (any GPU)" : fmt::format("{}", fmt::join(values, " ")));
   for (const std::string& note : r.sm_arch_notes) print_out("note: {}\n", printable(note));
+  for (const auto& [label, needs] : r.runtime)
+    for (const InspectReport::Runtime& n : needs)
+      print_out("CUDA runtime of {}: {} (linked by {}) from {}: {}\n", printable(label), printable(n.library),
+                printable(n.member), n.distribution,
+                n.provided_by.empty() ? "no requirement brings it" : "brought by " + printable(n.provided_by));
   if (!r.merged()) {
     print_out("not a merged wheel: no wheelmerge loader\n");
     return;

@@ -639,6 +639,7 @@ MergeOptions merge_options(const BuildOptions& options, const BuildConfig& confi
   MergeOptions merge = options.merge;
   merge.variant_globs.insert(merge.variant_globs.end(), config.variant_files.begin(), config.variant_files.end());
   merge.driver_fallback = merge.driver_fallback || config.driver_fallback;
+  merge.runtime_requirements = merge.runtime_requirements || config.runtime_requirements;
   return merge;
 }
 
@@ -685,6 +686,7 @@ bool keep_builds(std::vector<VariantJob>& jobs, const BuildOptions& options, con
   const MergeOptions merge = merge_options(options, config);
   result.variant_globs = merge.variant_globs;
   result.driver_fallback = merge.driver_fallback;
+  result.runtime_requirements = merge.runtime_requirements;
   std::vector<WheelInput> inputs;
   for (const VariantJob& job : jobs) inputs.push_back({job.build.wheel, job.build.label.str()});
   if (!read_inputs(inputs, merge, problems)) return false;

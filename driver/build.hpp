@@ -70,9 +70,10 @@ struct BuildResult {
   MergeResult merge;                // empty with --no-merge
   std::vector<std::string> builds;  // with --no-merge: the labelled build wheels written, in label order
   // With --no-merge, what the later merge of these builds needs of the configuration and the
-  // command line (variant-files, driver-fallback), as `build` would have merged them.
+  // command line (variant-files, driver-fallback, runtime-requirements), as `build` would have merged them.
   std::vector<std::string> variant_globs;
   bool driver_fallback = false;
+  bool runtime_requirements = false;
   std::optional<VariantsResult> variant_wheels;  // with BuildOptions::variants
 };
 

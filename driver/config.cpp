@@ -94,13 +94,19 @@ struct Walker {
           config.driver_fallback = *b;
         else
           fail(value, "\"driver-fallback\" must be true or false", "a boolean", value.kind());
+      } else if (key == "runtime-requirements") {
+        if (auto b = value.as_bool())
+          config.runtime_requirements = *b;
+        else
+          fail(value, "\"runtime-requirements\" must be true or false", "a boolean", value.kind());
       } else if (key == "env") {
         config.env = env(value, key);
       } else if (auto label = table_label(key)) {
         variant_table(key, value, config.variants[*label]);
       } else {
         fail(value, fmt::format("unknown key \"{}\"", key),
-             "variants, cuda, backend, backend-path, variant-files, driver-fallback, env or a variant label "
+             "variants, cuda, backend, backend-path, variant-files, driver-fallback, runtime-requirements, env or a "
+             "variant label "
              "(cuNN, torchMmm_cuNN, x86_64_vN)",
              key);
       }
@@ -478,6 +484,7 @@ nlohmann::json config_json(const ProjectConfig& project) {
           {"backend-path", c.backend_path},
           {"variant-files", c.variant_files},
           {"driver-fallback", c.driver_fallback},
+          {"runtime-requirements", c.runtime_requirements},
           {"env", c.env},
           {"variants", variants},
           {"build-system",

@@ -8,6 +8,7 @@
 //   backend-path = ["_build"]            # where an in-tree inner backend is imported from
 //   variant-files = ["pkg/_build.py"]    # other paths that may differ per build
 //   driver-fallback = false              # loader may ask the driver when cuda-bindings is absent
+//   runtime-requirements = false         # require the runtime wheels of the CUDA libraries linked
 //   env = { KEY = "value" }              # environment for every variant's build
 //   [tool.wheelmerge.torch210_cu12]      # one variant's build (cuNN: also "cu05" for cu5)
 //   toolkit = "/usr/local/cuda-12.9"     # toolkit root hint (cuda and torch labels)
@@ -47,6 +48,7 @@ struct BuildConfig {
   std::vector<std::string> backend_path;
   std::vector<std::string> variant_files;
   bool driver_fallback = false;
+  bool runtime_requirements = false;
   std::map<std::string, std::string> env;
   std::map<VariantLabel, VariantConfig> variants;  // the [tool.wheelmerge.<label>] tables
 

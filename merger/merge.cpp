@@ -5,6 +5,7 @@
 #include "merger/format/label.hpp"
 #include "merger/linkage.hpp"
 #include "merger/loader.hpp"
+#include "merger/runtime_wheels.hpp"
 #include "merger/verify.hpp"
 #include "merger/write.hpp"
 #include "merger/zip/member_stream.hpp"
@@ -170,8 +171,16 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
       read[opened_input[k]] = std::move(streamed_wheels[k]);
       Problems& to = found[opened_input[k]];
       to.insert(to.end(), streamed[k].begin(), streamed[k].end());
-      // Each build is what its label and tags say: its machine, the CUDA major it links.
-      if (const auto& w = read[opened_input[k]]; w && w->label) check_native_files(*w, {*w->label}, {}, to);
+      // Each build is what its label and tags say: its machine, the CUDA major it links; and
+      // the CUDA runtime it links is brought by its requirements (a warning where not).
+      if (auto& w = read[opened_input[k]]; w && w->label) {
+        check_native_files(*w, {*w->label}, {}, to);
+        if (options.runtime_requirements)
+          require_runtime_wheels(*w, *w->label);
+        else
+          for (std::string& warning : runtime_warnings(w->display, *w->label, runtime_needs(*w, *w->label)))
+            w->warnings.push_back(std::move(warning));
+      }
     }
   }
   for (size_t i = 0; i < inputs.size(); ++i) {

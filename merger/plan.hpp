@@ -31,6 +31,9 @@ struct MergeOptions {
   // win_arm64, CUDA 13 only) still says which build it has and why it cannot load, like its
   // merged siblings. Off for a variant wheel, where an installer chose the build.
   bool single_build_loader = true;
+  // Each build's CUDA libraries that NVIDIA's runtime wheels ship and no requirement of the build
+  // brings become its requirements (merger/runtime_wheels.hpp), instead of warnings.
+  bool runtime_requirements = false;
 };
 
 // A file that differs per build, stored under a labelled name; or, in a merge of one build, an

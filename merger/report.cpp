@@ -4,6 +4,7 @@
 #include "merger/gpu_code.hpp"
 #include "merger/linkage.hpp"
 #include "merger/loader.hpp"
+#include "merger/runtime_wheels.hpp"
 #include "merger/verify.hpp"
 #include "merger/wheel.hpp"
 #include "merger/zip/member_stream.hpp"
@@ -104,10 +105,10 @@ std::map<std::string, VariantLabel, std::less<>> builds_of_members(const Wheel& 
   return build_of;
 }
 
-// Every native file against the wheel's platform tags and the CUDA major of its builds: a
-// merged wheel's, by its manifests; a single build's, by the label its name carries (a ".cu13"
-// suffix, a "+cu13" local version, a distribution name ending in one: cupy-cuda12x).
-void check_builds(const Wheel& wheel, const std::vector<FoundLoader>& loaders, Problems& problems) {
+// The builds of a wheel: a merged wheel's, by its manifests; a single build's, by the label its
+// name carries (a ".cu13" suffix, a "+cu13" local version, a distribution name ending in one:
+// cupy-cuda12x); none for a wheel of no label.
+std::vector<VariantLabel> builds_of(const Wheel& wheel, const std::vector<FoundLoader>& loaders) {
   std::set<VariantLabel> distinct;
   for (const FoundLoader& l : loaders) distinct.insert(l.manifest.variants.begin(), l.manifest.variants.end());
   std::vector<VariantLabel> builds(distinct.begin(), distinct.end());
@@ -117,7 +118,12 @@ void check_builds(const Wheel& wheel, const std::vector<FoundLoader>& loaders, P
     else if (auto suffix = name_suffix_label(wheel.name.name))
       builds.push_back(suffix->label);
   }
-  check_native_files(wheel, builds, builds_of_members(wheel, loaders), problems);
+  return builds;
+}
+
+// Every native file against the wheel's platform tags and the CUDA major of its builds.
+void check_builds(const Wheel& wheel, const std::vector<FoundLoader>& loaders, Problems& problems) {
+  check_native_files(wheel, builds_of(wheel, loaders), builds_of_members(wheel, loaders), problems);
 }
 }  // namespace
 
@@ -131,6 +137,12 @@ std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& prob
   if (problems.size() == before) check_sm_arch_claim(*wheel, problems);
   if (problems.size() != before) return std::nullopt;
   VerifyReport report{path, wheel->files.size(), {}, wheel->warnings};
+  // A single build's CUDA runtime against its requirements (a merged wheel's builds were
+  // checked as they were merged).
+  if (loaders.empty())
+    for (const VariantLabel& label : builds_of(*wheel, loaders))
+      for (std::string& warning : runtime_warnings(wheel->display, label, runtime_needs(*wheel, label)))
+        report.warnings.push_back(std::move(warning));
   for (const FoundLoader& l : loaders) report.loaders.push_back(l.loader_path);
   return report;
 }
@@ -187,6 +199,7 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
   }
   // Which stored files belong to which build.
   const auto variant_of = builds_of_members(*wheel, loaders);
+  const std::vector<VariantLabel> builds = builds_of(*wheel, loaders);
   for (FoundLoader& l : loaders) {
     r.variants = label_strings(l.manifest.variants);
     r.loaders.push_back({std::move(l.loader_path), std::move(l.manifest)});
@@ -203,6 +216,10 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
     r.files.push_back(std::move(file));
   }
   if (gpu_code) add_gpu_code(*wheel, r, problems);
+  for (const VariantLabel& label : builds)
+    for (RuntimeNeed& n : runtime_needs(*wheel, label, &variant_of))
+      r.runtime[label.str()].push_back({std::move(n.library), std::move(n.member), std::string(n.wheel.distribution),
+                                        std::string(n.wheel.toolkit_extra), std::move(n.provided_by)});
   if (problems.size() != before) return std::nullopt;
   return r;
 }

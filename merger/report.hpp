@@ -61,6 +61,12 @@ struct InspectReport {
   // they cannot say.
   std::map<std::string, std::vector<std::string>> sm_arch;
   std::vector<std::string> sm_arch_notes;
+  // Each build's CUDA libraries that NVIDIA's runtime wheels ship and the wheel does not bundle
+  // (merger/runtime_wheels.hpp), by label: a wheel of one build by the label its name carries.
+  struct Runtime {
+    std::string library, member, distribution, toolkit_extra, provided_by;
+  };
+  std::map<std::string, std::vector<Runtime>> runtime;
   bool merged() const { return !loaders.empty(); }
 };
 std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& problems, bool gpu_code = false);

@@ -400,6 +400,7 @@ SUITES = {
     "test_own_wheel": Suite(("network", "slow")),
     "test_real_wheels": Suite(("network", "torch", "slow"), first=True),
     "test_requirements": Suite(("network", "torch")),
+    "test_runtime_wheels": Suite(("network", "torch")),
     "test_scale": Suite(("slow", "cxx")),
     "test_single_build": Suite(("network", "cxx")),
     "test_static_wheels": Suite(("network", "qemu", "slow"), first=True),

@@ -72,6 +72,7 @@ def reference_keys() -> tuple[set[str], set[str]]:
 
 SAMPLES = {"cuda": "[12, 13]", "variants": '["cu12", "cu13"]', "backend": '"setuptools.build_meta"',
            "backend-path": '["."]', "variant-files": '["pkg/_info.py"]', "driver-fallback": "true",
+           "runtime-requirements": "true",
            "env": '{ A = "1" }', "toolkit": '"/opt/cuda-12"', "build-requires": '["cuda-bindings==12.9.*"]'}
 
 

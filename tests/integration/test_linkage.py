@@ -16,6 +16,7 @@ Nothing is written and the inputs are left as they were.
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pytest
 
 import wheelgen as wg
 from conftest import run
+from oracle import assert_consumers_agree, provided_extras, requirements_of
 
 SOURCE = "int wm_linkage_probe(void) { return 42; }\n"
 CALLS_CUDART = "extern int cudaRuntimeGetVersion(int*);\nint wm_probe(void) { int v = 0; return cudaRuntimeGetVersion(&v); }\n"
@@ -141,3 +143,102 @@ def test_an_extension_needing_a_newer_glibc_than_its_tag_is_refused(wheelmerge_b
     # Tagged for the glibc it needs, or with no claim (linux_x86_64), it is accepted.
     for tags in ("cp311-cp311-manylinux_2_34_x86_64", "cp311-cp311-linux_x86_64"):
         assert wheelmerge(wheelmerge_bin, "verify", wheel(tmp_path / tags, built["threads"], tags)).returncode == 0
+
+
+# --- the CUDA runtime each build needs ------------------------------------------------------------
+
+CALLS_RUNTIME = ("extern int cublasCreate_v2(void**);\nextern int ncclGetVersion(int*);\n"
+                 "int wm_probe(void) { void* h = 0; int v = 0; return cublasCreate_v2(&h) + ncclGetVersion(&v); }\n")
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """Extensions linking cuBLAS (libcublas.so.12 or .13) and NCCL (libnccl.so.2), against stubs
+    of those SONAMEs, as the toolkits' libraries would give."""
+    d = tmp_path_factory.mktemp("runtime")
+    out = {}
+    for major in (12, 13):
+        stub = d / f"stub{major}"
+        stub.mkdir()
+        compile_shared(stub / "libcublas.so", "int cublasCreate_v2(void** h) { return 0; }\n",
+                       f"-Wl,-soname,libcublas.so.{major}")
+        compile_shared(stub / "libnccl.so", "int ncclGetVersion(int* v) { return 0; }\n", "-Wl,-soname,libnccl.so.2")
+        ext = compile_shared(d / f"ext{major}.so", CALLS_RUNTIME, f"-L{stub}", "-lcublas", "-lnccl")
+        dynamic = run(["readelf", "-d", ext]).stdout
+        assert f"Shared library: [libcublas.so.{major}]" in dynamic and "Shared library: [libnccl.so.2]" in dynamic
+        out[f"cu{major}"] = ext.read_bytes()
+        out[f"cublas{major}"] = (stub / "libcublas.so").read_bytes()
+    return out
+
+
+def runtime_wheel(directory: Path, ext: bytes, label: str, requires: list[str] | None = None,
+                  more: dict[str, bytes] | None = None) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return wg.build_wheel(directory / wg.wheel_filename("pkg", "1.0", "cp311-cp311-linux_x86_64", label=label),
+                          {"pkg/__init__.py": b"", EXT: ext, **(more or {})}, name="pkg", version="1.0",
+                          metadata={"Requires-Dist": requires} if requires else None)
+
+
+def runtime_warning(wheel: Path, label: str, library: str, distribution: str, extra: str | None) -> str:
+    toolkit = f" or cuda-toolkit[{extra}]" if extra else ""
+    return (f"wheelmerge: warning: {wheel.name}: {EXT}: the {label} build links {library}, which the wheel does not "
+            f"bundle and none of its requirements brings; NVIDIA's runtime wheel {distribution} ships it: require "
+            f"it{toolkit} (merge --runtime-requirements adds that), or the file loads only where a toolkit or system "
+            f"package installed {library}\n")
+
+
+def test_a_runtime_library_no_requirement_brings_is_named_with_its_wheel(wheelmerge_bin: Path,
+                                                                          runtime: dict[str, bytes],
+                                                                          tmp_path: Path) -> None:
+    cu12 = runtime_wheel(tmp_path / "12", runtime["cu12"], "cu12")
+    cu13 = runtime_wheel(tmp_path / "13", runtime["cu13"], "cu13")
+    merged = wheelmerge(wheelmerge_bin, "merge", cu12, cu13, "-o", tmp_path / "out")
+    assert merged.returncode == 0, merged.stderr
+    expected = [runtime_warning(cu12, "cu12", "libcublas.so.12", "nvidia-cublas-cu12", "cublas"),
+                runtime_warning(cu12, "cu12", "libnccl.so.2", "nvidia-nccl-cu12", None),
+                runtime_warning(cu13, "cu13", "libcublas.so.13", "nvidia-cublas", "cublas"),
+                runtime_warning(cu13, "cu13", "libnccl.so.2", "nvidia-nccl-cu13", None)]
+    for warning in expected:
+        assert warning in merged.stderr, merged.stderr
+    verified = wheelmerge(wheelmerge_bin, "verify", cu13)
+    assert verified.returncode == 0 and verified.stderr.startswith("".join(expected[2:])), verified.stderr
+    assert verified.stderr.count("warning:") == 2, verified.stderr
+    report = json.loads(run([wheelmerge_bin, "inspect", "--json", cu13]).stdout)
+    assert report["runtime"] == {"cu13": [
+        {"library": "libcublas.so.13", "member": EXT, "distribution": "nvidia-cublas", "toolkit_extra": "cublas",
+         "provided_by": None},
+        {"library": "libnccl.so.2", "member": EXT, "distribution": "nvidia-nccl-cu13", "toolkit_extra": "",
+         "provided_by": None}]}
+
+
+def test_a_runtime_library_a_requirement_brings_or_the_wheel_bundles_is_not(wheelmerge_bin: Path,
+                                                                             runtime: dict[str, bytes],
+                                                                             tmp_path: Path) -> None:
+    # CuPy's spelling (the toolkit metapackage under an extra), a plain requirement, and a wheel
+    # that bundles its own copy of the library.
+    brought = runtime_wheel(tmp_path / "13", runtime["cu13"], "cu13",
+                            ['cuda-toolkit[cudart,cublas]==13.*; extra == "ctk"', "nvidia-nccl-cu13>=2.28"])
+    bundled = runtime_wheel(tmp_path / "12", runtime["cu12"], "cu12", ["nvidia_nccl_cu12"],
+                            {"pkg/libcublas.so.12": runtime["cublas12"]})
+    merged = wheelmerge(wheelmerge_bin, "merge", bundled, brought, "-o", tmp_path / "out")
+    assert merged.returncode == 0 and "runtime wheel" not in merged.stderr, merged.stderr
+    report = json.loads(run([wheelmerge_bin, "inspect", "--json", brought]).stdout)
+    assert [n["provided_by"] for n in report["runtime"]["cu13"]] == [
+        'cuda-toolkit[cudart,cublas]==13.*; extra == "ctk"', "nvidia-nccl-cu13>=2.28"]
+    merged_report = json.loads(run([wheelmerge_bin, "inspect", "--json", *(tmp_path / "out").glob("*.whl")]).stdout)
+    assert [n["library"] for n in merged_report["runtime"]["cu12"]] == ["libnccl.so.2"]
+
+
+def test_runtime_requirements_become_each_builds_extra(wheelmerge_bin: Path, runtime: dict[str, bytes],
+                                                        tmp_path: Path) -> None:
+    cu12 = runtime_wheel(tmp_path / "12", runtime["cu12"], "cu12")
+    cu13 = runtime_wheel(tmp_path / "13", runtime["cu13"], "cu13")
+    merged = wheelmerge(wheelmerge_bin, "merge", "--runtime-requirements", cu12, cu13, "-o", tmp_path / "out")
+    assert merged.returncode == 0 and "runtime wheel" not in merged.stderr, merged.stderr
+    (out,) = (tmp_path / "out").glob("*.whl")
+    requirements = {str(r) for r in requirements_of(out)}
+    assert requirements == {'cuda-toolkit[cublas]==12.*; extra == "cu12"', 'nvidia-nccl-cu12; extra == "cu12"',
+                            'cuda-toolkit[cublas]==13.*; extra == "cu13"', 'nvidia-nccl-cu13; extra == "cu13"'}
+    assert {"cu12", "cu13"} <= provided_extras(out)
+    assert wheelmerge(wheelmerge_bin, "verify", out).returncode == 0
+    assert_consumers_agree(out)

@@ -217,6 +217,7 @@ def _projects(tmp: Path) -> list[tuple[str, Path]]:
         "env_nul": "[tool.wheelmerge.env]\nA = \"x\\u0000y\"\n",
         "env_not_table": "[tool.wheelmerge]\nenv = 1\n",
         "fallback_not_bool": "[tool.wheelmerge]\ndriver-fallback = \"yes\"\n",
+        "runtime_not_bool": "[tool.wheelmerge]\nruntime-requirements = 1\n",
         "backend_not_string": "[tool.wheelmerge]\nbackend = 1\n",
         "variant_files_not_array": "[tool.wheelmerge]\nvariant-files = \"pkg/*.py\"\n",
         "label_table_not_table": "[tool.wheelmerge]\ncu12 = 1\n",

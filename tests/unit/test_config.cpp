@@ -20,6 +20,7 @@ cuda = [12, 13]
 backend = "setuptools.build_meta"
 variant-files = ["pkg/_info.py"]
 driver-fallback = true
+runtime-requirements = true
 env = { A = "1" }
 
 [tool.wheelmerge.cu12]
@@ -33,6 +34,7 @@ env = { TORCH_CUDA_ARCH_LIST = "7.0;8.0" }
   CHECK(c->backend == "setuptools.build_meta");
   CHECK(c->variant_files == std::vector<std::string>{"pkg/_info.py"});
   CHECK(c->driver_fallback);
+  CHECK(c->runtime_requirements);
   CHECK(c->env.at("A") == "1");
   CHECK(c->variants.at(VariantLabel::cuda(12)).toolkit == "/opt/cuda-12");
   CHECK(c->variants.at(VariantLabel::cuda(12)).env.at("TORCH_CUDA_ARCH_LIST") == "7.0;8.0");
@@ -47,6 +49,7 @@ TEST_CASE("the same schema from YAML") {
   REQUIRE(c);
   CHECK(c->cuda == std::vector<int>{12, 13});
   CHECK_FALSE(c->driver_fallback);
+  CHECK_FALSE(c->runtime_requirements);
   CHECK(c->variants.at(VariantLabel::cuda(13)).env.at("X") == "y");
 }
 
@@ -78,6 +81,9 @@ TEST_CASE("wrong types and duplicates") {
   problems.clear();
   CHECK_FALSE(parse_yaml_config("driver-fallback: yes please\n", "w.yaml", problems));
   CHECK(problems.at(0).what == "\"driver-fallback\" must be true or false");
+  problems.clear();
+  CHECK_FALSE(parse_yaml_config("runtime-requirements: 1\n", "w.yaml", problems));
+  CHECK(problems.at(0).what == "\"runtime-requirements\" must be true or false");
 }
 
 TEST_CASE("YAML keys given twice are refused, naming both places, as ruamel.yaml does") {
@@ -192,6 +198,7 @@ env = { B = "2" }
     "backend-path": ["_build"],
     "variant-files": ["pkg/_info.py"],
     "driver-fallback": false,
+    "runtime-requirements": false,
     "env": {"A": "1"},
     "variants": {"cu9": {"toolkit": "", "env": {"B": "2"}, "build-requires": []},
                  "cu12": {"toolkit": "/opt/cuda-12", "env": {}, "build-requires": []}},
@@ -200,7 +207,7 @@ env = { B = "2" }
   // Empty parts are still there, as empty lists, objects and strings.
   CHECK(config_json(ProjectConfig{}) == nlohmann::json::parse(R"({
     "source": "", "selector": "cuda", "labels": [], "cuda": [], "backend": "", "backend-path": [], "variant-files": [], "driver-fallback": false,
-    "env": {}, "variants": {}, "build-system": {"requires": [], "build-backend": "", "backend-path": []}
+    "runtime-requirements": false, "env": {}, "variants": {}, "build-system": {"requires": [], "build-backend": "", "backend-path": []}
   })"));
 }
 
