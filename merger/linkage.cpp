@@ -104,20 +104,57 @@ std::string machine_name(uint16_t machine) {
       return "machine";
   }
 }
+
+// The numbers of a dotted version at the start of `text` ("2.34" -> {2, 34}, "3.4.30" -> {3, 4,
+// 30}): at most `parts` numbers of at most four digits each, separated by single dots; what
+// follows must be nothing or, with `rest`, is given there. nullopt for anything else. The one
+// reader of version numbers in SONAMEs and symbol versions.
+std::optional<std::vector<int>> dotted_numbers(std::string_view text, size_t parts, std::string_view* rest = nullptr) {
+  std::vector<int> numbers;
+  while (numbers.size() < parts) {
+    size_t digits = 0;
+    int value = 0;
+    while (digits < text.size() && digits < 4 && std::isdigit(static_cast<unsigned char>(text[digits])))
+      value = value * 10 + (text[digits++] - '0');
+    if (digits == 0) return std::nullopt;
+    numbers.push_back(value);
+    text.remove_prefix(digits);
+    if (text.size() < 2 || text[0] != '.' || !std::isdigit(static_cast<unsigned char>(text[1]))) break;
+    text.remove_prefix(1);
+  }
+  if (rest)
+    *rest = text;
+  else if (!text.empty())
+    return std::nullopt;
+  return numbers;
+}
+
+// The version of a symbol version of `prefix` ("GLIBC_2.34" -> 2.34, "GLIBC_2.2.5" -> 2.2,
+// "GLIBCXX_3.4.30" -> 3.4.30); nullopt for others (GLIBC_PRIVATE, GLIBCXX_3.4 of another prefix,
+// CXXABI_TM_1, CXXABI_FLOAT128, LDBL_3.4).
+std::optional<std::vector<int>> symbol_version(std::string_view name, std::string_view prefix, size_t parts) {
+  if (!name.starts_with(prefix)) return std::nullopt;
+  std::string_view rest;
+  auto numbers = dotted_numbers(name.substr(prefix.size()), parts, &rest);
+  if (!numbers || (!rest.empty() && rest[0] != '.') || numbers->size() < 2) return std::nullopt;
+  return numbers;
+}
+
+std::optional<std::pair<int, int>> glibc_version(std::string_view name) {
+  auto v = symbol_version(name, "GLIBC_", 2);
+  if (!v) return std::nullopt;
+  return std::pair((*v)[0], (*v)[1]);
+}
 }  // namespace
 
 std::optional<std::vector<int>> cuda_majors_of_library(std::string_view name) {
   const size_t so = name.rfind(".so.");
   if (!name.starts_with("lib") || so == std::string_view::npos || so <= 3) return std::nullopt;
   const std::string_view base = name.substr(3, so - 3), version = name.substr(so + 4);
-  // The SONAME's version: digits, then nothing or more dot-separated digits ("11.0", "12.8").
-  int major = 0;
-  size_t at = 0;
-  for (; at < version.size() && std::isdigit(static_cast<unsigned char>(version[at])) && at < 4; ++at)
-    major = major * 10 + (version[at] - '0');
-  if (at == 0 || (at < version.size() && version[at] != '.')) return std::nullopt;
-  for (size_t i = at; i < version.size(); ++i)
-    if (version[i] != '.' && !std::isdigit(static_cast<unsigned char>(version[i]))) return std::nullopt;
+  // The SONAME's version: numbers separated by dots ("12", "11.0", "12.8").
+  const auto numbers = dotted_numbers(version, 8);
+  if (!numbers) return std::nullopt;
+  const int major = numbers->front();
   const auto library = std::find_if(std::begin(kCudaLibraries), std::end(kCudaLibraries),
                                     [&](const CudaLibrary& l) { return l.base == base; });
   if (library == std::end(kCudaLibraries)) return std::nullopt;
@@ -174,24 +211,6 @@ GlibcLimit glibc_limit_of_platforms(const std::vector<std::string>& platform_tag
 }
 
 namespace {
-// The version of a glibc symbol version ("GLIBC_2.34" -> 2.34, "GLIBC_2.2.5" -> 2.2); nullopt for
-// others (GLIBC_PRIVATE, GLIBCXX_3.4.30).
-std::optional<std::pair<int, int>> glibc_version(std::string_view name) {
-  if (!name.starts_with("GLIBC_")) return std::nullopt;
-  name.remove_prefix(6);
-  int parts[2] = {0, 0};
-  for (int i = 0; i < 2; ++i) {
-    size_t digits = 0;
-    while (digits < name.size() && digits < 4 && std::isdigit(static_cast<unsigned char>(name[digits])))
-      parts[i] = parts[i] * 10 + (name[digits++] - '0');
-    if (digits == 0) return std::nullopt;
-    name.remove_prefix(digits);
-    if (i == 0 && !name.starts_with('.')) return std::nullopt;
-    if (i == 0) name.remove_prefix(1);
-  }
-  if (!name.empty() && !name.starts_with('.')) return std::nullopt;
-  return std::pair(parts[0], parts[1]);
-}
 
 void check_glibc(const std::string& display, std::string_view member, const ElfInfo& elf, const GlibcLimit& limit,
                  Problems& problems) {
@@ -211,6 +230,40 @@ void check_glibc(const std::string& display, std::string_view member, const ElfI
                                  : fmt::format("GLIBC_{}.{} or older, as {} says", limit.newest->first,
                                                limit.newest->second, limit.tag),
                       fmt::format("{} of {}", newest->version, newest->file)});
+}
+
+// The newest libstdc++ symbol versions auditwheel's manylinux policies allow (its
+// manylinux-policy.json, auditwheel 6.x: GLIBCXX_3.4.N and CXXABI_1.3.M for every N and M up to
+// these, on every architecture), by the policy's glibc minor. Where architectures differ
+// (manylinux_2_26, 2_39) the higher is taken; the architecture-specific names (CXXABI_TM_1,
+// CXXABI_FLOAT128, LDBL_*, IEEE128_*) are not held to a limit.
+struct CxxLimit {
+  int glibc_minor, glibcxx, cxxabi;
+};
+constexpr CxxLimit kCxxLimits[] = {{5, 8, 1},    {12, 13, 3},  {17, 19, 7},  {24, 22, 10}, {26, 24, 11}, {27, 24, 11},
+                                   {28, 24, 11}, {31, 28, 12}, {34, 29, 13}, {35, 30, 13}, {36, 30, 13}, {37, 30, 13},
+                                   {38, 30, 13}, {39, 33, 15}, {40, 33, 15}, {41, 33, 15}};
+
+// The limits of the policy of the highest glibc at or below the tag's (manylinux_2_30 is held to
+// 2_28's); none for a tag newer than every policy, which no auditwheel release knows yet.
+const CxxLimit* cxx_limit(const GlibcLimit& limit) {
+  if (!limit.newest || limit.newest->first != 2 || limit.newest->second > std::end(kCxxLimits)[-1].glibc_minor)
+    return nullptr;
+  const CxxLimit* policy = nullptr;
+  for (const CxxLimit& l : kCxxLimits)
+    if (l.glibc_minor <= limit.newest->second) policy = &l;
+  return policy;
+}
+
+// How far a libstdc++ symbol version ("GLIBCXX_3.4.30", "CXXABI_1.3.9") passes the policy: 0
+// within it or of no numbered form, else its patch level above the limit.
+int past_limit(std::string_view version, const CxxLimit& policy) {
+  const auto cxx = symbol_version(version, "GLIBCXX_", 3);
+  const auto abi = cxx ? std::nullopt : symbol_version(version, "CXXABI_", 3);
+  const auto& v = cxx ? cxx : abi;
+  if (!v || (*v)[0] != (cxx ? 3 : 1) || (*v)[1] != (cxx ? 4 : 3)) return 0;
+  const int patch = v->size() > 2 ? (*v)[2] : 0;
+  return std::max(0, patch - (cxx ? policy.glibcxx : policy.cxxabi));
 }
 }  // namespace
 
@@ -290,6 +343,36 @@ void check_native_files(const Wheel& wheel, const std::vector<VariantLabel>& bui
       check_native_file(wheel.display, f.path, *f.elf_info, one->second, problems);
     }
   }
+}
+
+std::optional<std::string> libstdcxx_warning(const Wheel& wheel) {
+  const GlibcLimit limit = glibc_limit_of_platforms(wheel.name.platform);
+  const CxxLimit* policy = cxx_limit(limit);
+  if (!policy) return std::nullopt;
+  size_t files = 0;
+  const ElfVersionNeed* worst = nullptr;
+  std::string_view worst_member;
+  for (const WheelFile& f : wheel.files) {
+    if (!f.elf_info) continue;
+    const ElfVersionNeed* newest = nullptr;
+    for (const ElfVersionNeed& need : f.elf_info->version_needs)
+      if (past_limit(need.version, *policy) > (newest ? past_limit(newest->version, *policy) : 0)) newest = &need;
+    if (!newest) continue;
+    ++files;
+    if (!worst || past_limit(newest->version, *policy) > past_limit(worst->version, *policy)) {
+      worst = newest;
+      worst_member = f.path;
+    }
+  }
+  if (!worst) return std::nullopt;
+  const bool many = files > 1;
+  return fmt::format(
+      "{}: {}{}: need{} {} of {}, newer than {} allows (GLIBCXX_3.4.{} and CXXABI_1.3.{} or older, auditwheel's "
+      "policy manylinux_2_{}): systems with an older libstdc++ cannot load {}, and auditwheel show will not grant "
+      "the tag",
+      wheel.display, worst_member, many ? fmt::format(" and {} more native files", files - 1) : "", many ? "" : "s",
+      worst->version, worst->file, limit.tag, policy->glibcxx, policy->cxxabi, policy->glibc_minor,
+      many ? "them" : "it");
 }
 
 }  // namespace wm

@@ -74,4 +74,11 @@ void check_native_file(const std::string& display, std::string_view member, cons
 void check_native_files(const Wheel& wheel, const std::vector<VariantLabel>& builds,
                         const std::map<std::string, VariantLabel, std::less<>>& build_of, Problems& problems);
 
+// The libstdc++ symbol versions (GLIBCXX_3.4.N, CXXABI_1.3.M) the wheel's native files need
+// beyond what its manylinux tag's auditwheel policy allows, as one warning naming the file that
+// needs the newest and how many files do; nothing within it. A warning, not a refusal: CuPy's
+// manylinux2014 wheels need GLIBCXX_3.4.21 and install everywhere pip finds a newer libstdc++
+// (docs/WHEEL_RULES.md has the exception and its sources).
+std::optional<std::string> libstdcxx_warning(const Wheel& wheel);
+
 }  // namespace wm

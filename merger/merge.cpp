@@ -175,6 +175,7 @@ std::optional<std::vector<Wheel>> read_inputs(const std::vector<WheelInput>& inp
       // the CUDA runtime it links is brought by its requirements (a warning where not).
       if (auto& w = read[opened_input[k]]; w && w->label) {
         check_native_files(*w, {*w->label}, {}, to);
+        if (auto warning = libstdcxx_warning(*w)) w->warnings.push_back(std::move(*warning));
         if (options.runtime_requirements)
           require_runtime_wheels(*w, *w->label);
         else

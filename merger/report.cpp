@@ -137,6 +137,7 @@ std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& prob
   if (problems.size() == before) check_sm_arch_claim(*wheel, problems);
   if (problems.size() != before) return std::nullopt;
   VerifyReport report{path, wheel->files.size(), {}, wheel->warnings};
+  if (auto warning = libstdcxx_warning(*wheel)) report.warnings.push_back(std::move(*warning));
   // A single build's CUDA runtime against its requirements (a merged wheel's builds were
   // checked as they were merged).
   if (loaders.empty())
@@ -191,6 +192,7 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
   r.root_is_purelib = wheel->wheel_fields.one("Root-Is-Purelib").value_or("");
   r.generator = wheel->wheel_fields.one("Generator").value_or("");
   r.warnings = wheel->warnings;
+  if (auto warning = libstdcxx_warning(*wheel)) r.warnings.push_back(std::move(*warning));
   if (!wheel->name.variant.empty()) {  // its variant.json was checked as the wheel was read
     r.variant_label = wheel->name.variant;
     if (const WheelFile* f = wheel->find(wheel->dist_info + "/variant.json"))

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import wheelgen as wg
-from conftest import run
+from conftest import run, tool_python
 from oracle import assert_consumers_agree, provided_extras, requirements_of
 
 SOURCE = "int wm_linkage_probe(void) { return 42; }\n"
@@ -242,3 +243,35 @@ def test_runtime_requirements_become_each_builds_extra(wheelmerge_bin: Path, run
     assert {"cu12", "cu13"} <= provided_extras(out)
     assert wheelmerge(wheelmerge_bin, "verify", out).returncode == 0
     assert_consumers_agree(out)
+
+
+# --- libstdc++ against the manylinux policy (a warning) -------------------------------------------
+
+CXX_STRING = "#include <string>\nextern \"C\" int wm_probe(const char* s) { std::string x(s); return int(x.size()); }\n"
+
+
+def test_an_extension_needing_a_newer_libstdcxx_than_its_tag_is_warned_of_as_auditwheel_sees_it(
+        wheelmerge_bin: Path, tmp_path: Path) -> None:
+    src = tmp_path / "ext.cpp"
+    src.write_text(CXX_STRING)
+    run(["g++", "-shared", "-fPIC", "-o", tmp_path / "ext.so", src])
+    needs = re.findall(r"Name: (GLIBCXX_3\.4\.\d+)", run(["readelf", "-V", tmp_path / "ext.so"]).stdout)
+    newest = max(needs, key=lambda v: int(v.rsplit(".", 1)[1]))
+    assert int(newest.rsplit(".", 1)[1]) > 19, needs  # the C++11 std::string is GLIBCXX_3.4.21
+    ext = (tmp_path / "ext.so").read_bytes()
+    old = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
+    wheels = [wheel(tmp_path / label, ext, old, label) for label in ("cu12", "cu13")]
+    expected = (f"{EXT}: needs {newest} of libstdc++.so.6, newer than manylinux_2_17_x86_64 allows (GLIBCXX_3.4.19 "
+                "and CXXABI_1.3.7 or older, auditwheel's policy manylinux_2_17)")
+    verified = wheelmerge(wheelmerge_bin, "verify", wheels[0])
+    assert verified.returncode == 0 and f"warning: {wheels[0].name}: {expected}" in verified.stderr, verified.stderr
+    merged = wheelmerge(wheelmerge_bin, "merge", *wheels, "-o", tmp_path / "out")
+    assert merged.returncode == 0 and merged.stderr.count(expected) == 2, merged.stderr
+    # auditwheel agrees: the versioned symbols allow no manylinux_2_17 tag; at the tag they allow,
+    # nothing is said.
+    shown = json.loads(run([tool_python(), "-m", "auditwheel", "show", "--json", wheels[0]]).stdout)
+    sym_tag = shown["sym_tag"]
+    assert re.fullmatch(r"manylinux_2_(\d+)_x86_64", sym_tag) and int(sym_tag.split("_")[2]) > 17, shown
+    fitting = wheel(tmp_path / "fit", ext, f"cp311-cp311-{sym_tag}", "cu12")
+    result = wheelmerge(wheelmerge_bin, "verify", fitting)
+    assert result.returncode == 0 and "libstdc++" not in result.stderr, result.stderr

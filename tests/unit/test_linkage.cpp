@@ -1,6 +1,8 @@
 #include "merger/linkage.hpp"
+#include "merger/wheel.hpp"
 
 #include <doctest/doctest.h>
+#include <memory>
 
 using namespace wm;
 
@@ -152,4 +154,39 @@ TEST_CASE("one problem per CUDA major, however many builds and libraries: the fi
   const auto cpu = check(ext, {"linux_x86_64"}, {VariantLabel::torch(2, 10, 0), VariantLabel::torch(2, 11, 0)});
   REQUIRE(cpu.size() == 1);
   CHECK(cpu[0].expected == "no CUDA library (torch210_cpu and 1 more builds, each a torch without CUDA)");
+}
+
+namespace {
+std::optional<std::string> libstdcxx(std::string platform, std::vector<std::string> versions) {
+  Wheel w;
+  w.display = "w.whl";
+  w.name.platform = {std::move(platform)};
+  ElfInfo info = native(kX86_64);
+  for (std::string& v : versions) info.version_needs.push_back({"libstdc++.so.6", std::move(v)});
+  WheelFile f;
+  f.path = "pkg/_ext.so";
+  f.elf_info = std::make_shared<const ElfInfo>(std::move(info));
+  w.files.push_back(f);
+  return libstdcxx_warning(w);
+}
+}  // namespace
+
+TEST_CASE("libstdc++'s symbol versions against the manylinux tag's auditwheel policy") {
+  // Within manylinux_2_17's GLIBCXX_3.4.19 and CXXABI_1.3.7, and the names held to no limit.
+  CHECK_FALSE(libstdcxx("manylinux_2_17_x86_64", {"GLIBCXX_3.4", "GLIBCXX_3.4.19", "CXXABI_1.3.7", "CXXABI_TM_1",
+                                                  "CXXABI_FLOAT128", "GLIBCXX_LDBL_3.4.21"}));
+  auto found = libstdcxx("manylinux_2_17_x86_64", {"GLIBCXX_3.4.9", "CXXABI_1.3.9", "GLIBCXX_3.4.22"});
+  REQUIRE(found);
+  CHECK(*found ==
+        "w.whl: pkg/_ext.so: needs GLIBCXX_3.4.22 of libstdc++.so.6, newer than manylinux_2_17_x86_64 allows "
+        "(GLIBCXX_3.4.19 and CXXABI_1.3.7 or older, auditwheel's policy manylinux_2_17): systems with an older "
+        "libstdc++ cannot load it, and auditwheel show will not grant the tag");
+  CHECK(libstdcxx("manylinux2014_x86_64", {"CXXABI_1.3.8"}));
+  // A tag between policies is held to the one below it; one past every policy to none.
+  CHECK_FALSE(libstdcxx("manylinux_2_30_x86_64", {"GLIBCXX_3.4.24", "CXXABI_1.3.11"}));
+  CHECK(libstdcxx("manylinux_2_30_x86_64", {"GLIBCXX_3.4.25"}));
+  CHECK_FALSE(libstdcxx("manylinux_2_50_x86_64", {"GLIBCXX_3.4.40"}));
+  // musllinux and linux tags promise nothing of libstdc++.
+  CHECK_FALSE(libstdcxx("musllinux_1_2_x86_64", {"GLIBCXX_3.4.30"}));
+  CHECK_FALSE(libstdcxx("linux_x86_64", {"GLIBCXX_3.4.30"}));
 }
