@@ -327,8 +327,82 @@ LinkageTarget linkage_target(const std::vector<std::string>& platform_tags, cons
   return target;
 }
 
+namespace {
+// The machines a Windows or macOS platform tag's files may be for: a file must be for one of
+// them (one slice of a universal Mach-O file is enough; a tag of several architectures,
+// universal2 or intel, holds each file to having one of them, not all). Empty for other tags.
+struct ForeignTarget {
+  std::vector<uint32_t> machines;
+  bool macho = false;
+};
+ForeignTarget foreign_target(const std::string& tag) {
+  constexpr uint32_t x86 = 7, x86_64 = 0x1000007, arm64 = 0x100000C, ppc = 18, ppc64 = 0x1000012;
+  if (tag == "win_amd64") return {{0x8664}, false};
+  if (tag == "win_arm64") return {{0xAA64, 0xA641}, false};  // ARM64 and ARM64EC images
+  if (tag == "win32") return {{0x14C}, false};
+  if (!tag.starts_with("macosx_")) return {};
+  const std::string arch = tag.substr(tag.find('_', tag.find('_', 7) + 1) + 1);  // macosx_11_0_ARCH
+  static const std::map<std::string, std::vector<uint32_t>, std::less<>> kArches = {
+      {"x86_64", {x86_64}},
+      {"arm64", {arm64}},
+      {"i386", {x86}},
+      {"ppc", {ppc}},
+      {"ppc64", {ppc64}},
+      {"universal2", {x86_64, arm64}},
+      {"intel", {x86, x86_64}},
+      {"fat", {x86, ppc}},
+      {"fat3", {x86, x86_64, ppc}},
+      {"fat64", {x86_64, ppc64}},
+      {"universal", {x86, x86_64, ppc, ppc64}}};
+  const auto it = kArches.find(arch);
+  return it == kArches.end() ? ForeignTarget{} : ForeignTarget{it->second, true};
+}
+
+std::string describe_machine(bool macho, uint32_t machine) {
+  static const std::map<uint32_t, std::string_view> kPe = {
+      {0x8664, "x64"}, {0xAA64, "ARM64"}, {0xA641, "ARM64EC"}, {0x14C, "x86"}, {0x1C4, "ARMNT"}};
+  static const std::map<uint32_t, std::string_view> kMacho = {
+      {7, "i386"}, {0x1000007, "x86_64"}, {12, "arm"}, {0x100000C, "arm64"}, {0x200000C, "arm64_32"},
+      {18, "ppc"}, {0x1000012, "ppc64"}};
+  const auto& names = macho ? kMacho : kPe;
+  const auto it = names.find(machine);
+  return fmt::format("{} ({} {:#x})", it == names.end() ? "machine" : it->second,
+                     macho ? "Mach-O CPU type" : "PE machine", machine);
+}
+
+// PE images in Windows wheels and Mach-O files in macOS wheels against the machines of the tags.
+void check_foreign_files(const Wheel& wheel, Problems& problems) {
+  if (wheel.native_machines.empty()) return;
+  std::vector<ForeignTarget> targets;
+  for (const std::string& tag : wheel.name.platform)
+    if (ForeignTarget t = foreign_target(tag); !t.machines.empty()) targets.push_back(std::move(t));
+  const std::string tags = fmt::format("{}", fmt::join(wheel.name.platform, "."));
+  for (const auto& [path, found] : wheel.native_machines) {
+    bool held = false, fits = false;
+    std::vector<std::string> wanted;
+    for (const ForeignTarget& t : targets) {
+      if (t.macho != found.macho) continue;
+      held = true;
+      const auto has = [&](uint32_t m) {
+        return std::find(found.machines.begin(), found.machines.end(), m) != found.machines.end();
+      };
+      fits = fits || std::any_of(t.machines.begin(), t.machines.end(), has);
+      for (uint32_t m : t.machines) wanted.push_back(describe_machine(t.macho, m));
+    }
+    if (!held || fits) continue;
+    std::vector<std::string> have;
+    for (uint32_t m : found.machines) have.push_back(describe_machine(found.macho, m));
+    problems.push_back({ProblemKind::invalid_input, wheel.display, path,
+                        "a native file for another machine than the wheel's platform tags",
+                        fmt::format("{}, as {} says", fmt::join(wanted, " or "), tags),
+                        fmt::format("{}", fmt::join(have, " and "))});
+  }
+}
+}  // namespace
+
 void check_native_files(const Wheel& wheel, const std::vector<VariantLabel>& builds,
                         const std::map<std::string, VariantLabel, std::less<>>& build_of, Problems& problems) {
+  check_foreign_files(wheel, problems);
   const LinkageTarget all = linkage_target(wheel.name.platform, builds);
   std::map<VariantLabel, LinkageTarget> of_one;  // a variant file's: its build alone
   for (const WheelFile& f : wheel.files) {

@@ -57,7 +57,8 @@ struct MemberResult {
   bool elf = false;
   bool pe = false;
   std::optional<ElfInfo> elf_info;
-  std::optional<std::string> text;  // the content, when asked for and kept for the planner
+  std::optional<NativeMachines> machines;  // a PE image's or Mach-O file's
+  std::optional<std::string> text;         // the content, when asked for and kept for the planner
 };
 
 bool is_init_file(std::string_view path) { return path == "__init__.py" || path.ends_with("/__init__.py"); }
@@ -121,7 +122,13 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
       w.zip, entry,
       [&](std::span<const uint8_t> chunk) {
         if (first && ElfScanner::has_magic(chunk)) elf.emplace();
-        if (first) result.pe = is_pe_image(chunk);
+        if (first) {
+          result.pe = is_pe_image(chunk);
+          if (auto machine = pe_machine(chunk))
+            result.machines = NativeMachines{false, {*machine}};
+          else if (auto cpus = macho_cpu_types(chunk))
+            result.machines = NativeMachines{true, std::move(*cpus)};
+        }
         first = false;
         if (result.text) result.text->append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
         sha.update(chunk);
@@ -134,6 +141,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
         sha = Digest::sha256();
         if (other) other = Digest::of(algorithm);
         elf.reset();
+        result.machines.reset();
         first = true;
         if (result.text) result.text->clear();
       });
@@ -599,6 +607,7 @@ void Wheel::release_files() {
   std::vector<WheelFile>().swap(files);
   std::vector<uint32_t>().swap(index);
   std::unordered_map<std::string, std::string>().swap(init_sources);
+  native_machines.clear();
 }
 
 const VariantLabel& Wheel::build_label() const {
@@ -702,12 +711,13 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
       f.pe = result.pe;
       if (result.elf_info) f.elf_info = std::make_shared<const ElfInfo>(std::move(*result.elf_info));
     }
-    if (problem || result.text) {
+    if (problem || result.text || result.machines) {
       std::lock_guard guard(lock);
       if (problem)
         found.emplace_back(item.wheel, item.file, std::move(*problem));
-      else
+      else if (result.text)
         w.init_sources.emplace(f.path, std::move(*result.text));
+      if (!problem && result.machines) w.native_machines.emplace(std::string(f.path), std::move(*result.machines));
     }
   });
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {

@@ -31,6 +31,13 @@ inline constexpr size_t kMaxInitSources = 64 << 20;
 
 // One regular member. Its path is its archive entry's name, in the archive's NameStore, which
 // copies of the Wheel share.
+// What a PE image's COFF header (its machine) or a Mach-O file's header (the CPU type of each
+// slice) says it runs on (merger/format/elf.hpp).
+struct NativeMachines {
+  bool macho = false;
+  std::vector<uint32_t> machines;
+};
+
 struct WheelFile {  // fields ordered to pack: 80 bytes
   std::string_view path;
   uint64_t size = 0;
@@ -72,6 +79,8 @@ struct Wheel {
   // reading the archive again.
   std::unordered_map<std::string, std::string> init_sources;
   std::vector<std::string> warnings;
+  // The machines of its PE images and Mach-O files (ELF files have theirs in elf_info), by path.
+  std::map<std::string, NativeMachines, std::less<>> native_machines;
 
   const WheelFile* find(std::string_view path) const;
   std::optional<size_t> position(std::string_view path) const;  // in files

@@ -38,6 +38,50 @@ bool is_pe_image(std::span<const uint8_t> head) {
          head[at + 3] == 0;
 }
 
+std::optional<uint16_t> pe_machine(std::span<const uint8_t> head) {
+  if (!is_pe_image(head)) return std::nullopt;
+  const uint32_t at = ByteView(head.data(), head.size()).u32(0x3C);
+  if (head.size() - at < 6) return std::nullopt;
+  return ByteView(head.data(), head.size()).u16(at + 4);
+}
+
+namespace {
+constexpr uint32_t kCpuX86 = 7, kCpuX86_64 = 0x1000007, kCpuArm = 12, kCpuArm64 = 0x100000C, kCpuArm64_32 = 0x200000C,
+                   kCpuPpc = 18, kCpuPpc64 = 0x1000012;
+bool known_cpu(uint32_t cpu) {
+  for (uint32_t k : {kCpuX86, kCpuX86_64, kCpuArm, kCpuArm64, kCpuArm64_32, kCpuPpc, kCpuPpc64})
+    if (cpu == k) return true;
+  return false;
+}
+uint32_t be32(std::span<const uint8_t> b, size_t at) {
+  return uint32_t{b[at]} << 24 | uint32_t{b[at + 1]} << 16 | uint32_t{b[at + 2]} << 8 | b[at + 3];
+}
+}  // namespace
+
+std::optional<std::vector<uint32_t>> macho_cpu_types(std::span<const uint8_t> head) {
+  if (head.size() < 8) return std::nullopt;
+  const uint32_t magic = be32(head, 0);
+  if (magic == 0xCFFAEDFE || magic == 0xCEFAEDFE || magic == 0xFEEDFACF || magic == 0xFEEDFACE) {
+    // Thin: mach_header(_64) in the file's byte order (0xfeedfacf written little-endian reads
+    // 0xcffaedfe here).
+    const bool little = magic == 0xCFFAEDFE || magic == 0xCEFAEDFE;
+    const uint32_t cpu = little ? ByteView(head.data(), head.size()).u32(4) : be32(head, 4);
+    if (!known_cpu(cpu)) return std::nullopt;
+    return std::vector<uint32_t>{cpu};
+  }
+  if (magic != 0xCAFEBABE && magic != 0xCAFEBABF) return std::nullopt;
+  const uint32_t slices = be32(head, 4);
+  const size_t entry = magic == 0xCAFEBABE ? 20 : 32;
+  if (slices == 0 || slices > kMaxMachoSlices || head.size() < 8 + slices * entry) return std::nullopt;
+  std::vector<uint32_t> cpus;
+  for (uint32_t i = 0; i < slices; ++i) {
+    const uint32_t cpu = be32(head, 8 + i * entry);
+    if (!known_cpu(cpu)) return std::nullopt;
+    cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
 bool ElfScanner::has_magic(std::span<const uint8_t> head) {
   return head.size() >= 4 && head[0] == 0x7F && head[1] == 'E' && head[2] == 'L' && head[3] == 'F';
 }

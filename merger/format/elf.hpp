@@ -65,6 +65,19 @@ struct ByteRange {
 // wheelmerge stores per build, like ELF files; the rest of the format is not read.
 bool is_pe_image(std::span<const uint8_t> head);
 
+// The machine of a PE/COFF image whose headers `head` holds (IMAGE_FILE_HEADER.Machine: 0x8664
+// x64, 0xaa64 ARM64, 0xa641 ARM64EC, 0x14c x86), nullopt for anything else.
+std::optional<uint16_t> pe_machine(std::span<const uint8_t> head);
+
+// The CPU types of a Mach-O file whose header `head` holds: a thin file's `cputype`
+// (0x1000007 x86_64, 0x100000c arm64, 7 i386, 18 ppc, 0x1000012 ppc64), or each slice's of a
+// universal ("fat") file (big-endian fat_arch or fat_arch_64 entries). As file(1) does, a fat
+// magic with more than kMaxMachoSlices slices, or a slice of no CPU type of these, is no Mach-O
+// file (Java class files share the 0xcafebabe magic, their version where the count is); nullopt
+// for anything else.
+inline constexpr uint32_t kMaxMachoSlices = 16;
+std::optional<std::vector<uint32_t>> macho_cpu_types(std::span<const uint8_t> head);
+
 class ElfScanner {
  public:
   static bool has_magic(std::span<const uint8_t> head);

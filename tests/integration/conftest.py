@@ -381,6 +381,7 @@ SUITES = {
     "test_downstream_checks": Suite(("network", "slow"), first=True),
     "test_docs": Suite(),
     "test_faults": Suite(("cxx",)),
+    "test_foreign_machines": Suite(("network",)),
     "test_fuzz": Suite(("slow",), first=True),
     "test_fuzz_oracle": Suite(("slow", "cxx")),
     "test_gpu_code": Suite(("network", "torch", "slow"), first=True),

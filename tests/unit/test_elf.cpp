@@ -229,3 +229,37 @@ TEST_CASE("the versions a library needs, as readelf -V lists them") {
                     ElfVersionNeed{"libc.so.6", "GLIBC_2.2.5"}) != info->version_needs.end());
   }
 }
+
+TEST_CASE("PE machine and Mach-O CPU types from a file's first bytes") {
+  std::vector<uint8_t> pe(0x100, 0);
+  pe[0] = 'M', pe[1] = 'Z', pe[0x3C] = 0x80;
+  pe[0x80] = 'P', pe[0x81] = 'E', pe[0x84] = 0x64, pe[0x85] = 0xAA;
+  CHECK(pe_machine(pe) == uint16_t{0xAA64});
+  CHECK_FALSE(pe_machine(std::span<const uint8_t>(pe).first(0x85)));  // the machine cut off
+  pe[0x80] = 'N';
+  CHECK_FALSE(pe_machine(pe));
+
+  auto be = [](std::vector<uint8_t>& out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
+  };
+  // Thin, 64-bit, written little-endian: 0xfeedfacf, then cputype.
+  std::vector<uint8_t> thin = {0xCF, 0xFA, 0xED, 0xFE, 0x0C, 0x00, 0x00, 0x01};
+  CHECK(macho_cpu_types(thin) == std::vector<uint32_t>{0x100000C});
+  thin[4] = 0x99;  // no CPU type Mach-O has
+  CHECK_FALSE(macho_cpu_types(thin));
+  // Fat: the big-endian header, then one 20-byte fat_arch per slice.
+  std::vector<uint8_t> fat;
+  be(fat, 0xCAFEBABE), be(fat, 2);
+  for (uint32_t cpu : {0x1000007u, 0x100000Cu}) {
+    be(fat, cpu);
+    for (int i = 0; i < 4; ++i) be(fat, 0);
+  }
+  CHECK(macho_cpu_types(fat) == std::vector<uint32_t>{0x1000007, 0x100000C});
+  CHECK_FALSE(macho_cpu_types(std::span<const uint8_t>(fat).first(fat.size() - 1)));  // a table cut off
+  // A Java class file: the same magic, its version where the count is (52: more than any fat file has).
+  std::vector<uint8_t> java;
+  be(java, 0xCAFEBABE), be(java, 52);
+  java.resize(2048);
+  CHECK_FALSE(macho_cpu_types(java));
+  CHECK_FALSE(macho_cpu_types(std::vector<uint8_t>{0xCA, 0xFE}));
+}

@@ -1,0 +1,140 @@
+"""PE images in Windows wheels and Mach-O files in macOS wheels are held to the machines of the
+wheel's platform tags, as ELF files are to Linux tags (docs/WHEEL_RULES.md, "Builds"), over
+real files read back with file(1):
+
+* the extension modules of cuda-core 1.2.2's real win_arm64 wheel (ARM64 images) in a wheel
+  tagged win_amd64 are refused by `verify` and `merge`, naming the machines; in their own wheel,
+  and an x86-64 DLL built with the pinned zig in a win_amd64 wheel, they are accepted;
+* an arm64 dylib built with zig in a macosx_10_15_x86_64 wheel is refused; an x86_64 one, a
+  universal ("fat") file holding both (made here as lipo makes it) in either wheel, and each
+  thin file in a universal2 wheel, are accepted;
+* a Java class file, whose magic is the universal Mach-O one, is not taken for one.
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import wheelgen as wg
+from conftest import ROOT, run
+from real_wheels import WHEELS, fetch_all
+
+ARM64_WHEEL = "cuda_core-1.2.2-cp312-cp312-win_arm64.whl"
+AMD64_WHEEL = "cuda_core-1.2.2-cp312-cp312-win_amd64.whl"
+
+
+@pytest.fixture(scope="module")
+def zig() -> Path:
+    """The pinned zig toolchain's bin/ (scripts/static/zig.sh), with wrappers for both macOS targets."""
+    for target in ("aarch64-macos.11.0", "x86_64-macos.10.15"):
+        bin_dir = Path(run(["bash", ROOT / "scripts" / "static" / "zig.sh", target], timeout=1800).stdout.strip())
+    return bin_dir
+
+
+def built(zig: Path, target: str, out: Path) -> bytes:
+    src = out.with_suffix(".c")
+    src.write_text("int wm_probe(void) { return 42; }\n")
+    run([zig / f"{target}-cc", "-shared", "-o", out, src], timeout=600)
+    return out.read_bytes()
+
+
+def described(tmp_path: Path, data: bytes) -> str:
+    (tmp_path / "probe").write_bytes(data)
+    return run(["file", "-b", tmp_path / "probe"]).stdout
+
+
+def one_file_wheel(directory: Path, member: str, data: bytes, tags: str, label: str = "cu13") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return wg.build_wheel(directory / wg.wheel_filename("pkg", "1.0", tags, label=label),
+                          {"pkg/__init__.py": b"", member: data}, name="pkg", version="1.0", tags=tags)
+
+
+def verify(wheelmerge_bin: Path, wheel: Path):
+    return run([wheelmerge_bin, "verify", wheel], check=False)
+
+
+def test_an_arm64_windows_extension_in_an_amd64_wheel_is_refused(wheelmerge_bin: Path, tmp_path: Path) -> None:
+    files = fetch_all([w for w in WHEELS if w.filename in (ARM64_WHEEL, AMD64_WHEEL)])
+    with zipfile.ZipFile(files[ARM64_WHEEL]) as z:
+        member = "cuda/core/_context.cp312-win_arm64.pyd"
+        arm64 = z.read(member)
+    assert "Aarch64, for MS Windows" in described(tmp_path, arm64)
+    tags = "cp312-cp312-win_amd64"
+    wheels = [one_file_wheel(tmp_path / label, member, arm64, tags, label) for label in ("cu12", "cu13")]
+    expected = (f"{member}: a native file for another machine than the wheel's platform tags: expected x64 (PE "
+                "machine 0x8664), as win_amd64 says, found ARM64 (PE machine 0xaa64)")
+    result = verify(wheelmerge_bin, wheels[0])
+    assert result.returncode == 3 and f"error: {wheels[0].name}: {expected}\n" in result.stderr, result.stderr
+    merged = run([wheelmerge_bin, "merge", *wheels, "-o", tmp_path / "out"], check=False)
+    assert merged.returncode == 3 and merged.stderr.count(expected) == 2, merged.stderr
+    assert not (tmp_path / "out").exists()
+    # The real wheels themselves, and the file in a wheel of its own machine, are accepted.
+    for real in (ARM64_WHEEL, AMD64_WHEEL):
+        assert verify(wheelmerge_bin, files[real]).returncode == 0
+    assert verify(wheelmerge_bin, one_file_wheel(tmp_path / "own", member, arm64, "cp312-cp312-win_arm64")).returncode == 0
+
+
+def test_an_x86_64_windows_dll_built_with_zig_fits_win_amd64_only(wheelmerge_bin: Path, zig: Path,
+                                                                   tmp_path: Path) -> None:
+    src = tmp_path / "p.c"
+    src.write_text("int wm_probe(void) { return 42; }\n")
+    run([zig.parent / "ziglang" / "zig", "cc", "-target", "x86_64-windows-gnu", "-shared", "-o", tmp_path / "p.dll",
+         src], timeout=600)
+    dll = (tmp_path / "p.dll").read_bytes()
+    assert "x86-64, for MS Windows" in described(tmp_path, dll)
+    assert verify(wheelmerge_bin, one_file_wheel(tmp_path / "a", "pkg/p.dll", dll, "cp312-cp312-win_amd64")).returncode == 0
+    refused = verify(wheelmerge_bin, one_file_wheel(tmp_path / "b", "pkg/p.dll", dll, "cp312-cp312-win_arm64"))
+    assert refused.returncode == 3, refused.stderr
+    assert ("expected ARM64 (PE machine 0xaa64) or ARM64EC (PE machine 0xa641), as win_arm64 says, found x64 (PE "
+            "machine 0x8664)") in refused.stderr, refused.stderr
+
+
+def fat(slices: list[bytes], cpus: list[int]) -> bytes:
+    """A universal Mach-O file as lipo writes it: the big-endian fat header, one fat_arch per
+    slice (cputype, cpusubtype, offset, size, align 2^14), each slice at a 16 KiB boundary."""
+    align = 1 << 14
+    header = struct.pack(">II", 0xCAFEBABE, len(slices))
+    offset, body, entries = align, b"", b""
+    for data, cpu in zip(slices, cpus):
+        entries += struct.pack(">iiIII", cpu, 3 if cpu == 0x1000007 else 0, offset, len(data), 14)
+        body += data + b"\0" * (-len(data) % align)
+        offset += len(data) + (-len(data) % align)
+    head = header + entries
+    return head + b"\0" * (align - len(head)) + body
+
+
+def test_mach_o_files_are_held_to_the_macos_tags_cpu(wheelmerge_bin: Path, zig: Path, tmp_path: Path) -> None:
+    arm64 = built(zig, "aarch64-macos.11.0", tmp_path / "arm64.so")
+    x86_64 = built(zig, "x86_64-macos.10.15", tmp_path / "x86_64.so")
+    universal = fat([x86_64, arm64], [0x1000007, 0x100000C])
+    assert "Mach-O 64-bit arm64" in described(tmp_path, arm64)
+    assert "Mach-O 64-bit x86_64" in described(tmp_path, x86_64)
+    assert "Mach-O universal binary with 2 architectures" in described(tmp_path, universal)
+    member = "pkg/_ext.cpython-312-darwin.so"
+    intel = "cp312-cp312-macosx_10_15_x86_64"
+    wheels = [one_file_wheel(tmp_path / label, member, arm64, intel, label) for label in ("cu12", "cu13")]
+    expected = (f"{member}: a native file for another machine than the wheel's platform tags: expected x86_64 "
+                "(Mach-O CPU type 0x1000007), as macosx_10_15_x86_64 says, found arm64 (Mach-O CPU type 0x100000c)")
+    result = verify(wheelmerge_bin, wheels[0])
+    assert result.returncode == 3 and f"error: {wheels[0].name}: {expected}\n" in result.stderr, result.stderr
+    merged = run([wheelmerge_bin, "merge", *wheels, "-o", tmp_path / "out"], check=False)
+    assert merged.returncode == 3 and merged.stderr.count(expected) == 2, merged.stderr
+    accepted = [(x86_64, intel), (universal, intel), (universal, "cp312-cp312-macosx_11_0_arm64"),
+                (arm64, "cp312-cp312-macosx_11_0_universal2"), (x86_64, "cp312-cp312-macosx_11_0_universal2"),
+                (arm64, "cp312-cp312-macosx_11_0_arm64")]
+    for i, (data, tags) in enumerate(accepted):
+        result = verify(wheelmerge_bin, one_file_wheel(tmp_path / f"ok{i}", member, data, tags))
+        assert result.returncode == 0, (tags, result.stderr)
+    # A universal file is read slice by slice: one of arm64 alone is refused in the x86_64 wheel.
+    only_arm64 = one_file_wheel(tmp_path / "fat-arm64", member, fat([arm64], [0x100000C]), intel)
+    result = verify(wheelmerge_bin, only_arm64)
+    assert result.returncode == 3 and "found arm64 (Mach-O CPU type 0x100000c)" in result.stderr, result.stderr
+    # A Java class file (magic 0xcafebabe, then its version where a fat header's count is).
+    java = struct.pack(">IHH", 0xCAFEBABE, 0, 61) + b"\0" * 64
+    assert "Java" in described(tmp_path, java)
+    result = verify(wheelmerge_bin, one_file_wheel(tmp_path / "java", "pkg/A.class", java, intel))
+    assert result.returncode == 0, result.stderr
