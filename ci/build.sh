@@ -28,6 +28,7 @@
 # the output `wheel` (and `wheelhouse`, its directory). Exit status: wheelmerge's own when it
 # fails, 2 for a usage error of this script, 1 when the repair fails.
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 say() { echo "build.sh: $*" >&2; }
 fail() {
@@ -60,10 +61,9 @@ wheelmerge=${WHEELMERGE:-$(command -v wheelmerge || true)}
 if [ -z "$wheelmerge" ] || [ ! -x "$wheelmerge" ]; then fail 2 "no wheelmerge: set WHEELMERGE or put wheelmerge on PATH"; fi
 python=$(command -v python) || fail 2 "no python on PATH to build with"
 
-if ! command -v uv >/dev/null && [ ! -x "$(dirname "$python")/uv" ]; then
-  [ -n "${UV_REQUIREMENT:-}" ] || fail 2 "no uv on PATH or beside $python, and no UV_REQUIREMENT to install"
-  "$python" -m pip install --disable-pip-version-check --progress-bar off "$UV_REQUIREMENT"
-fi
+# shellcheck source=ci/uv.sh
+source "$here/uv.sh"
+uv_path "$python" >/dev/null || fail 2 "no uv to build with (wheelmerge build --installer uv finds it on PATH or beside $python)"
 # The label's torch is searched for on the index that has the builds of its CUDA major first.
 [ -z "$torch_index" ] || export UV_INDEX="$torch_index"
 

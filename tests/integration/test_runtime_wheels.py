@@ -65,7 +65,7 @@ def toolkit_extras(env: TorchEnv) -> dict[str, str]:
     with zipfile.ZipFile(wheel) as z:
         (metadata,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
         text = z.read(metadata).decode()
-    return {extra: name for name, extra in re.findall(r"^Requires-Dist: ([\w-]+)==.*extra == '(\w+)'$", text, re.M)
+    return {extra: name for name, extra in re.findall(r"^Requires-Dist: ([\w-]+)==.*extra == '(\w+)'$", text, re.MULTILINE)
             if extra != "all"}
 
 
@@ -108,7 +108,7 @@ def test_the_table_names_the_wheel_that_installs_each_library(wheelmerge_bin: Pa
     sonames = sorted(real) + sorted(beyond_torch)
     found = runtime_of(wheelmerge_bin, linking_wheel(tmp_path / "cuda", sonames, f"cu{major}"))
     assert {lib: n["distribution"] for lib, n in found.items()} == {**real, **beyond_torch}
-    for lib, need in found.items():
+    for need in found.values():
         assert need["provided_by"] is None, need
         # The metapackage's extra requires that distribution (CUDA 13's names; CUDA 12's are suffixed).
         if need["toolkit_extra"]:
