@@ -451,6 +451,13 @@ def test_merge_labels_and_variant_files(tmp_path: Path, wheelmerge_bin: Path) ->
     wheel = job / "workspace" / outputs(merged)["wheel"]
     inspect = json.loads(run([wheelmerge_bin, "inspect", wheel, "--json"]).stdout)
     assert inspect["loaders"][0]["driver_fallback"] is True
+    # A build's build-info.json (wheelmerge build --json) carries [tool.wheelmerge]'s merge settings.
+    info = artifacts / "a" / "build-info.json"
+    info.write_text(json.dumps({"variants": [], "merge": {"variant_files": ["pkg/_build.py"], "driver_fallback": False,
+                                                          "runtime_requirements": True}}))
+    merged = merge_step(job, "artifacts", wheelmerge_bin, labels="a/*.whl=cu12 b/*.whl=cu13")
+    assert "--variant-file pkg/_build.py --runtime-requirements" in merged.stderr, merged.stderr
+    info.unlink()
     # Failures come back with wheelmerge's own exit status.
     unlabelled = merge_step(job, "artifacts", wheelmerge_bin, variant_files="pkg/_build.py", check=False)
     assert unlabelled.returncode == 2 and "no variant label" in unlabelled.stderr
@@ -667,7 +674,7 @@ def test_build_action_builds_with_wheelmerge_build_and_repairs(tmp_path: Path, w
     info = json.loads((workspace / ".wheelmerge" / "wheelhouse" / "build-info.json").read_text())
     assert [(v["label"], v["build_info"], v["toolkit"]) for v in info["variants"]] == [
         ("cu12", {"cuda_version": "12.9"}, str(toolkit))]
-    assert info["merge"] == {"variant_files": [], "driver_fallback": False}
+    assert info["merge"] == {"variant_files": [], "driver_fallback": False, "runtime_requirements": False}
     assert json.loads(run([wheelmerge_bin, "verify", workspace / wheel, "--json"]).stdout)["wheels"][0]["valid"]
     # A repair command that leaves no wheel fails the step.
     empty = build_step(job, workspace, wheelmerge_bin, "cu12", check=False, repair="true",
