@@ -22,6 +22,7 @@ CUDA 13 root, nothing else names a toolkit unless a test says so.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -99,11 +100,18 @@ def wheelmerge_wheel(wheelmerge_bin: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def find_links(wheelmerge_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A --find-links directory: the wheelmerge wheel and wmtest-backends."""
-    links = tmp_path_factory.mktemp("find-links")
-    shutil.copy2(wheelmerge_wheel, links / wheelmerge_wheel.name)
+    """A --find-links directory: the wheelmerge wheel and wmtest-backends. uv takes a find-links
+    directory for an index whose wheels never change, and keeps what it unpacked by the
+    directory's address and the wheel's file name (both wheels are 0.1.0 / 1.0 on every commit),
+    so the directory is named for what it holds: a test run at a path an earlier run used, with
+    other contents, would otherwise build with that run's wheelmerge."""
     source = PROJECTS / "backends" / "wmtest_backends"
     files = {f"wmtest_backends/{p.name}": p.read_bytes() for p in sorted(source.glob("*.py"))}
+    digest = hashlib.sha256(wheelmerge_wheel.read_bytes())
+    for name, data in files.items():
+        digest.update(name.encode() + b"\0" + data)
+    links = tmp_path_factory.mktemp(f"find-links-{digest.hexdigest()[:16]}")
+    shutil.copy2(wheelmerge_wheel, links / wheelmerge_wheel.name)
     wheelgen.build_wheel(links / wheelgen.wheel_filename("wmtest_backends", "1.0", "py3-none-any"), files,
                          name="wmtest_backends", version="1.0", tags="py3-none-any", root_is_purelib=True)
     return links
