@@ -99,9 +99,5 @@ if selected not in labels or not selected.endswith(wanted):
     print(f"::error title=wheelmerge::{name}._wheelmerge.selected() is {selected!r} under torch {version}, "
           f"expected a build of {labels} for {wanted[1:]}")
     sys.exit(1)
-    subprocess.run([sys.executable, "-m", f"{name}._wheelmerge"], check=False)
-    print(f"::error title=wheelmerge::{name}._wheelmerge.selected() is {selected!r} under torch {version}, "
-          f"expected a build of {labels} for {wanted[1:]}")
-    sys.exit(1)
 EOF
 fi
