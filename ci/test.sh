@@ -7,18 +7,25 @@
 # label's matrix values CUDA_MAJOR, TORCH_VERSION, TORCH_INDEX, TORCH_NEWEST, CPU_LEVEL (each
 # empty when the label has none); the merged wheel is the one *.whl under .wheelmerge/merged.
 # A floor label (TORCH_NEWEST, ">=2.10,<3") is also loaded under the newest torch of that range
-# on its index, beside the floor's own release, in an environment uv makes (UV_REQUIREMENT
-# installs uv when none is on PATH).
+# on its index, beside the floor's own release, in an environment of its own. uv makes the
+# environments and installs (UV_REQUIREMENT installs uv when none is on PATH).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # What selects the label's build: cuda-bindings of its CUDA major (cuNN), the torch it
 # names (torch labels; a floor label's own release), the CPU (x86-64 levels: the highest
 # level this runner's CPU runs, as glibc's ld.so says, is expected).
-python -m venv .wheelmerge/venv
+# uv makes the environment and installs, as the build action's `wheelmerge build --installer uv`
+# does (the one on PATH, else $UV_REQUIREMENT's): it links torch and its CUDA wheels from its
+# cache where pip copies gigabytes, and it reads the same UV_* settings as the build step.
+# shellcheck source=ci/uv.sh
+source "$here/uv.sh"
+uv=$(uv_path "$(command -v python)") || exit 2
+"$uv" venv --quiet --python "$(command -v python)" .wheelmerge/venv
 wheels=(.wheelmerge/merged/*.whl)
-install=(.wheelmerge/venv/bin/python -m pip install --disable-pip-version-check --progress-bar off "${wheels[@]}")
+install=("$uv" pip install --python .wheelmerge/venv/bin/python "${wheels[@]}")
 if [ -n "$TORCH_VERSION" ]; then
-  install+=(--index-url "$TORCH_INDEX" --extra-index-url https://pypi.org/simple "torch==$TORCH_VERSION.*")
+  # The label's index first (torch and the CUDA wheels it pins), then the default index.
+  install+=(--index "$TORCH_INDEX" "torch==$TORCH_VERSION.*")
 elif [ -n "$CUDA_MAJOR" ]; then
   install+=("cuda-bindings==$CUDA_MAJOR.*")
 fi
@@ -71,12 +78,7 @@ EOF
 if [ -n "${TORCH_NEWEST:-}" ]; then
   # A floor label (a build against torch's stable ABI): it must also load under the newest torch
   # its floor admits on its index, in an environment of its own.
-  # uv makes it (pip has installed this wheel and its torch above; uv links the second torch from
-  # its cache where pip would copy gigabytes again): the one on PATH, else $UV_REQUIREMENT's.
   cd ..
-  # shellcheck source=ci/uv.sh
-  source "$here/uv.sh"
-  uv=$(uv_path "$(command -v python)") || exit 2
   "$uv" venv --quiet --python "$(command -v python)" .wheelmerge/venv-newest
   "$uv" pip install --python .wheelmerge/venv-newest/bin/python --index "$TORCH_INDEX" "${wheels[@]}" \
     "torch$TORCH_NEWEST"

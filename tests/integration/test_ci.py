@@ -795,8 +795,8 @@ def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp
     run([tool_python(), "-m", "venv", job / "python"])
     # The cu12 job given cuda-bindings 13: the loader selects cu13 and the step fails.
     result = run_step(TEST_ACTION, "test", job, job / "workspace", check=False,
-                      job_env={"PIP_FIND_LINKS": str(WHEEL_CACHE), "GITHUB_ACTION_PATH": str(CI / "test")},
-                      job_path=(job / "python" / "bin",),
+                      job_env={"UV_FIND_LINKS": str(WHEEL_CACHE), "GITHUB_ACTION_PATH": str(CI / "test")},
+                      job_path=(job / "python" / "bin", uv_on_path(job / "uv-bin")),
                       IMPORT_NAME="wmdemo", LABELS='["cu12", "cu13"]', UV_REQUIREMENT="uv==0.13.9",
                       **label_env("cu12", CUDA_MAJOR="13"))
     assert result.returncode == 1, result.stdout + result.stderr

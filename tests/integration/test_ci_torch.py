@@ -2,7 +2,7 @@
 with its floor labels torch210plus_cu12 and torch211plus_cu13. Each build job runs `wheelmerge
 build --no-merge` (the build action), which installs the label's torch with uv from the
 downloads of scripts/torch-envs.sh (no index) and builds against it with that CUDA major's
-toolkit; each test job installs the merged wheel beside that torch with pip and checks the build
+toolkit; each test job installs the merged wheel beside that torch with uv and checks the build
 it imports. Also the build step's refusal of a torch other than the label's. Each job's
 environment is removed when the job is done, and the rehearsal's directory after its test."""
 
