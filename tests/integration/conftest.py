@@ -349,10 +349,13 @@ class Suite:
     scripts/test.sh runs it again against the sanitizer build; the others spend theirs in
     compilers, pip, torch or linters. pytest-xdist runs each suite on one worker (--dist
     loadfile: module fixtures are made once); `first`: scheduled before the others, being the
-    longest (in the order of FIRST)."""
+    longest (in the order of FIRST). `release_only`: tests of a `cxx` suite (names up to their
+    parameters) that the sanitizer pass leaves to the release pass, their time being pip and
+    compilers around driver code that the suite's other tests run under the sanitizers too."""
 
     marks: tuple[str, ...] = ()
     first: bool = False
+    release_only: tuple[str, ...] = ()
 
 
 # The suites marked `first`, longest first on a fresh machine (cold caches: the static build of
@@ -369,7 +372,14 @@ FIRST = ("test_static_wheels", "test_ci_torch", "test_ci", "test_fuzz", "test_re
 SUITES = {
     "test_backend": Suite(("network", "slow"), first=True),
     "test_bad_inputs": Suite(("cxx",)),
-    "test_build": Suite(("network", "slow", "cxx")),
+    # Under the sanitizers 40, 33 and 29 s of pip and compilers: the CPU-level isolated build
+    # (the same -march flags are built under the sanitizers without isolation, by
+    # test_variants_option_gives_cpu_levels_their_level...), the PEP 517 backend (a Python file
+    # around `merge`) and pip's isolated build (uv's runs the same driver code there).
+    "test_build": Suite(("network", "slow", "cxx"), release_only=(
+        "test_cpu_levels_build_with_their_march_and_own_requirements",
+        "test_pep517_backend_isolates_variants_with_their_own_requirements",
+        "test_isolated_build_gets_a_fresh_environment_per_variant[pip]")),
     "test_ci": Suite(("network", "slow"), first=True),
     "test_cli": Suite(("cxx",)),
     "test_ci_init": Suite(("cxx",)),
@@ -424,8 +434,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"tests/integration/conftest.py: SUITES has no entry for {', '.join(missing)}")
     for item in items:
         suite = SUITES[item.path.stem]
+        release_only = item.name in suite.release_only or item.originalname in suite.release_only
         for mark in suite.marks:
-            item.add_marker(getattr(pytest.mark, mark))
+            if not (mark == "cxx" and release_only):
+                item.add_marker(getattr(pytest.mark, mark))
+    modules = {item.path.stem: item.module for item in items if isinstance(item, pytest.Function)}
+    unknown = sorted(name for stem, module in modules.items() for name in SUITES[stem].release_only
+                     if not callable(getattr(module, name.split("[")[0], None)))
+    if unknown:
+        raise pytest.UsageError(f"tests/integration/conftest.py: release_only names no test: {unknown}")
     assert {name for name, suite in SUITES.items() if suite.first} == set(FIRST), "conftest.py: FIRST lists the suites marked first"
     items.sort(key=lambda item: FIRST.index(item.path.stem) if SUITES[item.path.stem].first else len(FIRST))
     # A static target that is not chosen has no tests here (test_static_wheels.py parametrizes
