@@ -359,14 +359,14 @@ class Suite:
 
 
 # The suites marked `first`, longest first on a fresh machine (cold caches: the static build of
-# the native target, the torch examples' builds, the torch installs of the workflow rehearsal).
-# Each worker takes the next suite when it is free, so this is longest-first list scheduling: the
-# order is the wall times of the fresh run of docs/testing.md (static 1,466 s, ci_torch 1,298,
-# ci 734, fuzz 617, real_wheels 589, backend 320, downstream 304, loader_lint 293, cupy 172), with
-# the torch examples as they build since --installer uv (torchdemo 149 s, torchstable 80 s alone,
-# both were 445-679 s with pip).
-FIRST = ("test_static_wheels", "test_ci_torch", "test_ci", "test_fuzz", "test_real_wheels", "test_backend",
-         "test_downstream_checks", "test_loader_lint", "test_torchdemo", "test_cupy", "test_torchstable", "test_gpu_code")
+# the native target, the fuzz harnesses' and the torch examples' builds). Each worker takes the
+# next suite when it is free, so this is longest-first list scheduling: the order is the wall
+# times of the fresh run of `7d86186` in docs/testing.md (static 1,214 s, ci 524, real_wheels 465,
+# fuzz 454, backend 255, torchdemo 225, foreign_machines 204, downstream 192, loader_lint 147,
+# cupy 146, ci_torch 136, torchstable 106; gpu_code about 90 s warm).
+FIRST = ("test_static_wheels", "test_ci", "test_real_wheels", "test_fuzz", "test_backend", "test_torchdemo",
+         "test_foreign_machines", "test_downstream_checks", "test_loader_lint", "test_cupy", "test_ci_torch",
+         "test_torchstable", "test_gpu_code")
 
 
 SUITES = {
@@ -391,7 +391,7 @@ SUITES = {
     "test_downstream_checks": Suite(("network", "slow"), first=True),
     "test_docs": Suite(),
     "test_faults": Suite(("cxx",)),
-    "test_foreign_machines": Suite(("network",)),
+    "test_foreign_machines": Suite(("network",), first=True),
     "test_fuzz": Suite(("slow",), first=True),
     "test_fuzz_oracle": Suite(("slow", "cxx")),
     "test_gpu_code": Suite(("network", "torch", "slow"), first=True),
