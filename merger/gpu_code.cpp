@@ -18,7 +18,6 @@ namespace {
 constexpr uint64_t kNamesWindow = 256 << 10;
 constexpr uint64_t kMaxSectionNames = 1 << 20;
 constexpr uint32_t kShtProgbits = 1;
-constexpr uint16_t kEmCuda = 190;
 
 // [lo, hi) of `range` that `chunk`, starting at `pos`, overlaps, as a subspan (empty when none).
 std::span<const uint8_t> overlap(std::span<const uint8_t> chunk, uint64_t pos, const ByteRange& range) {
@@ -162,7 +161,7 @@ std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& 
   if (!elf) return none;
   // A cubin is code for one GPU, but its header does not say whether it is arch-specific
   // (sm_90 and sm_90a cubins have the same flags): nothing is claimed for it.
-  if (elf->machine() == kEmCuda) return none;
+  if (elf->machine() == kElfMachineCuda) return none;
   switch (elf->state()) {
     case ElfSectionScanner::State::not_elf64:  // no CUDA fat binary in one
     case ElfSectionScanner::State::no_table:   // no sections: no fat binary section either

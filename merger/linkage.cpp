@@ -57,10 +57,9 @@ constexpr CudaLibrary kCudaLibraries[] = {
     {"nvrtc.alt", Relation::same},
 };
 
-// Machines whose code runs on no host: GPU code objects and BPF programs, which wheels of every
-// platform may carry (cubins, AMD code objects, eBPF objects).
-constexpr uint16_t kEmCuda = 190, kEmAmdgpu = 224, kEmBpf = 247;
-bool device_code(uint16_t machine) { return machine == kEmCuda || machine == kEmAmdgpu || machine == kEmBpf; }
+bool device_code(uint16_t machine) {
+  return machine == kElfMachineCuda || machine == kElfMachineAmdgpu || machine == kElfMachineBpf;
+}
 
 struct Architecture {
   std::string_view arch;  // as platform tags spell it
@@ -90,13 +89,13 @@ std::string machine_name(uint16_t machine) {
       return "x86-64";
     case 183:
       return "AArch64";
-    case kEmCuda:
+    case kElfMachineCuda:
       return "CUDA";
-    case kEmAmdgpu:
+    case kElfMachineAmdgpu:
       return "AMDGPU";
     case 243:
       return "RISC-V";
-    case kEmBpf:
+    case kElfMachineBpf:
       return "BPF";
     case 258:
       return "LoongArch";

@@ -14,7 +14,6 @@ constexpr size_t kPrefix = 4 << 20;
 // What a real library has is far below these; past them the file is not one we order by
 // (150,000 DT_NEEDED entries naming one 1 MiB string would otherwise be 150 GB of names).
 constexpr size_t kMaxNeeded = kMaxElfNeeded;
-constexpr size_t kMaxNameBytes = kMaxElfNameBytes;
 constexpr uint32_t kPtLoad = 1, kPtDynamic = 2;
 constexpr int64_t kDtNeeded = 1, kDtStrtab = 5, kDtStrsz = 10, kDtSoname = 14;
 constexpr int64_t kDtVerneed = 0x6ffffffe, kDtVerneednum = 0x6fffffff;
@@ -297,11 +296,11 @@ std::optional<ElfInfo> ElfScanner::finish(std::span<const uint8_t> strings, std:
   auto string_at = [&](uint64_t index) -> std::optional<std::string> {
     if (index >= table.size()) return std::nullopt;
     auto begin = table.begin() + static_cast<ptrdiff_t>(index);
-    auto limit = table.size() - index > kMaxNameBytes ? begin + kMaxNameBytes : table.end();
+    auto limit = table.size() - index > kMaxElfNameBytes ? begin + kMaxElfNameBytes : table.end();
     auto end = std::find(begin, limit, uint8_t{0});
     if (end == limit) {  // unterminated, or longer than any file name
       if (beyond_limits && limit != table.end())
-        *beyond_limits = "a name longer than " + std::to_string(kMaxNameBytes) + " bytes";
+        *beyond_limits = "a name longer than " + std::to_string(kMaxElfNameBytes) + " bytes";
       return std::nullopt;
     }
     return std::string(begin, end);

@@ -25,6 +25,10 @@ inline constexpr uint64_t kMaxElfVersionBytes = 1 << 20;
 // 4.3 MB; a larger one is not read (the file is then known by its header alone).
 inline constexpr uint64_t kMaxElfStringBytes = 64 << 20;
 
+// e_machine values of code that runs on no host: GPU code objects (NVIDIA's cubins, AMD's code
+// objects) and BPF programs, which wheels of every platform may carry.
+inline constexpr uint16_t kElfMachineCuda = 190, kElfMachineAmdgpu = 224, kElfMachineBpf = 247;
+
 // One version a file needs of a library: vn_file and vna_name of .gnu.version_r.
 struct ElfVersionNeed {
   std::string file;     // "libc.so.6"

@@ -32,7 +32,6 @@ constexpr uint16_t kFlagEncrypted = 0x0001;
 constexpr uint16_t kFlagDescriptor = 0x0008;
 constexpr uint16_t kFlagStrongEncryption = 0x0040;
 constexpr uint16_t kFlagMaskedHeaders = 0x2000;
-constexpr uint16_t kFlagUtf8 = 0x0800;
 // Bits a wheel writer legitimately sets: deflate options (1, 2), data descriptor (3), UTF-8
 // names (11). Any other changes how some reader reads the entry (bit 5: patched data, which
 // Python's zipfile refuses; bit 4: enhanced deflate; 12, 14, 15: reserved).

@@ -17,6 +17,8 @@ namespace wm {
 
 inline constexpr uint16_t kMethodStored = 0;
 inline constexpr uint16_t kMethodDeflate = 8;
+// General purpose flag bit 11: the entry's name is UTF-8.
+inline constexpr uint16_t kFlagUtf8 = 0x0800;
 
 // Where an archive's entry names live: appended once, never moved, so entries view them and a
 // copied archive shares them.

@@ -18,7 +18,6 @@ namespace wm {
 namespace {
 constexpr uint64_t kMax32 = 0xFFFFFFFF;
 constexpr uint16_t kMadeByUnix = 3 << 8;
-constexpr uint16_t kFlagUtf8 = 0x0800;
 // A central directory record at its largest: fixed fields, a name, a ZIP64 extra of three values.
 constexpr size_t kCentralRecordMax = 46 + 0xFFFF + 4 + 3 * 8;
 // copy_file_range's offsets (Linux) are loff_t, which glibc declares in <sys/types.h> and musl

@@ -24,11 +24,11 @@ inline std::string so_name(const std::string& stem) { return stem + ".cpython-31
 
 // One build of "demo": files are added with a stand-in content (only its hash and size reach the
 // model), then done() adds the dist-info files and returns the Wheel.
-class WheelBuilder {
+class ModelBuilder {
  public:
   // `filename` as parse_wheel_filename accepts it; the label as read_wheel would detect it
   // (empty: none).
-  WheelBuilder(const std::string& filename, const std::string& label) {
+  ModelBuilder(const std::string& filename, const std::string& label) {
     std::string why;
     auto name = parse_wheel_filename(filename, why);
     REQUIRE_MESSAGE(name, why);
@@ -45,8 +45,8 @@ class WheelBuilder {
   }
 
   // The usual input: demo-VERSION-cp312-cp312-linux_x86_64.LABEL.whl.
-  static WheelBuilder demo(const std::string& label, const std::string& version = "1.0") {
-    return WheelBuilder("demo-" + version + "-cp312-cp312-linux_x86_64." + label + ".whl", label);
+  static ModelBuilder demo(const std::string& label, const std::string& version = "1.0") {
+    return ModelBuilder("demo-" + version + "-cp312-cp312-linux_x86_64." + label + ".whl", label);
   }
 
   const std::string& data_dir() {
@@ -54,7 +54,7 @@ class WheelBuilder {
     return w_.data_dir;
   }
 
-  WheelBuilder& file(const std::string& path, const std::string& content, bool executable = false) {
+  ModelBuilder& file(const std::string& path, const std::string& content, bool executable = false) {
     // Each file has an archive entry of its name (no archive behind it: planning reads nothing
     // but the model), which its path views, as read_wheel makes them.
     WheelFile f;
@@ -77,7 +77,7 @@ class WheelBuilder {
     return *this;
   }
   // An ELF file: an extension module, or a shared library with a SONAME.
-  WheelBuilder& elf(const std::string& path, const std::string& content, const std::string& soname = {},
+  ModelBuilder& elf(const std::string& path, const std::string& content, const std::string& soname = {},
                     std::vector<std::string> needed = {}) {
     file(path,
          "\x7f"
@@ -89,24 +89,24 @@ class WheelBuilder {
     return *this;
   }
   // A Windows image (a PE/COFF file, as read_wheel recognises it), whatever its name.
-  WheelBuilder& pe(const std::string& path, const std::string& content) {
+  ModelBuilder& pe(const std::string& path, const std::string& content) {
     file(path, "MZ" + content);
     w_.files[*w_.position(path)].pe = true;
     return *this;
   }
   // An __init__.py too large to have been read: present, but without its text.
-  WheelBuilder& large_init(const std::string& path) {
+  ModelBuilder& large_init(const std::string& path) {
     file(path, "x");
     w_.files[*w_.position(path)].size = kMaxInitSources + 1;
     w_.init_sources.erase(path);
     return *this;
   }
   // METADATA's Name, the file name's spelling unless set.
-  WheelBuilder& metadata_name(const std::string& name) {
+  ModelBuilder& metadata_name(const std::string& name) {
     metadata_name_ = name;
     return *this;
   }
-  WheelBuilder& requires_dist(const std::string& text) {
+  ModelBuilder& requires_dist(const std::string& text) {
     metadata_ += "Requires-Dist: " + text + "\n";
     std::string error;
     auto r = parse_requirement(text, error);
@@ -114,11 +114,11 @@ class WheelBuilder {
     w_.requires_dist.push_back(*r);
     return *this;
   }
-  WheelBuilder& metadata_line(const std::string& line) {
+  ModelBuilder& metadata_line(const std::string& line) {
     metadata_ += line + "\n";
     return *this;
   }
-  WheelBuilder& dist_file(const std::string& relative, const std::string& content) {
+  ModelBuilder& dist_file(const std::string& relative, const std::string& content) {
     return file(w_.dist_info + "/" + relative, content);
   }
 

@@ -16,8 +16,8 @@
 using namespace wm;
 using namespace wm::test_labels;
 using wm::plantest::hash_of;
+using wm::plantest::ModelBuilder;
 using wm::plantest::so_name;
-using wm::plantest::WheelBuilder;
 
 TEST_CASE("plan: variant files keep their directory and carry the label in their name") {
   CHECK(labelled_path("pkg/_core.cpython-311-x86_64-linux-gnu.so", "cu12"_label) ==
@@ -128,8 +128,8 @@ size_t entry_of(const Wheel& w, const std::string& path) {
 
 // A build of "demo" with a package holding one extension module that differs per build and a
 // few shared files, added in a different order per build so that member indices differ.
-WheelBuilder demo_package(const std::string& label, const std::string& version = "1.0") {
-  WheelBuilder b = WheelBuilder::demo(label, version);
+ModelBuilder demo_package(const std::string& label, const std::string& version = "1.0") {
+  ModelBuilder b = ModelBuilder::demo(label, version);
   if (label == "cu12") b.file("pkg/util.py", "def f(): pass\n");
   b.file("pkg/__init__.py", kInit);
   b.elf(kCore, "core built for " + label);
@@ -310,7 +310,7 @@ TEST_CASE("plan: labels are ordered by CUDA major, cu9 before cu12") {
 
 TEST_CASE("plan: an input without a label is a problem, not a build sorted before the others") {
   Wheel cu12 = demo_package("cu12").done();
-  Wheel plain = WheelBuilder("demo-1.0-cp312-cp312-linux_x86_64.whl", "").file("pkg/util.py", "x").done();
+  Wheel plain = ModelBuilder("demo-1.0-cp312-cp312-linux_x86_64.whl", "").file("pkg/util.py", "x").done();
   REQUIRE_FALSE(plain.label);
   for (const std::vector<Wheel>& inputs : {std::vector<Wheel>{cu12, plain}, std::vector<Wheel>{plain, cu12}}) {
     Problems problems = plan_refused(inputs);
@@ -439,7 +439,7 @@ TEST_CASE("plan: builds of different versions, names, python tags or platforms a
   }
   {
     Wheel other =
-        WheelBuilder("other-1.0-cp312-cp312-linux_x86_64.cu13.whl", "cu13").file("pkg/__init__.py", kInit).done();
+        ModelBuilder("other-1.0-cp312-cp312-linux_x86_64.cu13.whl", "cu13").file("pkg/__init__.py", kInit).done();
     Problems problems = plan_refused({demo_package("cu12").done(), other});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].kind == ProblemKind::invalid_input);
@@ -447,8 +447,8 @@ TEST_CASE("plan: builds of different versions, names, python tags or platforms a
     CHECK(problems[0].found == "other");
   }
   {
-    Wheel py = WheelBuilder("demo-1.0-py3-none-linux_x86_64.cu12.whl", "cu12").done();
-    Wheel cp = WheelBuilder("demo-1.0-cp312-none-linux_x86_64.cu13.whl", "cu13").done();
+    Wheel py = ModelBuilder("demo-1.0-py3-none-linux_x86_64.cu12.whl", "cu12").done();
+    Wheel cp = ModelBuilder("demo-1.0-cp312-none-linux_x86_64.cu13.whl", "cu13").done();
     Problems problems = plan_refused({cp, py});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].kind == ProblemKind::invalid_input);
@@ -457,8 +457,8 @@ TEST_CASE("plan: builds of different versions, names, python tags or platforms a
     CHECK(problems[0].found == "cp312");
   }
   {
-    Wheel x86 = WheelBuilder("demo-1.0-cp312-cp312-linux_x86_64.cu12.whl", "cu12").done();
-    Wheel arm = WheelBuilder("demo-1.0-cp312-cp312-linux_aarch64.cu13.whl", "cu13").done();
+    Wheel x86 = ModelBuilder("demo-1.0-cp312-cp312-linux_x86_64.cu12.whl", "cu12").done();
+    Wheel arm = ModelBuilder("demo-1.0-cp312-cp312-linux_aarch64.cu13.whl", "cu13").done();
     Problems problems = plan_refused({x86, arm});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].kind == ProblemKind::invalid_input);
@@ -468,9 +468,9 @@ TEST_CASE("plan: builds of different versions, names, python tags or platforms a
 
 TEST_CASE("plan: names that differ only in spelling, or a +cuNN local version, are one build") {
   Wheel a =
-      WheelBuilder("Demo-1.0+cu12-cp312-cp312-linux_x86_64.whl", "cu12").metadata_name("Demo").file("m.py", "x").done();
+      ModelBuilder("Demo-1.0+cu12-cp312-cp312-linux_x86_64.whl", "cu12").metadata_name("Demo").file("m.py", "x").done();
   Wheel b =
-      WheelBuilder("demo-1.0+cu13-cp312-cp312-linux_x86_64.whl", "cu13").metadata_name("Demo").file("m.py", "x").done();
+      ModelBuilder("demo-1.0+cu13-cp312-cp312-linux_x86_64.whl", "cu13").metadata_name("Demo").file("m.py", "x").done();
   MergePlan plan = plan_ok({a, b});
   CHECK(plan.filename == "demo-1.0-cp312-cp312-linux_x86_64.whl");
   CHECK(plan.dist_info == "demo-1.0.dist-info");
@@ -533,7 +533,7 @@ TEST_CASE("plan: preload_order breaks a cycle at the first library in the given 
 TEST_CASE("plan: a private library no package loads, or a variant outside every package, is refused") {
   {
     auto make = [](const std::string& label) {
-      return WheelBuilder::demo(label).elf("demo.libs/libx.so.1", label, "libx.so.1").file("m.py", "x").done();
+      return ModelBuilder::demo(label).elf("demo.libs/libx.so.1", label, "libx.so.1").file("m.py", "x").done();
     };
     Problems problems = plan_refused({make("cu12"), make("cu13")});
     REQUIRE(problems.size() == 2);  // one per build
@@ -542,7 +542,7 @@ TEST_CASE("plan: a private library no package loads, or a variant outside every 
     CHECK(problems[0].what == "private library differs between builds, but no package loads it");
   }
   {
-    auto make = [](const std::string& label) { return WheelBuilder::demo(label).elf(so_name("_top"), label).done(); };
+    auto make = [](const std::string& label) { return ModelBuilder::demo(label).elf(so_name("_top"), label).done(); };
     Problems problems = plan_refused({make("cu12"), make("cu13")});
     REQUIRE(problems.size() == 2);
     CHECK(problems[0].member == so_name("_top"));
@@ -599,7 +599,7 @@ TEST_CASE("plan: a labelled name that another member already has is refused") {
 
 TEST_CASE("plan: a package under .data/platlib gets its loader there, named without the .data prefix") {
   auto make = [](const std::string& label) {
-    WheelBuilder b("demo-1.0+" + label + "-cp312-cp312-linux_x86_64.whl", label);
+    ModelBuilder b("demo-1.0+" + label + "-cp312-cp312-linux_x86_64.whl", label);
     const std::string data = b.data_dir();  // "demo-1.0+cu12.data": the input's version
     return b.file(data + "/platlib/pkg/__init__.py", kInit)
         .elf(data + "/platlib/pkg/" + so_name("_core"), "core " + label)
@@ -678,7 +678,7 @@ TEST_CASE("plan: a module of the loader's name already in the package is refused
 
 TEST_CASE("plan: an __init__.py the loader import cannot go into is refused") {
   auto make = [](const std::string& label) {
-    return WheelBuilder::demo(label).file("pkg/__init__.py", "\"a\" \"b\" + x\n").elf(kCore, label).done();
+    return ModelBuilder::demo(label).file("pkg/__init__.py", "\"a\" \"b\" + x\n").elf(kCore, label).done();
   };
   const std::vector<Wheel> inputs{make("cu13"), make("cu12")};
   Problems problems = plan_refused(inputs);
@@ -692,7 +692,7 @@ TEST_CASE("plan: an __init__.py the loader import cannot go into is refused") {
 
 TEST_CASE("plan: a package __init__.py too large to have been read is refused") {
   auto make = [](const std::string& label) {
-    return WheelBuilder::demo(label).large_init("pkg/__init__.py").elf(kCore, label).done();
+    return ModelBuilder::demo(label).large_init("pkg/__init__.py").elf(kCore, label).done();
   };
   const std::vector<Wheel> inputs{make("cu12"), make("cu13")};
   Problems problems = plan_refused(inputs);
@@ -740,7 +740,7 @@ TEST_CASE("plan: RECORD comes last with one row per member, and WHEEL is generat
 
 TEST_CASE("plan: WHEEL carries every tag and the build tag") {
   auto make = [](const std::string& label, const std::string& platforms) {
-    return WheelBuilder("demo-1.0-7-cp312.cp313-abi3-" + platforms + "." + label + ".whl", label)
+    return ModelBuilder("demo-1.0-7-cp312.cp313-abi3-" + platforms + "." + label + ".whl", label)
         .file("m.py", "x")
         .done();
   };
@@ -799,7 +799,7 @@ TEST_CASE("plan: a labelled SBOM that meets another SBOM's name is refused") {
 
 TEST_CASE("plan: members that install onto one path from the root and from .data/platlib are refused") {
   auto make = [](const std::string& label, const std::string& root_file) {
-    WheelBuilder b("demo-1.0-cp312-cp312-linux_x86_64." + label + ".whl", label);
+    ModelBuilder b("demo-1.0-cp312-cp312-linux_x86_64." + label + ".whl", label);
     const std::string data = b.data_dir();
     return b.file(data + "/platlib/pkg/__init__.py", kInit)
         .elf(data + "/platlib/pkg/" + so_name("_core"), "core " + label)
@@ -827,7 +827,7 @@ TEST_CASE("plan: members that install onto one path from the root and from .data
 
 TEST_CASE("plan: preload paths of a .data/platlib package are relative to where it installs") {
   auto make = [](const std::string& label) {
-    WheelBuilder b("demo-1.0-cp312-cp312-linux_x86_64." + label + ".whl", label);
+    ModelBuilder b("demo-1.0-cp312-cp312-linux_x86_64." + label + ".whl", label);
     const std::string data = b.data_dir();
     return b.file(data + "/platlib/pkg/__init__.py", kInit)
         .elf(data + "/platlib/pkg/" + so_name("_core"), "core " + label, {}, {"liby.so.1"})
@@ -855,7 +855,7 @@ TEST_CASE("plan: preload paths of a .data/platlib package are relative to where 
 
 TEST_CASE("plan: builds that differ in no file outside the dist-info merge with a warning") {
   auto make = [](const std::string& label) {
-    return WheelBuilder::demo(label).file("pkg/__init__.py", kInit).file("pkg/util.py", "x").done();
+    return ModelBuilder::demo(label).file("pkg/__init__.py", kInit).file("pkg/util.py", "x").done();
   };
   MergePlan plan = plan_ok({make("cu12"), make("cu13")});
   CHECK(plan.loader_packages.empty());
@@ -868,7 +868,7 @@ namespace {
 // A build of CuPy-like "NAME" (e.g. cupy_cuda12x): one extension module that differs per build,
 // and a data directory under .data named with the distribution.
 Wheel per_cuda_distribution(const std::string& name, const std::string& label) {
-  WheelBuilder b(name + "-14.2.0-cp312-cp312-linux_x86_64.whl", label);
+  ModelBuilder b(name + "-14.2.0-cp312-cp312-linux_x86_64.whl", label);
   b.metadata_name(name).file("cupy/__init__.py", kInit).elf(so_name("cupy/_core"), "built for " + label);
   b.file(b.data_dir() + "/scripts/cupy-info", "#!/bin/sh\n");
   return b.done();

@@ -37,19 +37,6 @@ struct Planned {
   }
 };
 
-std::string content(const ZipArchive& zip, const ZipEntry& e) {
-  std::string out;
-  auto problem = stream_member(
-      zip, e,
-      [&](std::span<const uint8_t> c) {
-        out.append(c.begin(), c.end());
-        return true;
-      },
-      "out.whl", [&] { out.clear(); });
-  REQUIRE_FALSE(problem);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("write: the written archive holds the plan's members, in its order, with its sizes and bytes") {
@@ -74,7 +61,7 @@ TEST_CASE("write: the written archive holds the plan's members, in its order, wi
     CHECK(e.name == m.path);
     CHECK(e.uncompressed_size == m.size);
     CHECK(e.executable() == m.executable);
-    std::string bytes = content(*zip, e);
+    std::string bytes = member_content(*zip, e, "out.whl");
     CHECK(bytes.size() == m.size);
     if (!m.input) {
       ++generated;
@@ -82,7 +69,7 @@ TEST_CASE("write: the written archive holds the plan's members, in its order, wi
     } else {
       // A copied member: the input member's bytes.
       const Wheel& in = p.inputs[*m.input];
-      CHECK(bytes == content(in.zip, in.zip.entries[m.entry]));
+      CHECK(bytes == member_content(in.zip, in.zip.entries[m.entry], "out.whl"));
     }
     if (m.sha256) CHECK(sha256_b64(bytes) == base64url_nopad(*m.sha256));
   }

@@ -3,6 +3,7 @@
 #include "merger/zip/member_stream.hpp"
 #include "merger/zip/zip_archive.hpp"
 #include "merger/zip/zip_writer.hpp"
+#include "wheel_builder.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,6 +15,7 @@
 #include <random>
 
 using namespace wm;
+using wm::test::member_content;
 
 namespace {
 
@@ -42,19 +44,6 @@ struct TempZip {
   std::optional<ZipArchive> read(Problems& problems) const { return read_zip(path, "t.whl", problems); }
 };
 
-std::string content(const ZipArchive& zip, const ZipEntry& e) {
-  std::string out;
-  auto problem = stream_member(
-      zip, e,
-      [&](std::span<const uint8_t> c) {
-        out.append(c.begin(), c.end());
-        return true;
-      },
-      "t.whl", [&] { out.clear(); });
-  REQUIRE_FALSE(problem);
-  return out;
-}
-
 // Offset of the central directory header of entry `index`.
 size_t central_header(const std::vector<uint8_t>& data, size_t index) {
   for (size_t i = 0, seen = 0; i + 4 <= data.size(); ++i)
@@ -76,8 +65,8 @@ TEST_CASE("what ZipWriter writes, read_zip reads back exactly") {
   CHECK_FALSE(zip->entries[0].executable());
   CHECK(zip->entries[1].executable());
   CHECK((zip->entries[1].external_attributes >> 16) == 0100755);
-  CHECK(content(*zip, zip->entries[0]) == "print('hi')\n");
-  CHECK(content(*zip, zip->entries[1]) == std::string(5000, 'x'));
+  CHECK(member_content(*zip, zip->entries[0], "t.whl") == "print('hi')\n");
+  CHECK(member_content(*zip, zip->entries[1], "t.whl") == std::string(5000, 'x'));
 }
 
 TEST_CASE("bytes outside the entries are refused") {
@@ -250,8 +239,8 @@ TEST_CASE("zip: a generated member larger than the writer's buffer, its header r
   REQUIRE(zip->entries.size() == 2);
   CHECK(zip->entries[0].compressed_size > (1u << 18));
   CHECK(zip->entries[0].compressed_size < big.size());
-  CHECK(content(*zip, zip->entries[0]) == big);
-  CHECK(content(*zip, zip->entries[1]) == "x = 1\n");
+  CHECK(member_content(*zip, zip->entries[0], "t.whl") == big);
+  CHECK(member_content(*zip, zip->entries[1], "t.whl") == "x = 1\n");
 }
 
 TEST_CASE("name clashes: case, normalisation, file and directory, one spelling per directory") {

@@ -7,6 +7,7 @@
 
 #include "merger/base/bytes.hpp"
 #include "merger/zip/file.hpp"
+#include "merger/zip/member_stream.hpp"
 #include "merger/zip/zip_writer.hpp"
 
 #include <doctest/doctest.h>
@@ -95,6 +96,20 @@ inline std::string b64url_nopad(const unsigned char* data, size_t size) {
     out += kAlphabet[(v >> 12) & 63];
     out += kAlphabet[(v >> 6) & 63];
   }
+  return out;
+}
+
+// A member's bytes, streamed through its CRC check (`display` names the archive in problems).
+inline std::string member_content(const ZipArchive& zip, const ZipEntry& e, const std::string& display) {
+  std::string out;
+  auto problem = stream_member(
+      zip, e,
+      [&](std::span<const uint8_t> c) {
+        out.append(c.begin(), c.end());
+        return true;
+      },
+      display, [&] { out.clear(); });
+  REQUIRE_FALSE(problem);
   return out;
 }
 
