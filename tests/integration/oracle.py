@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import email.parser
 import email.policy
@@ -209,7 +210,7 @@ def _unzip_view(path: Path, work: Path) -> View:
         return View("unzip", error=f"unzip -Z1: exit {listing.returncode}: "
                                    f"{listing.stderr.decode('utf-8', 'backslashreplace')[-2000:]}")
     listed = [os.fsdecode(line) for line in listing.stdout.split(b"\n") if line]
-    dups = sorted({n for n in listed if listed.count(n) > 1})
+    dups = sorted(n for n, count in collections.Counter(listed).items() if count > 1)
     if dups:
         return View("unzip", error=f"unzip -Z1 lists duplicate names {dups!r}")
     r = subprocess.run([UNZIP, "-qq", "-n", str(path), "-d", str(work)], capture_output=True,
