@@ -327,13 +327,6 @@ std::string merged_description(const std::vector<const Wheel*>& wheels) {
   return out;
 }
 
-// The builds' labels, "torch210_cu12, torch211plus_cu13", for messages.
-std::string labels_of(const std::vector<const Wheel*>& wheels) {
-  std::vector<std::string> labels;
-  for (const Wheel* w : wheels) labels.push_back(w->build_label().str());
-  return fmt::format("{}", fmt::join(labels, ", "));
-}
-
 bool is_torch_requirement(const Requirement& r) { return normalize_name(r.name) == "torch" && !depends_on_extra(r); }
 
 // For builds of the torch selector: the one torch requirement that replaces every build's own

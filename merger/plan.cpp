@@ -180,7 +180,7 @@ std::vector<size_t> preload_order(const std::vector<const ElfInfo*>& libs) {
 namespace {
 
 // Per path, the file each build has (nullptr where it has none), builds in label order.
-using Row = std::span<const WheelFile* const>;
+using PathRow = std::span<const WheelFile* const>;
 
 // Every path of every build and its row, sorted by path: keys and rows in two flat arrays (a
 // key's row is `builds` pointers), built by sorting what add() collected. Keys are views: of
@@ -211,7 +211,7 @@ class PathTable {
   }
   size_t size() const { return keys_.size(); }
   std::string_view key(size_t i) const { return keys_[i]; }
-  Row row(size_t i) const { return Row(rows_).subspan(i * builds_, builds_); }
+  PathRow row(size_t i) const { return PathRow(rows_).subspan(i * builds_, builds_); }
   // The first key not below `key`.
   size_t lower_bound(std::string_view key) const {
     return static_cast<size_t>(std::lower_bound(keys_.begin(), keys_.end(), key) - keys_.begin());
@@ -220,7 +220,7 @@ class PathTable {
     size_t i = lower_bound(key);
     return i < size() && keys_[i] == key;
   }
-  Row at(std::string_view key) const {
+  PathRow at(std::string_view key) const {
     size_t i = lower_bound(key);
     if (i == size() || keys_[i] != key) throw std::out_of_range("no such path: " + std::string(key));
     return row(i);
@@ -229,7 +229,7 @@ class PathTable {
   struct Iterator {
     const PathTable* table;
     size_t i;
-    std::pair<std::string_view, Row> operator*() const { return {table->key(i), table->row(i)}; }
+    std::pair<std::string_view, PathRow> operator*() const { return {table->key(i), table->row(i)}; }
     Iterator& operator++() {
       ++i;
       return *this;
@@ -298,13 +298,13 @@ struct Planner {
     m.sha256 = f.sha256;
     return m;
   }
-  bool same_everywhere(const Row& row) const {
+  bool same_everywhere(const PathRow& row) const {
     return std::all_of(row.begin(), row.end(), [&](const WheelFile* f) {
       return f && f->sha256 == row.front()->sha256 && f->size == row.front()->size;
     });
   }
   // A path that differs between builds where it must not, with what each build has.
-  void conflict(const std::string& path, const Row& row, std::string what) {
+  void conflict(const std::string& path, const PathRow& row, std::string what) {
     std::vector<std::string> found;
     for (size_t i = 0; i < builds(); ++i)
       found.push_back(fmt::format(
@@ -314,7 +314,7 @@ struct Planner {
                         fmt::format("{}", fmt::join(found, "; "))});
   }
   const WheelFile* file_of(const VariantFile& v) const {
-    const Row& row = payload.at(v.original);
+    const PathRow& row = payload.at(v.original);
     for (size_t i = 0; i < builds(); ++i)
       if (label(i) == v.label) return row[i];
     return nullptr;
@@ -761,7 +761,7 @@ void Planner::add_loaders() {
       const size_t at = payload.lower_bound(shadow.prefix);
       if (at >= payload.size() || !payload.key(at).starts_with(shadow.prefix)) continue;
       std::vector<std::string> holding;
-      const Row row = payload.row(at);
+      const PathRow row = payload.row(at);
       for (size_t b = 0; b < row.size(); ++b)
         if (row[b]) holding.push_back(build(b).display);
       // The inputs are wheels, but cannot be merged: a conflict.

@@ -24,14 +24,14 @@ namespace {
 // wheels are unsuffixed but cuDNN's, NCCL's, NVSHMEM's and cuSPARSELt's. `base` is the file
 // name between "lib" and ".so"; a trailing '*' matches every name it begins (libcudnn_ops,
 // libnppc). `torch`: torch's CUDA builds require it, so a torch build's torch brings it.
-struct Row {
+struct RuntimeLibrary {
   int major;
   std::string_view base;
   std::string_view distribution;
   std::string_view toolkit_extra;
   bool torch;
 };
-constexpr Row kRows[] = {
+constexpr RuntimeLibrary kRows[] = {
     {12, "cudart", "nvidia-cuda-runtime-cu12", "cudart", true},
     {12, "cublas", "nvidia-cublas-cu12", "cublas", true},
     {12, "cublasLt", "nvidia-cublas-cu12", "cublas", true},
@@ -103,10 +103,10 @@ std::string_view library_base(std::string_view name) {
   return name.substr(3, so - 3);
 }
 
-const Row* row_of(std::string_view name, int cuda_major) {
+const RuntimeLibrary* row_of(std::string_view name, int cuda_major) {
   const std::string_view base = library_base(name);
   if (base.empty()) return nullptr;
-  for (const Row& row : kRows) {
+  for (const RuntimeLibrary& row : kRows) {
     if (row.major != cuda_major) continue;
     const bool prefix = row.base.ends_with('*');
     const std::string_view stem = prefix ? row.base.substr(0, row.base.size() - 1) : row.base;
@@ -116,7 +116,7 @@ const Row* row_of(std::string_view name, int cuda_major) {
 }
 
 // The requirement of `wheel` that brings `row`'s wheel, as written, or empty.
-std::string provider(const Wheel& wheel, const Row& row) {
+std::string provider(const Wheel& wheel, const RuntimeLibrary& row) {
   for (const Requirement& r : wheel.requires_dist) {
     const std::string name = normalize_name(r.name);  // "cuda_toolkit"
     if (name == normalize_name(row.distribution)) return r.to_string();
@@ -133,7 +133,7 @@ std::optional<RuntimeWheel> runtime_wheel_of_library(std::string_view name, int 
   if (auto majors = cuda_majors_of_library(name);
       majors && std::find(majors->begin(), majors->end(), cuda_major) == majors->end())
     return std::nullopt;
-  const Row* row = row_of(name, cuda_major);
+  const RuntimeLibrary* row = row_of(name, cuda_major);
   if (!row) return std::nullopt;
   return RuntimeWheel{row->distribution, row->toolkit_extra};
 }
@@ -155,7 +155,7 @@ std::vector<RuntimeNeed> runtime_needs(const Wheel& wheel, const VariantLabel& l
         continue;
       }
       if (!runtime_wheel_of_library(library, major)) continue;
-      const Row& row = *row_of(library, major);
+      const RuntimeLibrary& row = *row_of(library, major);
       std::string by = label.selector() == Selector::torch && row.torch ? "torch" : provider(wheel, row);
       seen.emplace(library, needs.size());
       needs.push_back({library, std::string(f.path), 1, {row.distribution, row.toolkit_extra}, std::move(by)});

@@ -176,12 +176,12 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
 }
 
 // The wheel being read, and the caller's problems, which every check below adds to.
-struct Reader {
+struct WheelReader {
   Wheel w;
   Problems& problems;
   size_t before;  // problems.size() when reading began
 
-  Reader(const std::string& path, std::optional<VariantLabel> label, Problems& problems_) : problems(problems_) {
+  WheelReader(const std::string& path, std::optional<VariantLabel> label, Problems& problems_) : problems(problems_) {
     w.path = path;
     w.display = std::filesystem::path(path).filename().string();
     w.label = std::move(label);
@@ -196,7 +196,7 @@ struct Reader {
 };
 
 // Name and archive: the file name parses as a wheel's and the file reads as a zip archive.
-bool read_name_and_archive(Reader& r) {
+bool read_name_and_archive(WheelReader& r) {
   std::string why;
   auto name = parse_wheel_filename(r.w.display, why);
   if (!name) {
@@ -213,7 +213,7 @@ bool read_name_and_archive(Reader& r) {
 // Layout: exactly one .dist-info directory and at most one .data directory, both named for the
 // wheel, and no top-level file named like either. False only when there is not exactly one
 // dist-info directory to go on with; the other findings are problems and reading goes on.
-bool check_layout(Reader& r) {
+bool check_layout(WheelReader& r) {
   Wheel& w = r.w;
   std::set<std::string> dist_infos, datas;
   for (const ZipEntry& e : w.zip.entries) {
@@ -250,7 +250,7 @@ bool check_layout(Reader& r) {
 
 // Files: every regular member into w.files (directories carry nothing a wheel needs), each
 // .data member under a known key, no installer-written file in the dist-info directory.
-void list_files(Reader& r) {
+void list_files(WheelReader& r) {
   Wheel& w = r.w;
   w.files.reserve(w.zip.entries.size());
   for (size_t i = 0; i < w.zip.entries.size(); ++i) {
@@ -287,7 +287,7 @@ void list_files(Reader& r) {
 // A wheel for Windows holds only names Windows creates as written: pip and installer would
 // otherwise write a member elsewhere than RECORD says (a stream of another file, a name without
 // its trailing dot) or open a device.
-void check_windows_names(Reader& r) {
+void check_windows_names(WheelReader& r) {
   const auto& platforms = r.w.name.platform;
   if (std::none_of(platforms.begin(), platforms.end(), [](const std::string& p) { return p.starts_with("win"); }))
     return;
@@ -298,7 +298,7 @@ void check_windows_names(Reader& r) {
              why);
 }
 
-void check_installed_paths(Reader& r) {
+void check_installed_paths(WheelReader& r) {
   const Wheel& w = r.w;
   if (w.data_dir.empty()) return;
   std::vector<std::string> installed;
@@ -340,7 +340,7 @@ void check_installed_paths(Reader& r) {
 // One dist-info file as text: present, within `limit` bytes, UTF-8 without a BOM and without
 // NUL, as Python's readers of these files (email parser, csv) would otherwise see another first
 // field name or row than we do.
-std::optional<std::string> read_dist_info_text(Reader& r, const std::string& rel, size_t limit) {
+std::optional<std::string> read_dist_info_text(WheelReader& r, const std::string& rel, size_t limit) {
   const Wheel& w = r.w;
   std::string path = w.dist_info + "/" + rel;
   const WheelFile* f = w.find(path);
@@ -368,7 +368,7 @@ struct DistInfoTexts {
 
 // Dist-info texts: RECORD, WHEEL and METADATA, all three read (each within its limit) so that
 // every one that cannot be is reported; nullopt when any cannot.
-std::optional<DistInfoTexts> read_dist_info_texts(Reader& r) {
+std::optional<DistInfoTexts> read_dist_info_texts(WheelReader& r) {
   auto record = read_dist_info_text(r, "RECORD", kMaxRecordFile);
   auto wheel = read_dist_info_text(r, "WHEEL", kMaxWheelFile);
   auto metadata = read_dist_info_text(r, "METADATA", kMaxMetadataFile);
@@ -380,7 +380,7 @@ std::optional<DistInfoTexts> read_dist_info_texts(Reader& r) {
 // that differ from the file name's only warn: installers go by the file name's tags (CuPy's
 // wheels say linux_x86_64 in WHEEL under a manylinux2014 file name), and every output's WHEEL
 // is written from file names.
-void check_wheel_file(Reader& r, const std::string& text) {
+void check_wheel_file(WheelReader& r, const std::string& text) {
   Wheel& w = r.w;
   const std::string wheel_member = w.dist_info + "/WHEEL";
   auto fields = parse_headers(text, w.display, wheel_member, r.problems);
@@ -408,7 +408,7 @@ void check_wheel_file(Reader& r, const std::string& text) {
 }
 
 // METADATA's single-use fields: each at most once, reported once, at its second use.
-void check_single_use_fields(Reader& r, const std::string& metadata_member) {
+void check_single_use_fields(WheelReader& r, const std::string& metadata_member) {
   const Wheel& w = r.w;
   std::map<std::string, size_t> seen;  // single-use field (lower case) -> times seen
   for (const Header& h : w.metadata.fields) {
@@ -422,7 +422,7 @@ void check_single_use_fields(Reader& r, const std::string& metadata_member) {
 
 // METADATA's Requires-Dist: each parses as pip parses it, as the merge rebuilds requirements
 // from the parse; a signal stops the loop with an "interrupted" problem.
-void parse_requires_dist(Reader& r, const std::string& metadata_member) {
+void parse_requires_dist(WheelReader& r, const std::string& metadata_member) {
   Wheel& w = r.w;
   size_t line = 0;
   for (const std::string& text : w.metadata.all("Requires-Dist")) {
@@ -444,7 +444,7 @@ void parse_requires_dist(Reader& r, const std::string& metadata_member) {
 
 // METADATA: single-use fields once, every Requires-Dist a valid requirement, Name and Version
 // those of the file name.
-void check_metadata(Reader& r, const std::string& text) {
+void check_metadata(WheelReader& r, const std::string& text) {
   Wheel& w = r.w;
   const std::string metadata_member = w.dist_info + "/METADATA";
   auto fields = parse_headers(text, w.display, metadata_member, r.problems);
@@ -463,7 +463,7 @@ void check_metadata(Reader& r, const std::string& text) {
 
 // A variant wheel (PEP 825: a label after the platform tags in its name): its variant.json
 // names that label alone, in a form installers read (variant_document_problem).
-void check_variant_metadata(Reader& r) {
+void check_variant_metadata(WheelReader& r) {
   const std::string& label = r.w.name.variant;
   if (label.empty()) return;
   auto text = read_dist_info_text(r, "variant.json", kMaxVariantFile);
@@ -477,7 +477,7 @@ void check_variant_metadata(Reader& r) {
 // RECORD rows: the CSV parses (at most kRecordSlack rows beyond one per member), every path is
 // a safe relative file path, no path has two rows. The rows sorted by path.
 // The rows refer to `text`.
-RecordRows read_record_rows(Reader& r, std::string_view text) {
+RecordRows read_record_rows(WheelReader& r, std::string_view text) {
   const std::string record_path = r.record_path();
   auto parsed = parse_record(text, r.w.display, record_path, r.w.zip.entries.size() + kRecordSlack, r.problems);
   if (!parsed) return {};
@@ -502,7 +502,7 @@ RecordRows read_record_rows(Reader& r, std::string_view text) {
 // (RecordHash::parse: algorithm, digest length) and the member's size; no row for a file the
 // archive lacks. Each member's recorded hash, by position in w.files; none for RECORD and
 // signature files.
-void check_record_entries(Reader& r, const RecordRows& rows, OtherDigests& other_digests) {
+void check_record_entries(WheelReader& r, const RecordRows& rows, OtherDigests& other_digests) {
   Wheel& w = r.w;
   const std::string record_path = r.record_path();
   std::vector<bool> used(rows.size(), false);
@@ -736,7 +736,7 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
 // Each step adds its findings to `problems`; reading stops after a step that found any, where
 // later steps would only repeat them (WHEEL, METADATA and RECORD's rows are all checked first).
 std::optional<OpenedWheel> open_wheel(const std::string& path, std::optional<VariantLabel> label, Problems& problems) {
-  Reader r(path, std::move(label), problems);
+  WheelReader r(path, std::move(label), problems);
   if (!read_name_and_archive(r) || !check_layout(r)) return std::nullopt;
   list_files(r);
   if (r.failed()) return std::nullopt;

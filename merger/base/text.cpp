@@ -27,40 +27,40 @@ std::vector<std::string> split(std::string_view text, char separator) {
   }
 }
 
-bool is_valid_utf8(std::string_view s) {
+size_t invalid_utf8_at(std::string_view s) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
   size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<uint8_t>(s[i]);
-    size_t extra;
-    uint32_t cp;
+  const size_t n = s.size();
+  while (i < n) {
+    unsigned char c = b[i];
     if (c < 0x80) {
       ++i;
       continue;
     }
-    if ((c >> 5) == 0x6) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c >> 4) == 0xE) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c >> 3) == 0x1E) {
-      extra = 3;
-      cp = c & 0x07;
-    } else
-      return false;
-    if (s.size() - i <= extra) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      auto cc = static_cast<uint8_t>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
     }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += extra + 1;
+    if (i + len > n || b[i + 1] < lo || b[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if (b[i + k] < 0x80 || b[i + k] > 0xBF) return i;
+    i += len;
   }
-  return true;
+  return std::string_view::npos;
 }
+
+bool is_valid_utf8(std::string_view s) { return invalid_utf8_at(s) == std::string_view::npos; }
 
 namespace {
 // U+11A7 HANGUL JUNGSEONG O-YAE. Hangul composition joins an LV syllable and a trailing consonant

@@ -13,7 +13,10 @@ std::vector<std::string> split(std::string_view text, char separator);
 // [A-Za-z_][A-Za-z0-9_]*: a Python identifier of ASCII, a POSIX environment variable name.
 bool is_ascii_identifier(std::string_view text);
 
-// Well-formed UTF-8: no overlong forms, surrogates or values past U+10FFFF.
+// The offset of the first byte that is not part of well-formed UTF-8 (no overlong forms, no
+// surrogates, nothing above U+10FFFF), npos when every byte is.
+size_t invalid_utf8_at(std::string_view text);
+// Well-formed UTF-8: invalid_utf8_at finds nothing.
 bool is_valid_utf8(std::string_view text);
 // Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8.
 void append_utf8(std::string& out, char32_t cp);

@@ -17,17 +17,21 @@ constexpr size_t kMaxNeeded = kMaxElfNeeded;
 constexpr uint32_t kPtLoad = 1, kPtDynamic = 2;
 constexpr int64_t kDtNeeded = 1, kDtStrtab = 5, kDtStrsz = 10, kDtSoname = 14;
 constexpr int64_t kDtVerneed = 0x6ffffffe, kDtVerneednum = 0x6fffffff;
+}  // namespace
 
+// A program header, as ElfScanner::Layout keeps it (a member of that class's layout, so not of
+// an unnamed namespace: the class has external linkage).
+namespace elf_layout {
 struct Segment {
   uint32_t type;
   uint64_t offset, vaddr, filesz;
 };
-}  // namespace
+}  // namespace elf_layout
 
 struct ElfScanner::Layout {
   bool is64;
   uint16_t type;
-  std::vector<Segment> segments;
+  std::vector<elf_layout::Segment> segments;
 };
 
 bool is_pe_image(std::span<const uint8_t> head) {
@@ -117,7 +121,7 @@ void ElfScanner::feed(std::span<const uint8_t> chunk) {
   if (!dynamic_located_ && prefix_.size() >= 64) {
     if (auto l = layout()) {
       dynamic_located_ = true;
-      for (const Segment& s : l->segments)
+      for (const elf_layout::Segment& s : l->segments)
         if (s.type == kPtDynamic && s.filesz <= kPrefix && s.offset <= UINT64_MAX - s.filesz)
           dynamic_range_ = ByteRange{s.offset, s.filesz};
     } else if (prefix_.size() == kPrefix || seen_ > kPrefix) {
@@ -172,15 +176,15 @@ DynamicFields read_dynamic(const std::vector<uint8_t>& dyn, bool is64) {
 
 // The file bytes a virtual address maps to: its offset in the file and how many bytes of its
 // PT_LOAD segment follow it there.
-std::optional<ByteRange> file_range(const std::vector<Segment>& segments, uint64_t vaddr) {
-  for (const Segment& s : segments)
+std::optional<ByteRange> file_range(const std::vector<elf_layout::Segment>& segments, uint64_t vaddr) {
+  for (const elf_layout::Segment& s : segments)
     if (s.type == kPtLoad && vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz &&
         s.offset <= UINT64_MAX - (vaddr - s.vaddr))
       return ByteRange{vaddr - s.vaddr + s.offset, s.filesz - (vaddr - s.vaddr)};
   return std::nullopt;
 }
 
-std::optional<uint64_t> file_offset(const std::vector<Segment>& segments, uint64_t vaddr) {
+std::optional<uint64_t> file_offset(const std::vector<elf_layout::Segment>& segments, uint64_t vaddr) {
   const auto range = file_range(segments, vaddr);
   return range ? std::optional<uint64_t>(range->offset) : std::nullopt;
 }
@@ -190,7 +194,7 @@ bool within(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= l
 
 // Where the version needs lie in the file: from DT_VERNEED's offset, to the end of its PT_LOAD
 // segment's file bytes, at most kMaxElfVersionBytes (the table's size is not recorded).
-std::optional<ByteRange> versions_range(const std::vector<Segment>& segments, const DynamicFields& f) {
+std::optional<ByteRange> versions_range(const std::vector<elf_layout::Segment>& segments, const DynamicFields& f) {
   if (!f.verneed_vaddr || f.verneednum == 0) return std::nullopt;
   auto range = file_range(segments, *f.verneed_vaddr);
   if (range) range->size = std::min(range->size, kMaxElfVersionBytes);

@@ -43,41 +43,6 @@ size_t line_of(std::string_view s, size_t at) {
   return line;
 }
 
-// The offset of the first byte that is not part of well-formed UTF-8 (no overlong forms, no
-// surrogates, nothing above U+10FFFF), npos when every byte is.
-size_t invalid_utf8_at(std::string_view s) {
-  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    unsigned char c = b[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + len > n || b[i + 1] < lo || b[i + 1] > hi) return i;
-    for (size_t k = 2; k < len; ++k)
-      if (b[i + k] < 0x80 || b[i + k] > 0xBF) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
 char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 bool ascii_alnum(char c) { return (c >= '0' && c <= '9') || (ascii_lower(c) >= 'a' && ascii_lower(c) <= 'z'); }
 

@@ -37,28 +37,6 @@ size_t utf8_length(char lead) {
   return 1;
 }
 
-// The byte offset of the first malformed UTF-8 sequence (overlong forms, surrogates and values
-// past U+10FFFF included), or npos.
-size_t invalid_utf8_at(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto b = static_cast<unsigned char>(s[i]);
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n = utf8_length(s[i]);
-    if (n == 1 || i + n > s.size()) return i;
-    auto b1 = static_cast<unsigned char>(s[i + 1]);
-    if ((b == 0xE0 && b1 < 0xA0) || (b == 0xED && b1 >= 0xA0) || (b == 0xF0 && b1 < 0x90) || (b == 0xF4 && b1 >= 0x90))
-      return i;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return i;
-    i += n;
-  }
-  return std::string_view::npos;
-}
-
 // The length of the whitespace character at `p` as Python's `\s` and str.strip() know it
 // (ASCII controls 9-13 and 28-31, space, and Unicode's spaces), or 0.
 size_t unicode_space_at(std::string_view s, size_t p) {

@@ -49,7 +49,7 @@ constexpr uint64_t kMaxSegmentBytes = 255;
 
 // What every check of read_zip shares: the archive being read (its entries filled in as the
 // central directory is read), the problems found so far and the name they give the file.
-struct Reader {
+struct ZipReader {
   ZipArchive& zip;
   Problems& problems;
   const std::string& display;
@@ -388,7 +388,7 @@ Problem clash_problem(const NameClash& clash, const std::vector<std::string_view
 namespace {
 
 // Names must stay distinct and of one kind wherever the wheel is unpacked.
-void check_names(const ZipArchive& zip, Reader& r) {
+void check_names(const ZipArchive& zip, ZipReader& r) {
   std::vector<std::string_view> names;
   names.reserve(zip.entries.size());
   for (const ZipEntry& e : zip.entries) names.push_back(e.name);
@@ -485,7 +485,7 @@ struct Directory {
 // Finds the end record: the last 22 + comment bytes, its comment reaching exactly to the end,
 // as the strictest reader finds it. A file with none is no zip, or one cut short or with bytes
 // after its end (told apart by a local header at offset 0).
-std::optional<EndRecord> find_end_record(Reader& r) {
+std::optional<EndRecord> find_end_record(ZipReader& r) {
   EndRecord end;
   size_t tail_len = static_cast<size_t>(std::min<uint64_t>(r.zip.size, kEndSize + 0xFFFF));
   if (r.zip.size < kEndSize || !r.read(r.zip.size - tail_len, end.tail, tail_len)) {
@@ -517,7 +517,7 @@ std::optional<EndRecord> find_end_record(Reader& r) {
 // Checks that every reader settles on this end record: no end signature after its start (the
 // later end signature Python's zipfile would take), and no zip records in its comment (another
 // archive or end record some reader could find instead).
-bool check_end_record(Reader& r, ByteView end) {
+bool check_end_record(ZipReader& r, ByteView end) {
   // Python's zipfile takes the last end-record signature in the file; it must be this record's.
   // (Without a comment it takes the last 22 bytes as they are, searching nothing.)
   if (end.u16(20) != 0 && end.sub(1, end.size() - 1).find_u32(kEndSig)) {
@@ -549,7 +549,7 @@ Directory classic_directory(ByteView end, uint64_t end_offset) {
 // Replaces the classic fields of `d` with those of the ZIP64 end record `z` (at `z64_offset`),
 // after checking that each classic field that is not the 0xffff/0xffffffff placeholder equals
 // its ZIP64 counterpart: readers that ignore the ZIP64 record must find the same directory.
-bool adopt_zip64_fields(Reader& r, ByteView z, uint64_t z64_offset, Directory& d) {
+bool adopt_zip64_fields(ZipReader& r, ByteView z, uint64_t z64_offset, Directory& d) {
   const struct {
     const char* field;
     uint64_t classic, placeholder, zip64;
@@ -582,7 +582,7 @@ bool adopt_zip64_fields(Reader& r, ByteView z, uint64_t z64_offset, Directory& d
 // record of the fixed size ending exactly at the locator (Python's zipfile reads it there,
 // whatever the locator says), agreeing with the end record; where absent, no end record field
 // may be a ZIP64 placeholder.
-bool apply_zip64_end(Reader& r, uint64_t end_offset, Directory& d) {
+bool apply_zip64_end(ZipReader& r, uint64_t end_offset, Directory& d) {
   const bool needs_zip64 = d.disk == 0xFFFF || d.cd_disk == 0xFFFF || d.count_disk == 0xFFFF || d.count == 0xFFFF ||
                            d.size == 0xFFFFFFFF || d.offset == 0xFFFFFFFF;
   std::vector<uint8_t> buf;
@@ -625,7 +625,7 @@ bool apply_zip64_end(Reader& r, uint64_t end_offset, Directory& d) {
 }
 
 // One disk holding every entry: wheels are never split, and readers of split archives differ.
-bool check_single_disk(Reader& r, const Directory& d) {
+bool check_single_disk(ZipReader& r, const Directory& d) {
   if (d.disk != 0 || d.cd_disk != 0 || d.count_disk != d.count) {
     r.fail(
         {}, "multi-disk archive", "disk 0 holding every entry",
@@ -639,7 +639,7 @@ bool check_single_disk(Reader& r, const Directory& d) {
 // it from the end and readers that trust its recorded offset must find the same bytes. Says
 // why not: bytes put in front of the archive, a second end record, or a directory of the
 // wrong size or place.
-bool check_directory_position(Reader& r, const Directory& d) {
+bool check_directory_position(ZipReader& r, const Directory& d) {
   if (d.offset > d.end_limit || d.size != d.end_limit - d.offset) {
     // A directory found whole just before the end record, only later than recorded: bytes
     // were put in front of the archive (a self-extractor stub, a concatenation).
@@ -684,7 +684,7 @@ std::string_view NameStore::add(std::string_view name) {
 
 namespace {
 
-ZipEntry parse_central_entry(Reader& r, ByteView h, ByteView name, ByteView extra) {
+ZipEntry parse_central_entry(ZipReader& r, ByteView h, ByteView name, ByteView extra) {
   ZipEntry e;
   e.made_by_host = static_cast<uint8_t>(h.u16(4) >> 8);
   e.version_needed = h.u16(6);
@@ -711,7 +711,7 @@ ZipEntry parse_central_entry(Reader& r, ByteView h, ByteView name, ByteView extr
 // 46 + 3 x 65,535 bytes, is read whole): back-to-back entries filling it exactly, as many as the
 // end record counts. Returns false where the directory cannot be walked; other problems are
 // only added.
-bool read_central_directory(Reader& r, const Directory& d) {
+bool read_central_directory(ZipReader& r, const Directory& d) {
   std::vector<uint8_t> entry;
   r.zip.entries.reserve(std::min<uint64_t>(d.count, d.size / kCentralSize));  // bounded by the directory's size
   uint64_t pos = 0;
@@ -759,7 +759,7 @@ bool read_central_directory(Reader& r, const Directory& d) {
 // bits wheel writers set, a version needed no higher than 4.5, stored or deflate (stored with
 // equal sizes), a safe name, non-ASCII names flagged UTF-8. Returns false where the entry is
 // not worth checking further.
-bool check_entry_fields(Reader& r, const ZipEntry& e) {
+bool check_entry_fields(ZipReader& r, const ZipEntry& e) {
   if (e.flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagMaskedHeaders)) {
     r.fail(e.name, "encrypted entry", "no encryption", fmt::format("flags {:#06x}", e.flags));
     return false;
@@ -799,7 +799,7 @@ bool check_entry_fields(Reader& r, const ZipEntry& e) {
 // An entry's attributes: a regular file or directory as its name says, exec bits only with a
 // file type, and no data in a directory, as unpackers that honour the mode (unzip) and those
 // that do not (pip, installer) must make the same thing of it.
-void check_entry_type(Reader& r, const ZipEntry& e) {
+void check_entry_type(ZipReader& r, const ZipEntry& e) {
   // The Unix mode, where a writer put one (every host's writers may): pip and installer read
   // it whatever the "made by" host says, and unzip restores links and devices from it.
   uint32_t type = (e.external_attributes >> 16) & S_IFMT;
@@ -829,7 +829,7 @@ struct LocalFields {
 };
 
 // A field on which the local header says other than the central directory.
-void local_mismatch(Reader& r, const ZipEntry& e, const char* field, const std::string& central,
+void local_mismatch(ZipReader& r, const ZipEntry& e, const char* field, const std::string& central,
                     const std::string& local) {
   r.fail(e.name, fmt::format("local header and central directory disagree on the {}", field),
          central + " (central directory)", local + " (local header)");
@@ -838,7 +838,7 @@ void local_mismatch(Reader& r, const ZipEntry& e, const char* field, const std::
 // The data descriptor after an entry's data (flag bit 3), whose fields stand for the local
 // header's (which may be zero there); sizes of 8 bytes where the local header has a ZIP64
 // field. Reads them into `f` and moves `data_end` past the descriptor.
-bool read_data_descriptor(Reader& r, const ZipEntry& e, bool local_zip64, uint64_t& data_end, LocalFields& f) {
+bool read_data_descriptor(ZipReader& r, const ZipEntry& e, bool local_zip64, uint64_t& data_end, LocalFields& f) {
   std::vector<uint8_t> dd;
   size_t field = local_zip64 ? 8 : 4;
   if (!r.read(data_end, dd, 4 + 4 + 2 * field)) {
@@ -859,7 +859,7 @@ bool read_data_descriptor(Reader& r, const ZipEntry& e, bool local_zip64, uint64
 // method, CRC-32 and sizes (from the data descriptor where there is one), with the data inside
 // the file; readers that walk local headers must find what the directory lists. Sets the
 // entry's data offset; returns the bytes the entry covers, or nothing where it cannot be read.
-std::optional<Span> check_local_header(Reader& r, ZipEntry& e) {
+std::optional<Span> check_local_header(ZipReader& r, ZipEntry& e) {
   std::vector<uint8_t> lh;
   if (!r.read(e.local_header_offset, lh, kLocalSize) || ByteView(lh).u32(0) != kLocalSig) {
     r.fail(e.name, "entry has no local header", "a local header at offset " + std::to_string(e.local_header_offset),
@@ -910,7 +910,7 @@ std::optional<Span> check_local_header(Reader& r, ZipEntry& e) {
 
 // Each entry in directory order: its central fields, its type, then its local header. Returns
 // the span of each entry whose local header could be read.
-std::vector<Span> check_entries(Reader& r) {
+std::vector<Span> check_entries(ZipReader& r) {
   std::vector<Span> spans;  // [local header, end of data) per entry
   for (ZipEntry& e : r.zip.entries) {
     if (!check_entry_fields(r, e)) continue;
@@ -923,7 +923,7 @@ std::vector<Span> check_entries(Reader& r) {
 // Entries must tile the file from offset 0 to the central directory with nothing between:
 // bytes no entry covers can hide a local header (or another archive) that a reader walking
 // local headers would take for a member.
-bool check_tiling(Reader& r, std::vector<Span> spans, uint64_t cd_offset) {
+bool check_tiling(ZipReader& r, std::vector<Span> spans, uint64_t cd_offset) {
   std::sort(spans.begin(), spans.end());
   uint64_t expected = 0;
   for (auto [start, stop] : spans) {
@@ -964,7 +964,7 @@ std::optional<ZipArchive> read_zip(const std::string& path, const std::string& d
   }
   zip.size = file.size();
   zip.file = std::make_shared<File>(std::move(file));
-  Reader r{zip, problems, display_name, {}, 0};
+  ZipReader r{zip, problems, display_name, {}, 0};
   const size_t before = problems.size();
 
   // The end records, which say where the central directory is.

@@ -25,10 +25,13 @@ else
 fi
 units=${WHEELMERGE_STATIC_UNITS:-0}
 
-# The key: every file the executable is made from (tracked or not, as git sees the tree), the
-# libraries' prefix (itself keyed) and these scripts.
-key=$(cd "$root" && { git ls-files -co --exclude-standard -- CMakeLists.txt cmake merger cli driver ci templates \
-        tests/unit | LC_ALL=C sort | while read -r f; do [ -f "$f" ] && sha256sum "$f"; done
+# The key: every file the executable is made from (tracked or not, as git sees the tree; the
+# unit tests' only when they are built too), the libraries' prefix (itself keyed) and these
+# scripts.
+sources=(CMakeLists.txt cmake merger cli driver ci templates)
+[ "$units" = 1 ] && sources+=(tests/unit)
+key=$(cd "$root" && { git ls-files -co --exclude-standard -- "${sources[@]}" \
+        | LC_ALL=C sort | while read -r f; do [ -f "$f" ] && sha256sum "$f"; done
       echo "$prefix $units"; cat "$here/build.sh" "$here/toolchain.cmake"; } | sha256sum | cut -c1-16)
 out=$cache/build/$target-$key
 built() { [ -x "$out/wheelmerge" ] && { [ "$units" = 0 ] || [ -x "$out/unit_tests" ]; }; }
