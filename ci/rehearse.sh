@@ -176,8 +176,9 @@ if [ "$torch_labels" = 1 ]; then
   read -r -a torch_links <<<"${TORCH_FIND_LINKS:-$(compgen -G "$HOME/.cache/wheelmerge/torch/[0-9]*.[0-9]*" | grep -v '\.lock$' | tr '\n' ' ')}"
   [ "${#torch_links[@]}" -gt 0 ] || die "torch labels need TORCH_FIND_LINKS (or scripts/torch-envs.sh's downloads)"
   links=$(IFS=,; echo "${torch_links[*]}")
-  build_torch_env=(--job-env UV_NO_INDEX=1 --job-env UV_OFFLINE=1 --job-env "UV_FIND_LINKS=$links")
-  test_torch_env=(--job-env UV_NO_INDEX=1 --job-env UV_OFFLINE=1 --job-env "UV_FIND_LINKS=$links${cache:+,$cache}")
+  offline=(--job-env UV_NO_INDEX=1 --job-env UV_OFFLINE=1)
+  build_torch_env=("${offline[@]}" --job-env "UV_FIND_LINKS=$links")
+  test_torch_env=("${offline[@]}" --job-env "UV_FIND_LINKS=$links${cache:+,$cache}")
   say "torch from ${torch_links[*]} (no index)"
 fi
 # uv, which the build and test actions install into the job's Python when the runner has none:

@@ -19,8 +19,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # cache where pip copies gigabytes, and it reads the same UV_* settings as the build step.
 # shellcheck source=ci/uv.sh
 source "$here/uv.sh"
-uv=$(uv_path "$(command -v python)") || exit 2
-"$uv" venv --quiet --python "$(command -v python)" .wheelmerge/venv
+python=$(command -v python)
+uv=$(uv_path "$python") || exit 2
+"$uv" venv --quiet --python "$python" .wheelmerge/venv
 wheels=(.wheelmerge/merged/*.whl)
 install=("$uv" pip install --python .wheelmerge/venv/bin/python "${wheels[@]}")
 if [ -n "$TORCH_VERSION" ]; then
@@ -79,7 +80,7 @@ if [ -n "${TORCH_NEWEST:-}" ]; then
   # A floor label (a build against torch's stable ABI): it must also load under the newest torch
   # its floor admits on its index, in an environment of its own.
   cd ..
-  "$uv" venv --quiet --python "$(command -v python)" .wheelmerge/venv-newest
+  "$uv" venv --quiet --python "$python" .wheelmerge/venv-newest
   "$uv" pip install --python .wheelmerge/venv-newest/bin/python --index "$TORCH_INDEX" "${wheels[@]}" \
     "torch$TORCH_NEWEST"
   cd .wheelmerge

@@ -34,13 +34,17 @@ nlohmann::json variant_summary(const wm::VariantBuild& v) {
   return j;
 }
 
+// " (logs in DIR)" for a build that kept its logs, nothing otherwise.
+std::string logs_note(const std::string& log_dir) {
+  return log_dir.empty() ? std::string() : " (logs in " + log_dir + ")";
+}
+
 // `build --no-merge`: the labelled build wheels written.
 int report_builds(const Output& out, const wm::BuildResult& result, std::chrono::steady_clock::time_point start) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const std::string& wheel : result.builds) out.info("wrote " + wheel);
   out.info(fmt::format("checked and wrote {} build{} in {:.1f}s{}", result.builds.size(),
-                       result.builds.size() == 1 ? "" : "s", seconds,
-                       result.log_dir.empty() ? std::string() : " (logs in " + result.log_dir + ")"));
+                       result.builds.size() == 1 ? "" : "s", seconds, logs_note(result.log_dir)));
   if (out.json) {
     nlohmann::json summaries = nlohmann::json::array();
     for (size_t i = 0; i < result.variants.size(); ++i) {
@@ -94,8 +98,7 @@ int run_build(const Output& out, wm::BuildOptions& options, const std::vector<st
     out.info(fmt::format("wrote {} variant wheels ({}) and {}", result->variant_wheels->wheels.size(),
                          fmt::join(wm::label_strings(result->variant_wheels->labels), ", "),
                          result->variant_wheels->index));
-  out.info(fmt::format("wrote {} in {:.1f}s{}", result->merge.output, seconds,
-                       result->log_dir.empty() ? std::string() : " (logs in " + result->log_dir + ")"));
+  out.info(fmt::format("wrote {} in {:.1f}s{}", result->merge.output, seconds, logs_note(result->log_dir)));
   if (out.json) {
     nlohmann::json summaries = nlohmann::json::array();
     for (const wm::VariantBuild& v : result->variants) summaries.push_back(variant_summary(v));

@@ -90,15 +90,9 @@ struct Walker {
       } else if (key == "variant-files") {
         config.variant_files = strings(value, key);
       } else if (key == "driver-fallback") {
-        if (auto b = value.as_bool())
-          config.driver_fallback = *b;
-        else
-          fail(value, "\"driver-fallback\" must be true or false", "a boolean", value.kind());
+        if (auto b = boolean(value, key)) config.driver_fallback = *b;
       } else if (key == "runtime-requirements") {
-        if (auto b = value.as_bool())
-          config.runtime_requirements = *b;
-        else
-          fail(value, "\"runtime-requirements\" must be true or false", "a boolean", value.kind());
+        if (auto b = boolean(value, key)) config.runtime_requirements = *b;
       } else if (key == "env") {
         config.env = env(value, key);
       } else if (auto label = table_label(key)) {
@@ -117,6 +111,12 @@ struct Walker {
            "variants = [\"cu12\", \"cu13\"])",
            "both");
     one_selector(root, config);
+  }
+
+  std::optional<bool> boolean(const Node& n, const std::string& key) {
+    auto b = n.as_bool();
+    if (!b) fail(n, "\"" + key + "\" must be true or false", "a boolean", n.kind());
+    return b;
   }
 
   std::vector<std::string> strings(const Node& n, const std::string& key) {

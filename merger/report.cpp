@@ -120,11 +120,6 @@ std::vector<VariantLabel> builds_of(const Wheel& wheel, const std::vector<FoundL
   }
   return builds;
 }
-
-// Every native file against the wheel's platform tags and the CUDA major of its builds.
-void check_builds(const Wheel& wheel, const std::vector<FoundLoader>& loaders, Problems& problems) {
-  check_native_files(wheel, builds_of(wheel, loaders), builds_of_members(wheel, loaders), problems);
-}
 }  // namespace
 
 std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& problems) {
@@ -133,7 +128,9 @@ std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& prob
   auto wheel = read_wheel(WheelInput{path, {}}, problems);
   if (!wheel) return std::nullopt;
   std::vector<FoundLoader> loaders = find_loaders(*wheel, problems);
-  if (problems.size() == before) check_builds(*wheel, loaders, problems);
+  const std::vector<VariantLabel> builds = builds_of(*wheel, loaders);
+  // Every native file against the wheel's platform tags and the CUDA major of its builds.
+  if (problems.size() == before) check_native_files(*wheel, builds, builds_of_members(*wheel, loaders), problems);
   if (problems.size() == before) check_sm_arch_claim(*wheel, problems);
   if (problems.size() != before) return std::nullopt;
   VerifyReport report{path, wheel->files.size(), {}, wheel->warnings};
@@ -141,7 +138,7 @@ std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& prob
   // A single build's CUDA runtime against its requirements (a merged wheel's builds were
   // checked as they were merged).
   if (loaders.empty())
-    for (const VariantLabel& label : builds_of(*wheel, loaders))
+    for (const VariantLabel& label : builds)
       for (std::string& warning : runtime_warnings(wheel->display, label, runtime_needs(*wheel, label)))
         report.warnings.push_back(std::move(warning));
   for (const FoundLoader& l : loaders) report.loaders.push_back(l.loader_path);

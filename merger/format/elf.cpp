@@ -34,18 +34,24 @@ struct ElfScanner::Layout {
   std::vector<elf_layout::Segment> segments;
 };
 
-bool is_pe_image(std::span<const uint8_t> head) {
-  if (head.size() < 64 || head[0] != 'M' || head[1] != 'Z') return false;
-  const uint32_t at = ByteView(head.data(), head.size()).u32(0x3C);  // e_lfanew
-  return at >= 64 && at <= head.size() - 4 && head[at] == 'P' && head[at + 1] == 'E' && head[at + 2] == 0 &&
-         head[at + 3] == 0;
+namespace {
+// Where a PE image's "PE\0\0" signature is (the MZ header's e_lfanew), when `head` holds one.
+std::optional<uint32_t> pe_signature_at(std::span<const uint8_t> head) {
+  if (head.size() < 64 || head[0] != 'M' || head[1] != 'Z') return std::nullopt;
+  const uint32_t at = ByteView(head.data(), head.size()).u32(0x3C);
+  if (at < 64 || at > head.size() - 4 || head[at] != 'P' || head[at + 1] != 'E' || head[at + 2] != 0 ||
+      head[at + 3] != 0)
+    return std::nullopt;
+  return at;
 }
+}  // namespace
+
+bool is_pe_image(std::span<const uint8_t> head) { return pe_signature_at(head).has_value(); }
 
 std::optional<uint16_t> pe_machine(std::span<const uint8_t> head) {
-  if (!is_pe_image(head)) return std::nullopt;
-  const uint32_t at = ByteView(head.data(), head.size()).u32(0x3C);
-  if (head.size() - at < 6) return std::nullopt;
-  return ByteView(head.data(), head.size()).u16(at + 4);
+  auto at = pe_signature_at(head);
+  if (!at || head.size() - *at < 6) return std::nullopt;
+  return ByteView(head.data(), head.size()).u16(*at + 4);
 }
 
 namespace {

@@ -73,6 +73,30 @@ def test_production_code_is_formatted_as_clang_format_says():
     assert result.returncode == 0, result.stderr[-4000:]
 
 
+def test_the_engine_compiles_as_one_translation_unit(wheelmerge_bin, tmp_path):
+    """The engine compiles in unity batches (CMakeLists.txt, WHEELMERGE_UNITY), in orders that
+    differ between builds (CMakeLists' list in batches of eight; the fuzz harnesses glob it):
+    what one source defines in its unnamed namespace must not clash with another's. All of
+    merger/'s sources included into one file compile without a warning (syntax only), with the
+    flags its build used. (The driver and the executable are batched alike everywhere, so
+    their builds show a clash.)"""
+    import json
+    import shlex
+    import subprocess
+
+    commands = json.loads((wheelmerge_bin.parent / "compile_commands.json").read_text())
+    entry = next(e for e in commands if "CMakeFiles/wheelmerge_engine.dir/" in e["command"])
+    argv = shlex.split(entry["command"])
+    compiler = next(a for a in argv if not a.endswith("ccache"))
+    flags = [a for before, a in zip(argv, argv[1:])
+             if a.startswith(("-I", "-D", "-std=", "-isystem", "-f", "-W")) or before == "-isystem"]
+    whole = tmp_path / "engine.cpp"
+    whole.write_text("".join(f'#include "{s}"\n' for s in sorted((ROOT / "merger").rglob("*.cpp"))))
+    result = subprocess.run([compiler, *flags, "-fsyntax-only", str(whole)], check=False, cwd=entry["directory"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr[-4000:]
+
+
 def test_the_command_line_is_a_table_of_commands():
     """cli/main.cpp holds the table and dispatch; each command family lives in its own file."""
     lines = (ROOT / "cli" / "main.cpp").read_text(encoding="utf-8").count("\n")
