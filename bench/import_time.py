@@ -64,7 +64,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import cpu_busy_s  # noqa: E402  (the load figure the merge benchmark reports too)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration" / "support"))
 import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
 HERE = Path(__file__).resolve().parent

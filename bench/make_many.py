@@ -43,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The same zip entries (deflate level, timestamp, attributes) and hashes as the big pair's.
 from make_wheels import COMPRESSLEVEL, DATE_TIME, _zinfo, sha256_file, stamp_if_current  # noqa: E402
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration" / "support"))
 import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
 GENERATOR_VERSION = 1

@@ -9,7 +9,7 @@ CUDA major (each build a complete `cuda/core/` package, with the wheel renamed t
 shared headers at the top, and packs the result. This script undoes that, giving the two wheels
 the publisher's CI built:
 
-- the pinned wheel comes from the corpus of the tests (tests/integration/real_wheels.py:
+- the pinned wheel comes from the corpus of the tests (tests/integration/support/real_wheels.py:
   name, version, size and sha256 pinned; fetched from the index once and kept in
   `${WHEELMERGE_WHEEL_CACHE:-~/.cache/wheelmerge}/real-wheels/`, checked against its sha256 on
   every use) through that module's own `fetch`;
@@ -48,7 +48,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEFAULT_OUT = HERE / "out" / "real"
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT / "tests" / "integration" / "support"))
 import real_wheels  # noqa: E402  (the corpus and fetcher of the tests)
 import wheelgen as wg  # noqa: E402  (their RECORD helpers)
 sys.path.insert(0, str(HERE))

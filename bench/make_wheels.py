@@ -40,7 +40,7 @@ from pathlib import Path
 GENERATOR_VERSION = 2
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "out" / "wheels"
-sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
+sys.path.insert(0, str(HERE.parent / "tests" / "integration" / "support"))
 import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
 NAME = "fatpkg"

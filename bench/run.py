@@ -13,7 +13,7 @@ in the same run):
   50,000, and a 10-module pair whose peak RSS is the base. Targets: RSS per entry
   ((peak RSS at 70,000 - base) / entries of the merged wheel) <= 512 bytes, peak RSS at 50,000
   <= 64 MiB. The baseline runs once on the 70,000 pair (--skip-many-baseline leaves it out).
-- **real**: cuda-core 1.2.2 from the package index (pinned in tests/integration/real_wheels.py),
+- **real**: cuda-core 1.2.2 from the package index (pinned in tests/integration/support/real_wheels.py),
   split back into its cu12 / cu13 builds (bench/make_real.py). wheelmerge, the baseline and
   the copy floor; figures only, and the target that wheelmerge's output passes the checks. When
   the wheel cannot be fetched (no network, nothing cached), the part is skipped with a message.
@@ -70,7 +70,7 @@ OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
 import make_many  # noqa: E402
 import make_wheels  # noqa: E402
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT / "tests" / "integration" / "support"))
 import wheelgen as wg  # noqa: E402  (the tests' RECORD helpers)
 
 PARTS = ("big", "many", "real", "import", "static")
@@ -736,7 +736,7 @@ def run_part_many(args, timer: Timer, wm: Path) -> dict:
 def run_part_real(args, timer: Timer, wm: Path) -> dict:
     t0 = time.perf_counter()
     try:
-        import make_real  # imports tests/integration/real_wheels.py
+        import make_real  # imports tests/integration/support/real_wheels.py
         inputs = make_real.ensure()
     except Exception as e:  # noqa: BLE001  (no network, nothing cached, or a broken layout)
         msg = f"{type(e).__name__}: {e}"

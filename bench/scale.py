@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures of the scale suite (tests/integration/test_scale.py) for docs/scale.md.
+"""Figures of the scale suite (tests/integration/merge/test_scale.py) for docs/scale.md.
 
 Runs the suite with WHEELMERGE_SCALE_REPORT pointing at a scratch file (each case appends one
 JSON line: sizes, merge wall times, peak RSS, check times) and prints them as a Markdown
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITE = ROOT / "tests" / "integration" / "test_scale.py"
+SUITE = ROOT / "tests" / "integration" / "merge" / "test_scale.py"
 
 
 def python() -> str:

@@ -18,7 +18,7 @@
 set -euo pipefail
 
 # What building wheelmerge from source needs on Debian and Ubuntu: the list of scripts/setup.sh
-# (tests/integration/test_ci.py keeps the two the same).
+# (tests/integration/ci/test_ci.py keeps the two the same).
 apt_packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libzip-dev libssl-dev
               libfmt-dev libutf8proc-dev libyaml-cpp-dev libtomlplusplus-dev doctest-dev libcli11-dev nlohmann-json3-dev patchelf
               python3-venv nasm)

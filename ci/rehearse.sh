@@ -14,7 +14,7 @@
 #                  step "Build the variant" (ci/build.sh: `wheelmerge build --no-merge`) with
 #                  $WHEELMERGE as the binary the action would have installed; the wheel and its
 #                  build-info.json are "uploaded" to ARTIFACTS/wheel-pyX-L/ (the cibuildwheel
-#                  path's configuration step is rehearsed by tests/integration/test_ci.py; its
+#                  path's configuration step is rehearsed by tests/integration/ci/test_ci.py; its
 #                  build needs docker)
 #   merge pyX      "downloads" ARTIFACTS/wheel-pyX-*/ as actions/download-artifact does (one
 #                  directory per artifact), runs the action's step "Merge the wheels" (ci/merge.sh)

@@ -6,7 +6,7 @@
 #   ci/set-ref.sh REF [ROOT]     # ROOT: the checkout to edit (default: this one)
 #
 # The reusable workflow's `uses: wheelmerge/wheelmerge/ci@REF` cannot be an expression, so this
-# is how the workflow and the action it runs stay at one ref; tests/integration/test_ci.py fails
+# is how the workflow and the action it runs stay at one ref; tests/integration/ci/test_ci.py fails
 # when the shipped files name more than one.
 set -euo pipefail
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: ci/set-ref.sh REF [ROOT]" >&2; exit 2; }

@@ -21,7 +21,7 @@ The script runs as `shell: bash` runs it: bash --noprofile --norc -eo pipefail F
 
 The reader is line-based, not a YAML parser: it knows the layout of wheelmerge's own files
 (block scalars `run: |`, `env:` mappings of plain keys), and refuses anything else it meets.
-tests/integration/test_ci.py checks what it reads against a real YAML parser.
+tests/integration/ci/test_ci.py checks what it reads against a real YAML parser.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 # libraries the executable links from the distribution (libzip, libcrypto, yaml-cpp, fmt, ...)
 # into wheelmerge_cuda.libs/ and tags the wheel with the oldest manylinux policy its glibc and
 # libstdc++ symbols allow. The wheel then installs and runs where none of those libraries are
-# (tests/integration/test_own_wheel.py installs it in a clean Debian root).
+# (tests/integration/release/test_own_wheel.py installs it in a clean Debian root).
 #
 #   scripts/build-wheel.sh [OUT_DIR]      # default dist/; prints the repaired wheel's path
 #

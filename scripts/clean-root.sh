@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A clean Debian root for installing wheelmerge's own wheel where none of the libraries it
-# links are (tests/integration/test_own_wheel.py, test_static_wheels.py): debootstrap's minbase
+# links are (tests/integration/release/test_own_wheel.py, test_static_wheels.py): debootstrap's minbase
 # variant plus python3 and python3-venv, from Debian's mirror, nothing else. SUITE is bookworm
 # (Debian 12, the default) or bullseye (Debian 11: glibc 2.31, Python 3.9, pip 20.3). Kept as a
 # tarball in ${WHEELMERGE_CACHE:-$HOME/.cache/wheelmerge}/clean-root/ and made once (about a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fills the cache of the real-wheel corpus (tests/integration/real_wheels.py) ahead of the test
+# Fills the cache of the real-wheel corpus (tests/integration/support/real_wheels.py) ahead of the test
 # suites: ${WHEELMERGE_WHEEL_CACHE:-$HOME/.cache/wheelmerge}/real-wheels/. Wheels already there
 # are checked against their sha256; missing or damaged ones are downloaded (about 1.5 GB when
 # the cache is empty). Arguments go to the fetcher: project names, --jobs N, --list.
@@ -7,4 +7,4 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 python="$root/.venv/bin/python"
 [[ -x $python ]] || python=python3
-exec "$python" "$root/tests/integration/real_wheels.py" "$@"
+exec "$python" "$root/tests/integration/support/real_wheels.py" "$@"

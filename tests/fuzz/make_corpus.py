@@ -6,8 +6,8 @@
     tests/fuzz/make_corpus.py --harnesses         # the harness names
 
 Seeds come from valid wheels built here (with Python's ``zipfile``, as setuptools and wheel
-write them, and with ``tests/integration/wheelgen.py``), from the bad-input corpus of
-``tests/integration/test_bad_inputs.py`` (when pytest is importable), from real wheels of the
+write them, and with ``tests/integration/support/wheelgen.py``), from the bad-input corpus of
+``tests/integration/hostile/test_bad_inputs.py`` (when pytest is importable), from real wheels of the
 bundled example ``examples/wmdemo`` (built once per CUDA major into CACHE_DIR with
 ``--wmdemo``; skipped with a note when that fails), from any ``--wheel`` given, and from the
 parts of all of these (RECORD, WHEEL, METADATA, file names, ``__init__.py``, ELF files).
@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT / "tests" / "integration" / "support"))
 import wheelgen as wg  # noqa: E402
 
 # Must match kWheelSeparator in fuzz_common.hpp.
@@ -467,7 +467,7 @@ HEADER_EXTRA = [
 def deflate_streams() -> dict[str, bytes]:
     """Raw deflate data for fuzz_inflate (each behind its step-size byte): zlib at every strategy
     and several levels, stored, empty, truncated, with trailing bytes, and the hand-made blocks
-    of tests/integration/test_bad_inputs.py (an incomplete literal/length code zlib refuses)."""
+    of tests/integration/hostile/test_bad_inputs.py (an incomplete literal/length code zlib refuses)."""
     text = b"".join(b"def f%d(x):\n    return x * %d + %d\n" % (i, i, i * i) for i in range(400))
     noise = bytes((i * 2654435761 >> 13) & 0xFF for i in range(6000))
     streams: dict[str, bytes] = {}

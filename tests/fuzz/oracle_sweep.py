@@ -62,7 +62,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT / "tests" / "integration" / "support"))
 import oracle  # noqa: E402
 import wheelgen as wg  # noqa: E402
 from packaging.requirements import InvalidRequirement, Requirement  # noqa: E402

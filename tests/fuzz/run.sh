@@ -14,7 +14,7 @@
 # sweep-failures/.
 # A crash found: minimise it with
 #   build-fuzz/HARNESS -minimize_crash=1 -runs=10000 -exact_artifact_path=OUT CRASH
-# and keep it in tests/fuzz/regressions/HARNESS/ (tests/integration/test_fuzz.py replays those).
+# and keep it in tests/fuzz/regressions/HARNESS/ (tests/integration/hostile/test_fuzz.py replays those).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -21,9 +21,18 @@ from typing import Mapping, Sequence
 
 import pytest
 
-import build_cache
+# The suites live in rooms by surface (merge/, hostile/, loader/, building/, ci/, release/,
+# project/); the helpers they share in support/.
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "support"))
+# Suites still import helpers from each other (test_merge_e2e's wheelmerge(), test_ci's linters,
+# test_scale's inputs): every room is on the path, as the one flat folder was.
+for _room in sorted(p for p in HERE.iterdir() if p.is_dir() and p.name not in ("support", "__pycache__")):
+    sys.path.append(str(_room))
 
-ROOT = Path(__file__).resolve().parents[2]
+import build_cache  # noqa: E402  (from support/)
+
+ROOT = HERE.parents[1]
 EXAMPLE = ROOT / "examples" / "wmdemo"
 WHEEL_CACHE = build_cache.cache_home() / "wheels"
 
@@ -364,90 +373,97 @@ class Suite:
 # times of the fresh run of `7d86186` in docs/testing.md (static 1,214 s, ci 524, real_wheels 465,
 # fuzz 454, backend 255, torchdemo 225, foreign_machines 204, downstream 192, loader_lint 147,
 # cupy 146, ci_torch 136, torchstable 106; gpu_code about 90 s warm).
-FIRST = ("test_static_wheels", "test_ci", "test_real_wheels", "test_fuzz", "test_backend", "test_torchdemo",
-         "test_foreign_machines", "test_downstream_checks", "test_loader_lint", "test_cupy", "test_ci_torch",
-         "test_torchstable", "test_gpu_code")
+FIRST = (
+    "release/test_static_wheels.py", "ci/test_ci.py", "merge/test_real_wheels.py", "hostile/test_fuzz.py",
+    "building/test_backend.py", "building/test_torchdemo.py", "merge/test_foreign_machines.py",
+    "release/test_downstream_checks.py", "loader/test_loader_lint.py", "merge/test_cupy.py",
+    "ci/test_ci_torch.py", "building/test_torchstable.py", "merge/test_gpu_code.py")
 
 
 SUITES = {
-    "test_backend": Suite(("network", "slow"), first=True),
-    "test_bad_inputs": Suite(("cxx",)),
+    "building/test_backend.py": Suite(("network", "slow"), first=True),
+    "hostile/test_bad_inputs.py": Suite(("cxx",)),
     # Under the sanitizers 40, 33 and 29 s of pip and compilers: the CPU-level isolated build
     # (the same -march flags are built under the sanitizers without isolation, by
     # test_variants_option_gives_cpu_levels_their_level...), the PEP 517 backend (a Python file
     # around `merge`) and pip's isolated build (uv's runs the same driver code there).
-    "test_build": Suite(("network", "slow", "cxx"), release_only=(
+    "building/test_build.py": Suite(("network", "slow", "cxx"), release_only=(
         "test_cpu_levels_build_with_their_march_and_own_requirements",
         "test_pep517_backend_isolates_variants_with_their_own_requirements",
         "test_isolated_build_gets_a_fresh_environment_per_variant[pip]")),
-    "test_ci": Suite(("network", "slow"), first=True),
-    "test_cli": Suite(("cxx",)),
-    "test_ci_init": Suite(("cxx",)),
-    "test_ci_torch": Suite(("network", "torch", "slow"), first=True),
-    "test_cpulevels": Suite(("qemu",)),
-    "test_cudademo": Suite(("network", "gpu", "slow")),
-    "test_cupy": Suite(("network", "slow"), first=True),
-    "test_data_layouts": Suite(("cxx",)),
-    "test_downstream_checks": Suite(("network", "slow"), first=True),
-    "test_docs": Suite(),
-    "test_faults": Suite(("cxx",)),
-    "test_foreign_machines": Suite(("network",), first=True),
-    "test_fuzz": Suite(("slow",), first=True),
-    "test_fuzz_oracle": Suite(("slow", "cxx")),
-    "test_gpu_code": Suite(("network", "torch", "slow"), first=True),
-    "test_hostile": Suite(("cxx",)),
-    "test_hostile_arguments": Suite(("cxx",)),
-    "test_hostile_variants": Suite(("cxx",)),
-    "test_hostile_workflow": Suite(("cxx",)),
-    "test_inject": Suite(("cxx",)),
-    "test_layout": Suite(),
-    "test_licenses": Suite(("network",)),
-    "test_linkage": Suite(("cxx",)),
-    "test_loader": Suite(("network",)),
-    "test_loader_lint": Suite(("network",), first=True),
-    "test_loader_selectors": Suite(("network", "torch", "qemu")),
-    "test_merge_e2e": Suite(("network", "cxx")),
-    "test_messages": Suite(("cxx",)),
-    "test_own_wheel": Suite(("network", "slow")),
-    "test_real_wheels": Suite(("network", "torch", "slow"), first=True),
-    "test_requirements": Suite(("network", "torch")),
-    "test_runtime_wheels": Suite(("network", "torch")),
-    "test_scale": Suite(("slow", "cxx")),
-    "test_single_build": Suite(("network", "cxx")),
-    "test_static_wheels": Suite(("network", "qemu", "slow"), first=True),
-    "test_torch_floors": Suite(("network", "torch")),
-    "test_torchdemo": Suite(("network", "torch", "gpu", "slow"), first=True),
-    "test_torchstable": Suite(("network", "torch", "gpu", "slow"), first=True),
-    "test_variants": Suite(("network", "cxx")),
-    "test_variants_cpu": Suite(("cxx",)),
-    "test_verify": Suite(("cxx",)),
-    "test_windows_aarch64": Suite(("network", "cxx")),
+    "ci/test_ci.py": Suite(("network", "slow"), first=True),
+    "project/test_cli.py": Suite(("cxx",)),
+    "ci/test_ci_init.py": Suite(("cxx",)),
+    "ci/test_ci_torch.py": Suite(("network", "torch", "slow"), first=True),
+    "building/test_cpulevels.py": Suite(("qemu",)),
+    "building/test_cudademo.py": Suite(("network", "gpu", "slow")),
+    "merge/test_cupy.py": Suite(("network", "slow"), first=True),
+    "merge/test_data_layouts.py": Suite(("cxx",)),
+    "release/test_downstream_checks.py": Suite(("network", "slow"), first=True),
+    "project/test_docs.py": Suite(),
+    "hostile/test_faults.py": Suite(("cxx",)),
+    "merge/test_foreign_machines.py": Suite(("network",), first=True),
+    "hostile/test_fuzz.py": Suite(("slow",), first=True),
+    "hostile/test_fuzz_oracle.py": Suite(("slow", "cxx")),
+    "merge/test_gpu_code.py": Suite(("network", "torch", "slow"), first=True),
+    "hostile/test_hostile.py": Suite(("cxx",)),
+    "hostile/test_hostile_arguments.py": Suite(("cxx",)),
+    "hostile/test_hostile_variants.py": Suite(("cxx",)),
+    "hostile/test_hostile_workflow.py": Suite(("cxx",)),
+    "loader/test_inject.py": Suite(("cxx",)),
+    "project/test_layout.py": Suite(),
+    "release/test_licenses.py": Suite(("network",)),
+    "merge/test_linkage.py": Suite(("cxx",)),
+    "loader/test_loader.py": Suite(("network",)),
+    "loader/test_loader_lint.py": Suite(("network",), first=True),
+    "loader/test_loader_selectors.py": Suite(("network", "torch", "qemu")),
+    "merge/test_merge_e2e.py": Suite(("network", "cxx")),
+    "project/test_messages.py": Suite(("cxx",)),
+    "release/test_own_wheel.py": Suite(("network", "slow")),
+    "merge/test_real_wheels.py": Suite(("network", "torch", "slow"), first=True),
+    "merge/test_requirements.py": Suite(("network", "torch")),
+    "merge/test_runtime_wheels.py": Suite(("network", "torch")),
+    "merge/test_scale.py": Suite(("slow", "cxx")),
+    "merge/test_single_build.py": Suite(("network", "cxx")),
+    "release/test_static_wheels.py": Suite(("network", "qemu", "slow"), first=True),
+    "loader/test_torch_floors.py": Suite(("network", "torch")),
+    "building/test_torchdemo.py": Suite(("network", "torch", "gpu", "slow"), first=True),
+    "building/test_torchstable.py": Suite(("network", "torch", "gpu", "slow"), first=True),
+    "merge/test_variants.py": Suite(("network", "cxx")),
+    "merge/test_variants_cpu.py": Suite(("cxx",)),
+    "merge/test_verify.py": Suite(("cxx",)),
+    "merge/test_windows_aarch64.py": Suite(("network", "cxx")),
 }
+
+
+def suite_of(path: Path) -> str:
+    """A suite's key in SUITES: its file's path below tests/integration ("merge/test_verify.py")."""
+    return Path(path).resolve().relative_to(HERE).as_posix()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks each test by its suite's entry in SUITES (a suite missing there fails the run), and
     puts the longest suites first so that they do not start last (scripts/test.sh keeps this
     order: --no-loadscope-reorder)."""
-    missing = sorted({item.path.stem for item in items} - set(SUITES))
+    missing = sorted({suite_of(item.path) for item in items} - set(SUITES))
     if missing:
         raise pytest.UsageError(f"tests/integration/conftest.py: SUITES has no entry for {', '.join(missing)}")
     for item in items:
-        suite = SUITES[item.path.stem]
+        suite = SUITES[suite_of(item.path)]
         release_only = item.name in suite.release_only or item.originalname in suite.release_only
         for mark in suite.marks:
             if not (mark == "cxx" and release_only):
                 item.add_marker(getattr(pytest.mark, mark))
-    modules = {item.path.stem: item.module for item in items if isinstance(item, pytest.Function)}
+    modules = {suite_of(item.path): item.module for item in items if isinstance(item, pytest.Function)}
     unknown = sorted(name for stem, module in modules.items() for name in SUITES[stem].release_only
                      if not callable(getattr(module, name.split("[")[0], None)))
     if unknown:
         raise pytest.UsageError(f"tests/integration/conftest.py: release_only names no test: {unknown}")
     assert {name for name, suite in SUITES.items() if suite.first} == set(FIRST), "conftest.py: FIRST lists the suites marked first"
-    items.sort(key=lambda item: FIRST.index(item.path.stem) if SUITES[item.path.stem].first else len(FIRST))
+    items.sort(key=lambda item: FIRST.index(suite_of(item.path)) if SUITES[suite_of(item.path)].first else len(FIRST))
     # A static target that is not chosen has no tests here (test_static_wheels.py parametrizes
     # over the chosen ones); the summary names the targets checked and those left out.
-    unchosen = [item for item in items if item.path.stem == "test_static_wheels"
+    unchosen = [item for item in items if suite_of(item.path) == "release/test_static_wheels.py"
                 and any(m.name == "skip" and str(m.kwargs.get("reason", "")).startswith("got empty parameter set")
                         for m in item.iter_markers())]
     if unchosen:
@@ -478,7 +494,7 @@ _suite_times: dict[str, list[float]] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    suite = report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    suite = report.nodeid.split("::", 1)[0].split("tests/integration/", 1)[-1]
     start, stop = getattr(report, "start", 0.0), getattr(report, "stop", 0.0)
     if start and stop:
         times = _suite_times.setdefault(suite, [start, stop, 0.0, 0])
@@ -500,7 +516,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         for suite, (start, stop, busy, tests) in sorted(_suite_times.items(), key=lambda kv: kv[1][0] - kv[1][1])[:15]:
             terminalreporter.write_line(f"{stop - start:8.0f} s  {suite} ({tests} tests; started at +{start - first:.0f} s,"
                                         f" ended at +{stop - first:.0f} s)")
-    if "test_static_wheels" in _suite_times:
+    if "release/test_static_wheels.py" in _suite_times:
         chosen = static_targets()
         left = [t for t in STATIC_TAGS if t not in chosen]
         terminalreporter.write_line(f"static targets built and checked here: {', '.join(chosen)}"

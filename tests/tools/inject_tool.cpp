@@ -1,6 +1,6 @@
 // inject_tool FILE: FILE with the loader import injected (wm::inject_loader_import) on stdout,
 // exit 0; when the injection is refused, the reason on stderr, exit 4. For the differential
-// suite tests/integration/test_inject.py, which compares the result with CPython's own reading.
+// suite tests/integration/loader/test_inject.py, which compares the result with CPython's own reading.
 #include "merger/loader.hpp"
 
 #include <cstdio>

@@ -1,7 +1,7 @@
 // Reads PEP 508 requirements, one a line, from stdin and writes one JSON line for each:
 //   {"ok": true, "text": <printed>, "with_extra": <printed, made conditional on the extra>}
 //   {"ok": false, "error": <why>}
-// For tests/integration/test_requirements.py, which compares the verdicts and printed forms
+// For tests/integration/merge/test_requirements.py, which compares the verdicts and printed forms
 // with Python's packaging. Usage: requirement_tool [--extra NAME]   (NAME defaults to cu12)
 #include "merger/format/requirement.hpp"
 

@@ -1,5 +1,5 @@
 // The fat binary walker on containers built here byte by byte (the layout nvcc 13 writes:
-// tests/integration/test_gpu_code.py checks real ones against cuobjdump), fed whole and in every
+// tests/integration/merge/test_gpu_code.py checks real ones against cuobjdump), fed whole and in every
 // chunking; and the sm_arch rule on code sets.
 #include "merger/base/bytes.hpp"
 #include "merger/gpu_code.hpp"

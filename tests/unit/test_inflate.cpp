@@ -108,7 +108,7 @@ TEST_CASE("inflate: a truncated stream ends without an end, in both engines") {
 }
 
 TEST_CASE("inflate: an incomplete literal/length code is refused by zlib and by the patched ISA-L") {
-  // tests/integration/test_bad_inputs.py INCOMPLETE_CODE_AAA: decodes to "AAA" where the
+  // tests/integration/hostile/test_bad_inputs.py INCOMPLETE_CODE_AAA: decodes to "AAA" where the
   // code set is not checked (Debian's ISA-L 2.30 does); third_party/isal/README.md.
   auto incomplete =
       hex("05c001080000008220000000000000000000000000000000000200000000000000000000000000000000"

@@ -1,5 +1,5 @@
 // Python literals as the loader's manifest holds them: py_string's escapes read back by
-// LiteralReader (and their meaning checked against Python in tests/integration/test_loader*.py),
+// LiteralReader (and their meaning checked against Python in tests/integration/loader/test_loader*.py),
 // ruff format's layout at 88 columns, and only the canonical form read back.
 #include "merger/format/python_literal.hpp"
 

@@ -39,13 +39,13 @@ from typing import Any, Callable
 import pytest
 from packaging.requirements import Requirement
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 import oracle  # noqa: E402
 import wheelgen as wg  # noqa: E402
 from measured_run import BINARY, Run, run_measured, sanitized_binary  # noqa: E402
 from conftest import Venv, loader_manifest  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 PY = f"cp{sys.version_info.major}{sys.version_info.minor}"
 ARCH = platform.machine()

@@ -11,7 +11,7 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")  # ".cpython-311-x86_64-linux-gnu.so"
 LABELS = ("cu12", "cu13")
 DISTRIBUTION = "pkg-name"

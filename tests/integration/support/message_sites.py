@@ -4,7 +4,7 @@ of a helper that makes one, with the string literals of its `what`, `expected` a
 A template is what the source says: a literal, the literal of a fmt::format with its `{}`, or
 the literals of a concatenation with `{}` for each value between them. A site whose `what` holds
 no literal (a helper passing on its caller's) is no template of its own: its callers are.
-`python tests/integration/message_sites.py` lists them.
+`python tests/integration/support/message_sites.py` lists them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOURCE_DIRS = ("merger", "driver", "ci", "cli")
 
 # A Problem's fields after its kind: file, member, what, expected, found.

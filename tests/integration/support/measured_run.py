@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BINARY = Path(os.environ.get("WHEELMERGE") or ROOT / "build" / "wheelmerge")
 
 

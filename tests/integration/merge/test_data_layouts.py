@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 import loader_fixtures as lf  # noqa: E402
 import oracle  # noqa: E402
 import wheelgen as wg  # noqa: E402

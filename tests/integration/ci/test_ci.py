@@ -319,13 +319,13 @@ def test_release_publishes_only_tags_with_the_token_alone(linters: Linters) -> N
     # Every static target's checks run on the uploaded files before the upload (the test command
     # checks only the targets built on its machine: test_static_wheels.py).
     runs = [s.get("run", "") for s in build["steps"]]
-    check = next(i for i, r in enumerate(runs) if "tests/integration/test_static_wheels.py" in r)
+    check = next(i for i, r in enumerate(runs) if "tests/integration/release/test_static_wheels.py" in r)
     assert "WHEELMERGE_STATIC_DIST=dist WHEELMERGE_STATIC_TARGETS=all" in runs[check], runs[check]
     assert check < next(i for i, s in enumerate(build["steps"]) if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert build["container"]["options"] == "--privileged", "the checks chroot in mount namespaces of their own"
     # The uploaded sdist compiles (the test command packs its own build into the wheel it tests).
     from_sdist = next(r for r in runs if "dist/wheelmerge_cuda-*.tar.gz" in r)
-    assert "pip\" install" in from_sdist and "tests/integration/test_merge_e2e.py" in from_sdist, from_sdist
+    assert "pip\" install" in from_sdist and "tests/integration/merge/test_merge_e2e.py" in from_sdist, from_sdist
     assert publish["needs"] == "build"
     assert publish["if"] == "github.event_name == 'push' && startsWith(github.ref, 'refs/tags/v')"
     assert publish["environment"]["name"] == "pypi"
@@ -805,7 +805,7 @@ def test_rehearsal_test_step_catches_a_wrong_selection(rehearsal: Rehearsal, tmp
 
 # --- a project whose builds need their [tool.wheelmerge.LABEL] settings ---------------------------
 
-LABELENV = Path(__file__).parent / "build_projects" / "labelenv"
+LABELENV = Path(__file__).resolve().parents[1] / "support" / "build_projects" / "labelenv"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ and why it cannot load, instead of failing later inside an extension module.
 The bundled example's cu13 build alone: its files keep their names; installed with pip beside
 cuda-bindings 13 it imports its build through the loader; beside cuda-bindings 12 the import
 fails with the loader's error, which names the build the wheel has and the fixes. The published
-win_arm64 wheel of cuda-core (tests/integration/test_windows_aarch64.py) is merged the same way.
+win_arm64 wheel of cuda-core (tests/integration/merge/test_windows_aarch64.py) is merged the same way.
 """
 
 from __future__ import annotations

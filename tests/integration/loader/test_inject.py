@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions" / "fuzz_loader_inject"
 TOOL = Path(os.environ.get("WHEELMERGE", ROOT / "build" / "wheelmerge")).parent / "inject_tool"
 LINE = b"from . import _wheelmerge as _wheelmerge  # wheelmerge: selects this package's build"

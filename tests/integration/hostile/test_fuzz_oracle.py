@@ -22,7 +22,7 @@ import pytest
 
 from conftest import tool_python
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FUZZ = ROOT / "tests" / "fuzz"
 sys.path.insert(0, str(FUZZ))
 import oracle_sweep  # noqa: E402

@@ -51,7 +51,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 PY = tool_python()
-PROJECTS = Path(__file__).resolve().parent / "backend_projects"
+PROJECTS = Path(__file__).resolve().parents[1] / "support" / "backend_projects"
 CACHE = build_cache.cache_home()
 UV_VERSION = "0.13.9"
 LABELS = ("cu12", "cu13")

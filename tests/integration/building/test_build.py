@@ -35,7 +35,7 @@ import pytest
 import wheelgen
 from conftest import ROOT, clean_env, run, tool_python, loader_manifest
 
-PROJECTS = Path(__file__).resolve().parent / "build_projects"
+PROJECTS = Path(__file__).resolve().parents[1] / "support" / "build_projects"
 WMDEMO = ROOT / "examples" / "wmdemo"
 PYTHON = tool_python()
 LABELS = ("cu12", "cu13")
@@ -914,7 +914,7 @@ def test_variants_option_gives_cpu_levels_their_level_and_refuses_torch_labels_b
 def test_no_temporary_files_left_behind(wheelmerge_bin, toolkits, tmp_path):
     """After a successful build nothing remains in the temporary directory, logs included (the
     summary names none), and nothing either when --log-dir puts the logs elsewhere (kept there):
-    no source copies, build environments or wheels. tests/integration/test_cli.py has the
+    no source copies, build environments or wheels. tests/integration/project/test_cli.py has the
     failed build, whose logs stay."""
     project = copy_project("envprobe", tmp_path)
     tmpdir = tmp_path / "tmpdir"

@@ -20,7 +20,7 @@ The pinned address is the index's file host. When it fails, the file is looked u
 the index's simple API (`PIP_INDEX_URL`, else https://pypi.org/simple/), so a mirror serves
 too; the pinned sha256 decides either way.
 
-As a script it fills the cache: `python tests/integration/real_wheels.py [--jobs N] [--list]
+As a script it fills the cache: `python tests/integration/support/real_wheels.py [--jobs N] [--list]
 [NAME ...]` (`scripts/fetch-real-wheels.sh` runs it); it exits 1 naming each wheel and address
 that could not be fetched.
 """

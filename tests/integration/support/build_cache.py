@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KEEP = 3
 # Each entry's files and their sha256, checked on every use: an entry that something changed
 # (a test writing beside a cached input) is built anew instead of being used.

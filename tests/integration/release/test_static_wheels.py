@@ -296,7 +296,7 @@ def test_the_backend_runs_from_the_static_wheel(built: Built, how: str, tmp_path
     frontends' --find-links; PIP_ONLY_BINARY and UV_NO_BUILD_PACKAGE forbid building it), so
     nothing of wheelmerge is compiled; the inner backend (recpkg) is pure Python."""
     result = run([tool_python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", tmp_path / "inner",
-                  f"{ROOT}/tests/integration/test_backend.py::test_inner_settings_reach_the_inner_backend[{how}]"],
+                  f"{ROOT}/tests/integration/building/test_backend.py::test_inner_settings_reach_the_inner_backend[{how}]"],
                  env=clean_env({"WHEELMERGE_WHEEL": str(built.wheels["x86_64-linux-musl"]), "PIP_ONLY_BINARY": "wheelmerge-cuda",
                                 "UV_NO_BUILD_PACKAGE": "wheelmerge-cuda"}), cwd=ROOT / "tests" / "integration", check=False, timeout=1800)
     assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout[-4000:] + result.stderr[-2000:]

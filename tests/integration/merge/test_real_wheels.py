@@ -172,6 +172,6 @@ def test_consumers_agree(real_wheel_files, consumer_versions: str, wheel: RealWh
         assert disagreement is None, disagreement
         (entry / "agreed").write_text(f"{wheel.filename} sha256={wheel.sha256}\n{consumer_versions}\n")
 
-    key = key_of(["tests/integration/oracle.py"], wheel.sha256, consumer_versions)
+    key = key_of(["tests/integration/support/oracle.py"], wheel.sha256, consumer_versions)
     entry = cached(f"consumers-agree/{wheel.id}", key, agree)
     assert (entry / "agreed").read_text().startswith(f"{wheel.filename} sha256={wheel.sha256}\n")

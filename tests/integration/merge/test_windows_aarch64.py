@@ -32,7 +32,7 @@ from conftest import run, tool_python
 from oracle import consumers_disagreement
 from test_merge_e2e import wheelmerge
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import make_real  # noqa: E402  (the splitter of the benchmark's real input)
 
 PLATFORMS = {

@@ -23,12 +23,12 @@ from typing import Callable
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 import wheelgen as wg  # noqa: E402
 from measured_run import Run, run_measured  # noqa: E402
 from wheelgen import OMIT, Entry  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # The interpreter with the tools (wheel); the one running pytest otherwise.
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() \
     else sys.executable

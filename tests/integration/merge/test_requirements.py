@@ -20,7 +20,7 @@ import pytest
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SEED = 508
 EXTRA = "cu12"
 
@@ -413,7 +413,7 @@ def test_with_extra_uses_the_extra_given():
 # Builds labelled torchMmm_cuNN get one requirement on torch that admits exactly the torch minors
 # that have a build (merger/metadata.hpp). Checked here with packaging's SpecifierSet, against
 # packaging on random specifiers (whether a build's own requirement admits its label's torch),
-# and with pip's resolver over the pinned torch releases of tests/integration/torch_envs.py.
+# and with pip's resolver over the pinned torch releases of tests/integration/support/torch_envs.py.
 
 def _wheelmerge_bin() -> Path:
     return Path(os.environ.get("WHEELMERGE") or ROOT / "build" / "wheelmerge")

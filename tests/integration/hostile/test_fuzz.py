@@ -22,7 +22,7 @@ import pytest
 
 from measured_run import GNU_TIME
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FUZZ = ROOT / "tests" / "fuzz"
 BUILD = Path(os.environ.get("WM_FUZZ_BUILD") or ROOT / "build-fuzz")
 SECONDS = int(os.environ.get("WM_FUZZ_SECONDS", "7"))

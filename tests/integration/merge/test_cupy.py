@@ -422,7 +422,7 @@ def test_variant_wheels_of_cupy_hold_each_build_as_built_under_one_name(wheelmer
             metadata = z.read("cupy-14.2.0.dist-info/METADATA").decode()
             assert "\nName: cupy\n" in metadata
             variant = json.loads(z.read("cupy-14.2.0.dist-info/variant.json"))
-        # sm_arch: the architectures of CuPy's fat binaries (tests/integration/test_gpu_code.py).
+        # sm_arch: the architectures of CuPy's fat binaries (tests/integration/merge/test_gpu_code.py).
         assert variant["variants"] == {label: {"nvidia": {"cuda_version_lower_bound": [label[2:]],
                                                           "sm_arch": summary["sm_arch"][label]}}}
     verified = json.loads(wheelmerge(wheelmerge_bin, "verify", "--json", *summary["variant_wheels"]).stdout)

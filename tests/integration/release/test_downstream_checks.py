@@ -30,7 +30,7 @@ from conftest import DemoWheels, clean_env, run, tool_python
 from test_cupy import CUPY, VARIANT_FILE
 from test_merge_e2e import merge_into, wheelmerge
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import make_real  # noqa: E402  (the splitter of the benchmark's real input)
 
 LABELS = ("cu12", "cu13")
