@@ -105,7 +105,8 @@ Subcommand add_loader(CLI::App& app, Output& out) {
               return out.fail({{wm::ProblemKind::usage,
                                 a->manifest,
                                 {},
-                                in ? "not a loader manifest of format 2" : "cannot read the manifest",
+                                in ? fmt::format("not a loader manifest of format {}", wm::LoaderManifest::kFormat)
+                                   : "cannot read the manifest",
                                 {},
                                 in ? why : std::string(std::strerror(errno))}});
             if (manifest->wheelmerge.empty()) manifest->wheelmerge = std::string(wm::kVersion);

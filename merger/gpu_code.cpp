@@ -1,21 +1,19 @@
 #include "merger/gpu_code.hpp"
 
 #include "merger/base/bytes.hpp"
-#include "merger/base/parallel.hpp"
 #include "merger/zip/member_stream.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 namespace wm {
 
 namespace {
-// The section names and headers an ELF file's first pass keeps: the section header table and
-// this much before it, where linkers put `.shstrtab`.
-constexpr uint64_t kNamesWindow = 256 << 10;
+constexpr std::string_view kFatbinSection(".nv_fatbin\0", 11);  // as the section names hold it
 constexpr uint64_t kMaxSectionNames = 1 << 20;
 constexpr uint32_t kShtProgbits = 1;
 
@@ -54,41 +52,11 @@ std::optional<Problem> stream_ranges(const ZipArchive& zip, const ZipEntry& entr
       });
 }
 
-// The first pass over a member: an ELF file's section table, with what lies just before it, or a
-// fat binary's entries. For any other file neither is made, and the pass stops at its first chunk.
-std::optional<Problem> first_pass(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
-                                  std::optional<ElfSectionScanner>& elf, std::optional<FatbinWalker>& fatbin) {
-  bool first = true;
-  return stream_member(
-      zip, entry,
-      [&](std::span<const uint8_t> chunk) {
-        if (first) {
-          first = false;
-          if (ElfScanner::has_magic(chunk))
-            elf.emplace(entry.uncompressed_size, kNamesWindow);
-          else if (FatbinWalker::has_magic(chunk))
-            fatbin.emplace(entry.uncompressed_size);
-          else
-            return false;  // no GPU code
-        }
-        if (elf) elf->feed(chunk);
-        if (fatbin) fatbin->feed(chunk);
-        return true;
-      },
-      display,
-      [&] {
-        first = true;
-        elf.reset();
-        fatbin.reset();
-      });
-}
-
-// The bytes of an ELF file's section names: from what the first pass kept, else from one more pass
-// into `fetched`. `problem` is set where the member cannot be streamed; the bytes then mean nothing.
-std::span<const uint8_t> section_names(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
-                                       const ElfSectionScanner& elf, const ElfSectionScanner::Section& names,
-                                       std::vector<uint8_t>& fetched, std::optional<Problem>& problem) {
-  if (auto kept = elf.kept(names.offset, names.size)) return *kept;
+// The bytes of an ELF file's section names, `names`, read in one more pass. `problem` is set where
+// the member cannot be streamed; the bytes then mean nothing.
+std::vector<uint8_t> section_names(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                   const ElfSectionScanner::Section& names, std::optional<Problem>& problem) {
+  std::vector<uint8_t> fetched;
   fetched.reserve(names.size);
   problem = stream_ranges(
       zip, entry, display, {{names.offset, names.size}},
@@ -99,16 +67,13 @@ std::span<const uint8_t> section_names(const ZipArchive& zip, const ZipEntry& en
 
 // Where an ELF file's `.nv_fatbin` sections (PROGBITS, named exactly so) lie, sorted by offset. Empty,
 // with `unreadable` set, where one lies outside the file or two overlap.
+// `named(at)`: whether the section names hold ".nv_fatbin\0" at `at`.
 std::vector<ByteRange> fatbin_sections(const std::vector<ElfSectionScanner::Section>& sections,
-                                       std::span<const uint8_t> name_bytes, uint64_t file_size,
+                                       const std::function<bool(uint32_t)>& named, uint64_t file_size,
                                        std::string& unreadable) {
-  auto named = [&](uint32_t at, std::string_view want) {
-    return at <= name_bytes.size() && name_bytes.size() - at > want.size() &&
-           std::equal(want.begin(), want.end(), name_bytes.begin() + at) && name_bytes[at + want.size()] == 0;
-  };
   std::vector<ByteRange> ranges;
   for (const ElfSectionScanner::Section& s : sections) {
-    if (!named(s.name, ".nv_fatbin") || s.type != kShtProgbits) continue;
+    if (!named(s.name) || s.type != kShtProgbits) continue;
     if (s.offset > file_size || s.size > file_size - s.offset) {
       unreadable = "its .nv_fatbin section lies outside the file";
       return {};
@@ -150,42 +115,128 @@ std::optional<GpuCodeScan> walk_fatbins(const ZipArchive& zip, const ZipEntry& e
 
 }  // namespace
 
-std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
-                                         std::optional<Problem>& problem) {
-  std::optional<ElfSectionScanner> elf;
-  std::optional<FatbinWalker> fatbin;
-  problem = first_pass(zip, entry, display, elf, fatbin);
-  if (problem) return std::nullopt;
-  if (fatbin) return std::move(*fatbin).finish();
+void GpuCodeScanner::NameHits::feed(std::span<const uint8_t> chunk) {
+  const uint64_t pos = seen;
+  seen += chunk.size();
+  if (overflow) return;
+  auto hit = [&](uint64_t where) {
+    if (at.size() == kMaxNameHits) overflow = true;
+    if (!overflow) at.push_back(where);
+  };
+  // A name that starts in the bytes kept from before.
+  if (!carry.empty()) {
+    std::vector<uint8_t> joint = carry;
+    joint.insert(joint.end(), chunk.begin(), chunk.begin() + std::min(chunk.size(), kFatbinSection.size() - 1));
+    for (size_t i = 0; i < carry.size() && i + kFatbinSection.size() <= joint.size(); ++i)
+      if (std::equal(kFatbinSection.begin(), kFatbinSection.end(), joint.begin() + static_cast<ptrdiff_t>(i)))
+        hit(pos - carry.size() + i);
+  }
+  static const std::boyer_moore_horspool_searcher search(kFatbinSection.begin(), kFatbinSection.end());
+  const auto* first = reinterpret_cast<const char*>(chunk.data());
+  const char* const last = first + chunk.size();
+  for (const char* at_ = std::search(first, last, search); at_ != last; at_ = std::search(at_ + 1, last, search))
+    hit(pos + static_cast<uint64_t>(at_ - first));
+  // The last bytes that could start a name, joined with what is kept when the chunk is short.
+  carry.insert(carry.end(), chunk.begin(), chunk.end());
+  if (carry.size() >= kFatbinSection.size())
+    carry.erase(carry.begin(), carry.end() - static_cast<ptrdiff_t>(kFatbinSection.size() - 1));
+}
+
+std::optional<GpuCodeScanner> GpuCodeScanner::start(std::span<const uint8_t> head, uint64_t size, bool fatbin_name) {
+  GpuCodeScanner s;
+  if (ElfScanner::has_magic(head)) {
+    s.elf_.emplace(size, 0);
+    s.recorder_.emplace(size);
+  } else if (fatbin_name && FatbinWalker::has_magic(head)) {
+    s.fatbin_.emplace(size);
+  } else {
+    return std::nullopt;
+  }
+  return s;
+}
+
+void GpuCodeScanner::feed(std::span<const uint8_t> chunk) {
+  if (fatbin_) fatbin_->feed(chunk);
+  if (elf_) elf_->feed(chunk);
+  if (recorder_) recorder_->feed(chunk);
+  if (elf_) names_.feed(chunk);
+}
+
+std::optional<GpuCodeScan> GpuCodeScanner::finish(const ZipArchive& zip, const ZipEntry& entry,
+                                                  const std::string& display, std::optional<Problem>& problem) {
+  if (fatbin_) return std::move(*fatbin_).finish();
   GpuCodeScan none;
-  if (!elf) return none;
   // A cubin is code for one GPU, but its header does not say whether it is arch-specific
   // (sm_90 and sm_90a cubins have the same flags): nothing is claimed for it.
-  if (elf->machine() == kElfMachineCuda) return none;
-  switch (elf->state()) {
+  if (elf_->machine() == kElfMachineCuda) return none;
+  switch (elf_->state()) {
     case ElfSectionScanner::State::not_elf64:  // no CUDA fat binary in one
     case ElfSectionScanner::State::no_table:   // no sections: no fat binary section either
       return none;
     case ElfSectionScanner::State::unreadable:  // it may have one: nothing is claimed for its build
-      none.unreadable = elf->why_not();
+      none.unreadable = elf_->why_not();
       return none;
     case ElfSectionScanner::State::read:
       break;
   }
-
-  const std::vector<ElfSectionScanner::Section> sections = elf->sections();
-  const ElfSectionScanner::Section& names = sections[elf->names_index()];
-  const uint64_t file_size = elf->bytes_seen();
+  const std::vector<ElfSectionScanner::Section> sections = elf_->sections();
+  const ElfSectionScanner::Section& names = sections[elf_->names_index()];
+  const uint64_t file_size = elf_->bytes_seen();
   if (names.size > kMaxSectionNames || names.offset > file_size || names.size > file_size - names.offset) {
     none.unreadable = "its section names lie outside the file";
     return none;
   }
-  std::vector<uint8_t> fetched;
-  const std::span<const uint8_t> name_bytes = section_names(zip, entry, display, *elf, names, fetched, problem);
-  if (problem) return std::nullopt;
-  const std::vector<ByteRange> ranges = fatbin_sections(sections, name_bytes, file_size, none.unreadable);
+  std::vector<ByteRange> ranges;
+  auto within = [&](uint32_t at) { return at <= names.size && names.size - at >= kFatbinSection.size(); };
+  if (!names_.overflow) {  // names_.at is sorted
+    ranges = fatbin_sections(
+        sections,
+        [&](uint32_t at) {
+          return within(at) && std::binary_search(names_.at.begin(), names_.at.end(), names.offset + at);
+        },
+        file_size, none.unreadable);
+  } else {
+    ++passes_;
+    const std::vector<uint8_t> bytes = section_names(zip, entry, display, names, problem);
+    if (problem) return std::nullopt;
+    ranges = fatbin_sections(
+        sections,
+        [&](uint32_t at) {
+          return within(at) && std::equal(kFatbinSection.begin(), kFatbinSection.end(), bytes.begin() + at);
+        },
+        file_size, none.unreadable);
+  }
   if (ranges.empty()) return none;
+  if (auto code = recorder_->code_in(ranges)) {
+    none.code = std::move(*code);
+    return none;
+  }
+  ++passes_;
   return walk_fatbins(zip, entry, display, ranges, problem);
+}
+
+std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                         std::optional<Problem>& problem, int* further_passes) {
+  std::optional<GpuCodeScanner> scanner;
+  bool first = true;
+  const bool fatbin_name = entry.name.ends_with(".fatbin");
+  problem = stream_member(
+      zip, entry,
+      [&](std::span<const uint8_t> chunk) {
+        if (first) scanner = GpuCodeScanner::start(chunk, entry.uncompressed_size, fatbin_name);
+        first = false;
+        if (scanner) scanner->feed(chunk);
+        return scanner.has_value();
+      },
+      display,
+      [&] {
+        first = true;
+        scanner.reset();
+      });
+  if (problem) return std::nullopt;
+  std::optional<GpuCodeScan> found = scanner ? scanner->finish(zip, entry, display, problem) : GpuCodeScan{};
+  if (further_passes) *further_passes = scanner ? scanner->further_passes() : 0;
+  return found;
 }
 
 namespace {
@@ -312,30 +363,6 @@ SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>
           "PTX for compute_{} ({}) would also run on GPUs of major {}, but the provider matches PTX only on its own "
           "major: those GPUs get another build or the non-variant wheel",
           ptx_low, ptx_file, fmt::join(missed, ", ")));
-  }
-  return out;
-}
-
-BuildGpuCode build_gpu_code(const Wheel& wheel, Problems& problems) {
-  std::vector<const WheelFile*> candidates;
-  for (const WheelFile& f : wheel.files)
-    if (f.elf || (f.path.size() > 7 && f.path.substr(f.path.size() - 7) == ".fatbin")) candidates.push_back(&f);
-  std::vector<std::optional<GpuCodeScan>> scans(candidates.size());
-  std::vector<std::optional<Problem>> failures(candidates.size());
-  parallel_for(candidates.size(), [&](size_t i) {
-    scans[i] = scan_gpu_code(wheel.zip, wheel.zip.entries[candidates[i]->entry], wheel.display, failures[i]);
-  });
-  BuildGpuCode out;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (failures[i]) {
-      problems.push_back(std::move(*failures[i]));
-      continue;
-    }
-    const std::string path(candidates[i]->path);
-    if (!scans[i]->unreadable.empty())
-      out.unreadable.emplace_back(path, std::move(scans[i]->unreadable));
-    else if (!scans[i]->code.empty())
-      out.files.emplace_back(path, std::move(scans[i]->code));
   }
   return out;
 }

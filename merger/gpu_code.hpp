@@ -1,12 +1,11 @@
 // The GPU code of a wheel's files: each native member's CUDA fat binaries (merger/format/fatbin,
-// read through the ELF section table of merger/format/elf), the sm_arch values a build's code
+// read through the ELF section table of merger/format/elf) as the member streams by, the sm_arch values a build's code
 // supports, and whether a variant wheel's sm_arch claims are backed.
 #pragma once
 
 #include "merger/base/problem.hpp"
 #include "merger/format/elf.hpp"
 #include "merger/format/fatbin.hpp"
-#include "merger/wheel.hpp"
 #include "merger/zip/zip_archive.hpp"
 
 #include <compare>
@@ -19,14 +18,53 @@
 
 namespace wm {
 
-// The GPU code of one archive member: an ELF file's `.nv_fatbin` section (64-bit,
-// little-endian, its section table read as readelf reads it, extended numbering included
-// (ElfSectionScanner); two passes over the member where the section names lie outside what the
-// first pass keeps, three at most), or a file starting with the fat binary magic. Empty code for
-// any other file and for an ELF file without sections; unreadable, with why, for an ELF file
-// whose section table cannot be read. A member the archive cannot stream gives its problem.
+// The GPU code of one archive member, read from the bytes of the pass that streams the member
+// anyway (read_wheel's, which digests it): a file named `.fatbin` that starts with the fat
+// binary magic is walked as it streams; an ELF file's section table is kept as it streams by
+// (64-bit, little-endian, read as readelf reads it, extended numbering included:
+// ElfSectionScanner), with where the name ".nv_fatbin" occurs and its fat binaries
+// (FatbinRecorder), and its `.nv_fatbin` sections are read from those afterwards. One more pass
+// over the member only where the first did not keep enough (more such names than it keeps; fat
+// binaries the recorder could not put together), two at most. Empty code for any other file, for an ELF file
+// without sections and for a cubin; unreadable, with why, for an ELF file whose section table
+// cannot be read.
+class GpuCodeScanner {
+ public:
+  // A scanner for a member of `size` bytes whose first bytes are `head`; nullopt for a file
+  // that holds no GPU code to read. `fatbin_name`: the member is named `*.fatbin`.
+  static std::optional<GpuCodeScanner> start(std::span<const uint8_t> head, uint64_t size, bool fatbin_name);
+  // The member's bytes, from its first.
+  void feed(std::span<const uint8_t> chunk);
+  // After the member was fed whole: its code; nullopt, with `problem`, where a further pass
+  // cannot stream the member.
+  std::optional<GpuCodeScan> finish(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
+                                    std::optional<Problem>& problem);
+  int further_passes() const { return passes_; }  // that finish took
+
+  // Where the bytes ".nv_fatbin\0" occur in a member fed in chunks, in order: a section's name
+  // is that exactly where its offset into the section names is one of them, so the names need
+  // not be kept. Past kMaxNameHits, the names are read in one more pass.
+  struct NameHits {
+    static constexpr size_t kMaxNameHits = 4096;
+    std::vector<uint64_t> at;
+    std::vector<uint8_t> carry;  // the last bytes fed, for a name across chunks
+    uint64_t seen = 0;
+    bool overflow = false;
+    void feed(std::span<const uint8_t> chunk);
+  };
+
+ private:
+  GpuCodeScanner() = default;
+  std::optional<FatbinWalker> fatbin_;
+  std::optional<ElfSectionScanner> elf_;
+  std::optional<FatbinRecorder> recorder_;
+  NameHits names_;
+  int passes_ = 0;
+};
+
+// GpuCodeScanner over one stream of the member: the GPU code of a member read alone.
 std::optional<GpuCodeScan> scan_gpu_code(const ZipArchive& zip, const ZipEntry& entry, const std::string& display,
-                                         std::optional<Problem>& problem);
+                                         std::optional<Problem>& problem, int* further_passes = nullptr);
 
 // The values of the NVIDIA provider's `sm_arch` feature that a build's GPU code supports, given
 // the code of each of its files that has any. A GPU of compute capability X.Y matches the
@@ -53,13 +91,12 @@ std::optional<Problem> sm_arch_claim_problem(const std::vector<std::string>& cla
                                              bool has_gpu_code);
 
 // The GPU code of every file of a build that has any (ELF files and `.fatbin` files), in archive
-// order, read on every core; files whose fat binaries could not be read apart, with why. A
-// member the archive cannot stream (read before, so only on a change underneath) is a problem.
+// order (build_gpu_code in merger/wheel.hpp); files whose fat binaries could not be read apart,
+// with why.
 struct BuildGpuCode {
   std::vector<std::pair<std::string, std::set<GpuCode>>> files;
   std::vector<std::pair<std::string, std::string>> unreadable;
 };
-BuildGpuCode build_gpu_code(const Wheel& wheel, Problems& problems);
 
 // A build's sm_arch values: none, with a note per file, where a file's fat binaries could not
 // be read (leaving it out could claim GPUs it has no code for), none where no file has GPU code,

@@ -85,6 +85,8 @@ std::string manifest_block(const LoaderManifest& m) {
                    per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.preload); }));
   out += py_assign("_BUILD_INFO", "dict[str, dict[str, str]]",
                    per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.build_info); }));
+  out += py_assign("_GPU_CODE", "dict[str, dict[str, tuple[str, ...]]]",
+                   per_build([](const BuildFiles& b, const VariantLabel&) { return py_strings(b.gpu_code); }));
   out += py_assign("_VARIANT_VARS", "", py_strings({package_variable(m.distribution), "WHEELMERGE_VARIANT"}));
   out += kBlockEnd;
   return out;
@@ -153,6 +155,7 @@ std::optional<LoaderManifest> manifest_of_loader(std::string_view source, std::s
       {"_FILES: dict[str, dict[str, str]] = ", "files"},
       {"_PRELOAD: dict[str, tuple[str, ...]] = ", "preload"},
       {"_BUILD_INFO: dict[str, dict[str, str]] = ", "build_info"},
+      {"_GPU_CODE: dict[str, dict[str, tuple[str, ...]]] = ", "gpu_code"},
       {"_VARIANT_VARS = ", ""},
   };
   nlohmann::json j;

@@ -699,14 +699,24 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
       for (const auto& [label, extras] : metadata->runtime_extras)
         for (const std::string& extra : extras) manifest.extras[label].push_back(extra);
   }
-  for (const VariantLabel& label : plan.labels) {
+  for (size_t i = 0; i < builds(); ++i) {
+    const VariantLabel& label = this->label(i);
     BuildFiles& build = manifest.builds[label];
+    // The GPU code of the build's files, by the path the loader finds them at.
+    auto add_gpu_code = [&](const VariantFile& v) {
+      auto code = this->build(i).gpu_code.find(v.original);
+      if (code == this->build(i).gpu_code.end() || !code->second.unreadable.empty() || code->second.code.empty())
+        return;
+      std::vector<std::string>& spelled = build.gpu_code[relative(v.stored)];
+      for (const GpuCode& c : code->second.code) spelled.push_back(c.str());
+    };
     std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
     for (const VariantFile* v : files) {
       if (v->label != label) continue;
       const WheelFile* f = file_of(*v);
       std::string rel = relative(v->original);
       build.files[rel] = relative(v->stored);
+      add_gpu_code(*v);
       if (is_private_library(v->original, *f)) {
         libraries.emplace_back(v, &*f->elf_info);
       } else if (is_module_file(v->original, *f)) {
@@ -718,7 +728,10 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
       }
     }
     for (const VariantFile* v : outside)
-      if (v->label == label) libraries.emplace_back(v, &*file_of(*v)->elf_info);
+      if (v->label == label) {
+        libraries.emplace_back(v, &*file_of(*v)->elf_info);
+        add_gpu_code(*v);
+      }
     std::vector<const ElfInfo*> infos;
     for (const auto& library : libraries) infos.push_back(library.second);
     for (size_t i : preload_order(infos)) build.preload.push_back(relative(libraries[i].first->stored));

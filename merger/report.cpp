@@ -76,7 +76,7 @@ void check_sm_arch_claim(const Wheel& wheel, Problems& problems) {
   const VariantPropertyMap& properties = doc->variants.at(wheel.name.variant);
   const auto nvidia = properties.find("nvidia");
   if (nvidia == properties.end() || !nvidia->second.count("sm_arch")) return;
-  const BuildGpuCode code = build_gpu_code(wheel, problems);
+  const BuildGpuCode code = build_gpu_code(wheel);
   const bool has_code = !code.files.empty() || !code.unreadable.empty();
   if (auto problem = sm_arch_claim_problem(nvidia->second.at("sm_arch"), build_sm_arch(code), has_code)) {
     problem->file = wheel.display;
@@ -147,8 +147,8 @@ std::optional<VerifyReport> verify_wheel(const std::string& path, Problems& prob
 
 namespace {
 // Fills the files' GPU code and each build's sm_arch values.
-void add_gpu_code(const Wheel& wheel, InspectReport& r, Problems& problems) {
-  BuildGpuCode code = build_gpu_code(wheel, problems);
+void add_gpu_code(const Wheel& wheel, InspectReport& r) {
+  BuildGpuCode code = build_gpu_code(wheel);
   std::map<std::string, size_t> position;
   for (size_t i = 0; i < r.files.size(); ++i) position[r.files[i].path] = i;
   for (const auto& [path, found] : code.files)
@@ -214,7 +214,7 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
     }
     r.files.push_back(std::move(file));
   }
-  if (gpu_code) add_gpu_code(*wheel, r, problems);
+  if (gpu_code) add_gpu_code(*wheel, r);
   for (const VariantLabel& label : builds)
     for (RuntimeNeed& n : runtime_needs(*wheel, label, &variant_of))
       r.runtime[label.str()].push_back({std::move(n.library), std::move(n.member), std::string(n.wheel.distribution),

@@ -55,8 +55,8 @@ bool write_text_file(const std::string& dir, const std::string& name, const std:
 
 // A build's nvidia :: sm_arch values from its files' GPU code (build_sm_arch); what they cannot
 // say goes to `notes`, each naming the build.
-std::vector<std::string> build_sm_arch(const Wheel& w, std::vector<std::string>& notes, Problems& problems) {
-  SmArch arch = build_sm_arch(build_gpu_code(w, problems));
+std::vector<std::string> build_sm_arch(const Wheel& w, std::vector<std::string>& notes) {
+  SmArch arch = build_sm_arch(build_gpu_code(w));
   for (const std::string& note : arch.notes)
     notes.push_back(fmt::format("{}: sm_arch: {}", w.build_label().str(), note));
   return arch.values;
@@ -94,7 +94,7 @@ std::vector<VariantProperties> build_properties(const std::vector<Wheel>& wheels
   for (const Wheel& w : wheels) {
     std::vector<std::string> sm_arch;
     // GPU code says nothing about a CPU build's properties: not read there.
-    if (options.sm_arch && w.build_label().selector() == Selector::cuda) sm_arch = build_sm_arch(w, notes, problems);
+    if (options.sm_arch && w.build_label().selector() == Selector::cuda) sm_arch = build_sm_arch(w, notes);
     std::string why;
     if (auto v = variant_properties(w.build_label(), why, sm_arch))
       variants.push_back(std::move(*v));

@@ -8,6 +8,7 @@
 #include "merger/zip/zip_archive.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
@@ -107,6 +108,40 @@ void check_manifest_paths(const LoaderFiles& l, const LoaderManifest& manifest, 
     for (const auto& [module, rel] : build.modules) check("modules", rel);
     for (const auto& [original, rel] : build.files) check("files", rel);
     for (const std::string& rel : build.preload) check("preload", rel);
+    for (const auto& [rel, code] : build.gpu_code) check("gpu_code", rel);
+  }
+}
+
+// Each build's GPU code in a loader's manifest is what its files' fat binaries hold, as reading
+// the wheel found them: the loader's report warns of GPUs no code runs on by it. A difference is
+// reported once per build, at the first file where they differ.
+void check_gpu_code(const Wheel& wheel, const std::vector<FoundLoader>& loaders,
+                    const std::vector<std::string_view>& paths, Problems& problems) {
+  const ManifestResolver resolver(paths);
+  for (const FoundLoader& l : loaders) {
+    for (const auto& [label, build] : l.manifest.builds) {
+      std::map<std::string, std::vector<std::string>> found;
+      auto add = [&](const std::string& rel) {
+        auto member = resolver.member(ManifestResolver::installed(l.loader_path, rel));
+        auto code = member ? wheel.gpu_code.find(*member) : wheel.gpu_code.end();
+        if (code == wheel.gpu_code.end() || !code->second.unreadable.empty() || found.count(rel)) return;
+        for (const GpuCode& c : code->second.code) found[rel].push_back(c.str());
+      };
+      for (const auto& [original, rel] : build.files) add(rel);
+      for (const std::string& rel : build.preload) add(rel);
+      if (found == build.gpu_code) continue;
+      auto [ours, theirs] = std::mismatch(found.begin(), found.end(), build.gpu_code.begin(), build.gpu_code.end());
+      const std::string& rel = ours == found.end()              ? theirs->first
+                               : theirs == build.gpu_code.end() ? ours->first
+                                                                : std::min(ours->first, theirs->first);
+      auto spelled = [&](const std::map<std::string, std::vector<std::string>>& m) {
+        auto it = m.find(rel);
+        return it == m.end() ? std::string("none") : fmt::format("{}", fmt::join(it->second, " "));
+      };
+      problems.push_back({ProblemKind::invalid_input, wheel.display, l.loader_path,
+                          fmt::format("manifest gpu_code of {} is not the GPU code of {}", label.str(), rel),
+                          spelled(found), spelled(build.gpu_code)});
+    }
   }
 }
 
@@ -218,7 +253,9 @@ std::vector<FoundLoader> find_loaders(const Wheel& wheel, Problems& problems) {
     if (wheel.find(dir + "/" + std::string(kRulesModule))) rules = text_of(dir + "/" + std::string(kRulesModule));
     loaders.push_back({p, source, text_of(dir + "/__init__.py"), std::move(rules)});
   }
-  return check_loaders(wheel.display, loaders, paths, problems);
+  std::vector<FoundLoader> found = check_loaders(wheel.display, loaders, paths, problems);
+  check_gpu_code(wheel, found, paths, problems);
+  return found;
 }
 
 std::string label_in_name(std::string_view path, const std::unordered_set<std::string>& labels) {

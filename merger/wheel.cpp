@@ -59,6 +59,7 @@ struct MemberResult {
   std::optional<ElfInfo> elf_info;
   std::optional<NativeMachines> machines;  // a PE image's or Mach-O file's
   std::optional<std::string> text;         // the content, when asked for and kept for the planner
+  std::optional<GpuCodeScan> gpu_code;     // where it has any, or could not be read
 };
 
 bool is_init_file(std::string_view path) { return path == "__init__.py" || path.ends_with("/__init__.py"); }
@@ -116,6 +117,8 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
   std::optional<Digest> other;
   if (algorithm != RecordAlgorithm::sha256) other = Digest::of(algorithm);
   std::optional<ElfScanner> elf;
+  std::optional<GpuCodeScanner> gpu;
+  const bool fatbin_name = entry.name.ends_with(".fatbin");
   bool first = true;
   if (keep_text) result.text.emplace();  // bounded: streaming stops at the declared size
   result.problem = stream_member(
@@ -123,6 +126,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
       [&](std::span<const uint8_t> chunk) {
         if (first && ElfScanner::has_magic(chunk)) elf.emplace();
         if (first) {
+          gpu = GpuCodeScanner::start(chunk, entry.uncompressed_size, fatbin_name);
           result.pe = is_pe_image(chunk);
           if (auto machine = pe_machine(chunk))
             result.machines = NativeMachines{false, {*machine}};
@@ -134,6 +138,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
         sha.update(chunk);
         if (other) other->update(chunk);
         if (elf) elf->feed(chunk);
+        if (gpu) gpu->feed(chunk);
         return true;
       },
       w.display,
@@ -141,6 +146,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
         sha = Digest::sha256();
         if (other) other = Digest::of(algorithm);
         elf.reset();
+        gpu.reset();
         result.machines.reset();
         first = true;
         if (result.text) result.text->clear();
@@ -148,6 +154,11 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
   if (result.problem) return result;
   result.sha256 = sha.finish_sha256();
   if (other) result.record_digest = other->finish();
+  if (gpu) {
+    result.gpu_code = gpu->finish(w.zip, entry, w.display, result.problem);
+    if (result.problem) return result;
+    if (result.gpu_code->code.empty() && result.gpu_code->unreadable.empty()) result.gpu_code.reset();
+  }
   if (elf) {
     result.elf = true;
     const auto [strings, versions] = fetch_missing(w, entry, *elf);
@@ -608,6 +619,20 @@ void Wheel::release_files() {
   std::vector<uint32_t>().swap(index);
   std::unordered_map<std::string, std::string>().swap(init_sources);
   native_machines.clear();
+  gpu_code.clear();
+}
+
+BuildGpuCode build_gpu_code(const Wheel& wheel) {
+  BuildGpuCode out;
+  for (const WheelFile& f : wheel.files) {
+    auto it = wheel.gpu_code.find(f.path);
+    if (it == wheel.gpu_code.end()) continue;
+    if (!it->second.unreadable.empty())
+      out.unreadable.emplace_back(std::string(f.path), it->second.unreadable);
+    else if (!it->second.code.empty())
+      out.files.emplace_back(std::string(f.path), it->second.code);
+  }
+  return out;
 }
 
 const VariantLabel& Wheel::build_label() const {
@@ -711,13 +736,14 @@ std::vector<std::optional<Wheel>> stream_wheels(std::vector<OpenedWheel> opened,
       f.pe = result.pe;
       if (result.elf_info) f.elf_info = std::make_shared<const ElfInfo>(std::move(*result.elf_info));
     }
-    if (problem || result.text || result.machines) {
+    if (problem || result.text || result.machines || result.gpu_code) {
       std::lock_guard guard(lock);
       if (problem)
         found.emplace_back(item.wheel, item.file, std::move(*problem));
       else if (result.text)
         w.init_sources.emplace(f.path, std::move(*result.text));
       if (!problem && result.machines) w.native_machines.emplace(std::string(f.path), std::move(*result.machines));
+      if (!problem && result.gpu_code) w.gpu_code.emplace(std::string(f.path), std::move(*result.gpu_code));
     }
   });
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {

@@ -9,6 +9,7 @@
 #include "merger/format/label.hpp"
 #include "merger/format/requirement.hpp"
 #include "merger/format/wheel_name.hpp"
+#include "merger/gpu_code.hpp"
 #include "merger/zip/zip_archive.hpp"
 
 #include <map>
@@ -81,6 +82,9 @@ struct Wheel {
   std::vector<std::string> warnings;
   // The machines of its PE images and Mach-O files (ELF files have theirs in elf_info), by path.
   std::map<std::string, NativeMachines, std::less<>> native_machines;
+  // The GPU code of its ELF and `.fatbin` files that have any, or whose fat binaries could not
+  // be read (GpuCodeScanner, as each member streamed), by path.
+  std::map<std::string, GpuCodeScan, std::less<>> gpu_code;
 
   const WheelFile* find(std::string_view path) const;
   std::optional<size_t> position(std::string_view path) const;  // in files
@@ -93,6 +97,9 @@ struct Wheel {
   // refused every wheel without one; std::logic_error for a wheel that has none.
   const VariantLabel& build_label() const;
 };
+
+// The GPU code of a wheel's files, in archive order (`variants` and `inspect --gpu-code`).
+BuildGpuCode build_gpu_code(const Wheel& wheel);
 
 // Where an input names its label, each with the label found there, in order of precedence:
 // the explicit PATH=LABEL, the file name's ".cuNN" suffix, its "+cuNN" local version. This is

@@ -1,4 +1,5 @@
-// Little-endian field access over a byte range, and byte appending, for the zip formats.
+// Little-endian field access over a byte range, and byte appending, for the zip, ELF and fat
+// binary formats; a range of a file's bytes.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,12 @@
 #include <vector>
 
 namespace wm {
+
+// [offset, offset + size) of a file.
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
 
 class ByteView {
  public:

@@ -4,6 +4,8 @@
 // prefix, and otherwise one more ranged read fetches it.
 #pragma once
 
+#include "merger/base/bytes.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -57,11 +59,6 @@ struct ElfInfo {
   // Whether version_needs is all the file needs: false when its .gnu.version_r could not be
   // read whole (an entry past the bytes read, a name that is none).
   bool versions_read = true;
-};
-
-struct ByteRange {
-  uint64_t offset = 0;
-  uint64_t size = 0;
 };
 
 // Whether the first bytes of a file are a PE/COFF image (a Windows .pyd, .dll or .exe): the

@@ -24,6 +24,27 @@ std::string GpuCode::str() const {
   return s;
 }
 
+std::optional<GpuCode> GpuCode::parse(std::string_view text) {
+  GpuCode code;
+  if (text.starts_with("sm_")) {
+    text.remove_prefix(3);
+  } else if (text.starts_with("compute_")) {
+    code.kind = Kind::ptx;
+    text.remove_prefix(8);
+  } else {
+    return std::nullopt;
+  }
+  if (!text.empty() && (text.back() == 'a' || text.back() == 'f')) {
+    code.suffix = text.back();
+    text.remove_suffix(1);
+  }
+  if (text.size() < 2 || text.size() > 3 || text[0] == '0' ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  for (char c : text) code.arch = static_cast<uint16_t>(code.arch * 10 + (c - '0'));
+  return code;
+}
+
 bool FatbinWalker::has_magic(std::span<const uint8_t> head) {
   return head.size() >= 4 && ByteView(head.data(), 4).u32(0) == kFatbinMagic;
 }
@@ -33,7 +54,7 @@ void FatbinWalker::fail(std::string why) {
 }
 
 void FatbinWalker::feed(std::span<const uint8_t> chunk) {
-  while (!chunk.empty() && result_.unreadable.empty()) {
+  while (!chunk.empty() && result_.unreadable.empty() && !done()) {
     if (skip_ > 0) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(skip_, chunk.size()));
       skip_ -= n;
@@ -52,6 +73,7 @@ void FatbinWalker::feed(std::span<const uint8_t> chunk) {
 // A complete header is in header_; decides what comes next.
 void FatbinWalker::take() {
   const std::vector<uint8_t>& bytes = header_;
+  ++headers_;
   ByteView h(bytes);
   const uint64_t at = seen_ - bytes.size();  // where this header starts in the range
   if (want_ == Want::container) {
@@ -74,6 +96,7 @@ void FatbinWalker::take() {
     container_end_ = at + header_size + fat_size;
     skip_ = header_size - kFatbinHeader;
     want_ = fat_size == 0 ? Want::container : Want::entry;
+    if (fat_size == 0) ++containers_;
     need_ = want_ == Want::container ? 8 : kEntryHeader;
     header_.clear();
     return;
@@ -99,6 +122,7 @@ void FatbinWalker::take() {
   skip_ = header_size - kEntryHeader + payload;
   const uint64_t next = at + header_size + payload;
   if (next == container_end_) {
+    ++containers_;
     want_ = Want::container;
     need_ = 8;
   } else if (container_end_ - next < kEntryHeader) {
@@ -119,6 +143,118 @@ GpuCodeScan FatbinWalker::finish() && {
       result_.unreadable = "it ends inside a fat binary header";
   }
   return std::move(result_);
+}
+
+void FatbinRecorder::feed(std::span<const uint8_t> chunk) {
+  const uint64_t pos = seen_;
+  seen_ += chunk.size();
+  if (overflow_ || chunk.empty()) return;
+  for (Open& o : open_) walk(o.walker, chunk);
+  if (overflow_) {
+    open_.clear();
+    return;
+  }
+  // The zero bytes after fat binaries kept before: all reached `pos`, so all end where the
+  // chunk's first non-zero byte is (or at their cap).
+  if (!counting_.empty()) {
+    const size_t look = static_cast<size_t>(std::min<uint64_t>(chunk.size(), kMaxFatbinPadding));
+    const size_t zeros = static_cast<size_t>(
+        std::find_if(chunk.begin(), chunk.begin() + look, [](uint8_t b) { return b != 0; }) - chunk.begin());
+    std::erase_if(counting_, [&](size_t i) {
+      Kept& k = kept_[i];
+      k.zeros_end = std::min(pos + zeros, k.end + kMaxFatbinPadding);
+      k.zeros_open = zeros == chunk.size() && k.zeros_end < k.end + kMaxFatbinPadding;
+      return !k.zeros_open;
+    });
+  }
+  settle(chunk, pos);
+  // A magic begun in the previous chunk, at the 8-aligned offset where carry_ starts.
+  if (!carry_.empty() && carry_.size() + chunk.size() >= 4) {
+    std::vector<uint8_t> word = carry_;
+    word.insert(word.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(4 - carry_.size()));
+    if (ByteView(word).u32(0) == kFatbinMagic) start(pos - carry_.size(), carry_, chunk, pos);
+  }
+  for (size_t i = static_cast<size_t>((8 - pos % 8) % 8); i + 4 <= chunk.size() && !overflow_; i += 8)
+    if (ByteView(chunk.data() + i, 4).u32(0) == kFatbinMagic) start(pos + i, {}, chunk.subspan(i), pos + i);
+  // The bytes of the last word, while too few to tell whether it holds the magic.
+  const size_t in_word = static_cast<size_t>(seen_ % 8);
+  if (in_word == 0 || in_word >= 4)
+    carry_.clear();
+  else if (chunk.size() >= in_word)
+    carry_.assign(chunk.end() - static_cast<ptrdiff_t>(in_word), chunk.end());
+  else
+    carry_.insert(carry_.end(), chunk.begin(), chunk.end());
+}
+
+// A walk of the fat binary at `at`, fed `before` (bytes already gone by) and `rest`, which starts
+// at `rest_at` and runs to the end of the current chunk.
+void FatbinRecorder::start(uint64_t at, std::span<const uint8_t> before, std::span<const uint8_t> rest,
+                           uint64_t rest_at) {
+  if (open_.size() == kMaxOpenFatbins || kept_.size() == kMaxKeptFatbins || at >= size_) {
+    overflow_ = true;
+    open_.clear();
+    return;
+  }
+  open_.push_back({at, FatbinWalker(size_ - at, true)});
+  walk(open_.back().walker, before);
+  walk(open_.back().walker, rest);
+  if (overflow_) {
+    open_.clear();
+    return;
+  }
+  settle(rest, rest_at);
+}
+
+void FatbinRecorder::walk(FatbinWalker& walker, std::span<const uint8_t> bytes) {
+  const uint64_t before = walker.headers_read();
+  walker.feed(bytes);
+  headers_ += walker.headers_read() - before;
+  if (headers_ > kHeadersAlways + seen_ * kHeadersPerByte) overflow_ = true;
+}
+
+// Keeps the walks that read their fat binary whole, with the zero bytes after it that `chunk`
+// (at `pos`, the last bytes fed) shows; drops those that could not.
+void FatbinRecorder::settle(std::span<const uint8_t> chunk, uint64_t pos) {
+  std::erase_if(open_, [&](const Open& o) {
+    if (o.walker.failed()) return true;
+    if (!o.walker.done()) return false;
+    const uint64_t end = o.start + o.walker.bytes_seen(), cap = end + kMaxFatbinPadding;
+    Kept k{o.start, end, end, end % 8 == 0 && end >= pos, o.walker.code()};
+    if (k.zeros_open) {  // count those within the chunk
+      uint64_t at = end;
+      while (at < pos + chunk.size() && at < cap && chunk[at - pos] == 0) ++at;
+      k.zeros_end = at;
+      k.zeros_open = at == pos + chunk.size() && at < cap;
+    }
+    if (k.zeros_open) counting_.push_back(kept_.size());
+    kept_.push_back(std::move(k));
+    return true;
+  });
+}
+
+std::optional<std::set<GpuCode>> FatbinRecorder::code_in(const std::vector<ByteRange>& ranges) const {
+  if (overflow_) return std::nullopt;
+  std::vector<const Kept*> by_start;
+  for (const Kept& k : kept_) by_start.push_back(&k);
+  std::sort(by_start.begin(), by_start.end(), [](const Kept* a, const Kept* b) { return a->start < b->start; });
+  std::set<GpuCode> code;
+  for (const ByteRange& r : ranges) {
+    const uint64_t end = r.offset + r.size;
+    for (uint64_t at = r.offset; at < end;) {
+      auto it = std::lower_bound(by_start.begin(), by_start.end(), at,
+                                 [](const Kept* k, uint64_t start) { return k->start < start; });
+      if (it == by_start.end() || (*it)->start != at || (*it)->end > end) return std::nullopt;
+      const Kept& k = **it;
+      code.insert(k.code.begin(), k.code.end());
+      // FatbinWalker passes over zero words; the next word is a fat binary, or the range ends.
+      at = k.end + (k.zeros_end - k.end) / 8 * 8;
+      if (at >= end) {
+        if ((end - k.end) % 8 != 0) return std::nullopt;  // a part of a word at the end
+        at = end;
+      }
+    }
+  }
+  return code;
 }
 
 }  // namespace wm

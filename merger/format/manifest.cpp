@@ -1,5 +1,6 @@
 #include "merger/format/manifest.hpp"
 
+#include "merger/format/fatbin.hpp"
 #include "merger/format/label.hpp"
 #include "merger/zip/zip_archive.hpp"
 
@@ -37,6 +38,7 @@ std::string LoaderManifest::to_json() const {
     j["files"][key] = nlohmann::json(build.files);
     j["preload"][key] = nlohmann::json(build.preload);
     j["build_info"][key] = nlohmann::json(build.build_info);
+    j["gpu_code"][key] = build.gpu_code.empty() ? nlohmann::json::object() : nlohmann::json(build.gpu_code);
   }
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
 }
@@ -59,6 +61,59 @@ std::optional<std::map<std::string, std::string>> string_map(const nlohmann::jso
   return out;
 }
 
+// An object of paths to non-empty lists of GPU code as GpuCode spells it, each once, in its order.
+std::optional<std::map<std::string, std::vector<std::string>>> gpu_code_map(const nlohmann::json& node) {
+  if (!node.is_object()) return std::nullopt;
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [key, value] : node.items()) {
+    if (!all_strings(value) || value.empty()) return std::nullopt;
+    std::vector<std::string> list = value.get<std::vector<std::string>>();
+    std::optional<GpuCode> last;
+    for (const std::string& each : list) {
+      auto code = GpuCode::parse(each);
+      if (!code || (last && !(*last < *code))) return std::nullopt;
+      last = code;
+    }
+    out.emplace(key, std::move(list));
+  }
+  return out;
+}
+
+// The per-build sections of `j` into `m`, whose variants are `labels`: empty, or what is wrong.
+std::string read_sections(const nlohmann::json& j, const std::set<std::string>& labels, LoaderManifest& m) {
+  for (const char* section : {"extras", "modules", "files", "preload", "build_info", "gpu_code"}) {
+    if (!j.contains(section) || !j[section].is_object()) return fmt::format("{} is not an object", section);
+    for (const auto& [label, value] : j[section].items())
+      if (!labels.count(label)) return fmt::format("{} has a build the manifest does not list: {}", section, label);
+    for (const VariantLabel& variant : m.variants) {
+      const std::string& label = variant.str();
+      if (!j[section].contains(label)) return fmt::format("{} lacks the build {}", section, label);
+      const nlohmann::json& value = j[section][label];
+      BuildFiles& build = m.builds[variant];
+      std::string_view s = section;
+      if (s == "preload" || s == "extras") {
+        if (!all_strings(value)) return fmt::format("{} of {} is not a list of strings", section, label);
+        auto list = value.get<std::vector<std::string>>();
+        if (s == "preload")
+          build.preload = std::move(list);
+        else if (!list.empty())
+          m.extras[variant] = std::move(list);
+        continue;
+      }
+      if (s == "gpu_code") {
+        auto code = gpu_code_map(value);
+        if (!code) return fmt::format("gpu_code of {} is not an object of GPU code lists", label);
+        build.gpu_code = std::move(*code);
+        continue;
+      }
+      auto map = string_map(value);
+      if (!map) return fmt::format("{} of {} is not an object of strings", section, label);
+      (s == "modules" ? build.modules : s == "files" ? build.files : build.build_info) = std::move(*map);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::optional<LoaderManifest> LoaderManifest::parse(std::string_view text, std::string& why) {
@@ -76,9 +131,9 @@ std::optional<LoaderManifest> LoaderManifest::from_json(const nlohmann::json& j,
     return std::nullopt;
   };
   if (!j.is_object()) return fail("not a JSON object");
-  static const std::set<std::string> kKeys{"format",   "wheelmerge", "package", "distribution",
-                                           "selector", "variants",   "sources", "extras",
-                                           "modules",  "files",      "preload", "build_info"};
+  static const std::set<std::string> kKeys{"format",   "wheelmerge", "package", "distribution", "selector",
+                                           "variants", "sources",    "extras",  "modules",      "files",
+                                           "preload",  "build_info", "gpu_code"};
   for (const auto& [key, value] : j.items())
     if (!kKeys.count(key)) return fail(fmt::format("it has an unknown key {}", nlohmann::json(key).dump()));
   if (!j.contains("format") || !j["format"].is_number_integer() || j["format"] != kFormat)
@@ -118,31 +173,7 @@ std::optional<LoaderManifest> LoaderManifest::from_json(const nlohmann::json& j,
   m.driver_fallback = sources.size() > 1;
   if (sources != m.sources())
     return fail(fmt::format("sources {} is none of the orders a loader knows", nlohmann::json(sources).dump()));
-  for (const char* section : {"extras", "modules", "files", "preload", "build_info"}) {
-    if (!j.contains(section) || !j[section].is_object()) return fail(fmt::format("{} is not an object", section));
-    for (const auto& [label, value] : j[section].items())
-      if (!labels.count(label))
-        return fail(fmt::format("{} has a build the manifest does not list: {}", section, label));
-    for (const VariantLabel& variant : m.variants) {
-      const std::string& label = variant.str();
-      if (!j[section].contains(label)) return fail(fmt::format("{} lacks the build {}", section, label));
-      const nlohmann::json& value = j[section][label];
-      BuildFiles& build = m.builds[variant];
-      std::string_view s = section;
-      if (s == "preload" || s == "extras") {
-        if (!all_strings(value)) return fail(fmt::format("{} of {} is not a list of strings", section, label));
-        auto list = value.get<std::vector<std::string>>();
-        if (s == "preload")
-          build.preload = std::move(list);
-        else if (!list.empty())
-          m.extras[variant] = std::move(list);
-        continue;
-      }
-      auto map = string_map(value);
-      if (!map) return fail(fmt::format("{} of {} is not an object of strings", section, label));
-      (s == "modules" ? build.modules : s == "files" ? build.files : build.build_info) = std::move(*map);
-    }
-  }
+  if (std::string wrong = read_sections(j, labels, m); !wrong.empty()) return fail(std::move(wrong));
   return m;
 }
 

@@ -25,10 +25,13 @@ struct BuildFiles {
   std::map<std::string, std::string> files;       // original path -> stored path
   std::vector<std::string> preload;               // private libraries, in load order
   std::map<std::string, std::string> build_info;  // what `build_info()` returns
+  // The GPU code of its files that have any, by stored path ("sm_90a", "compute_80", in
+  // GpuCode's order): what the report compares the visible GPUs with.
+  std::map<std::string, std::vector<std::string>> gpu_code;
 };
 
 struct LoaderManifest {
-  static constexpr int kFormat = 2;
+  static constexpr int kFormat = 3;
   std::string wheelmerge;              // the version of wheelmerge that wrote it
   std::string package;                 // dotted import name: "pkg.sub"
   std::string distribution;            // METADATA's Name

@@ -90,6 +90,13 @@ PyValue py_strings(const std::map<std::string, std::string>& map) {
   return v;
 }
 
+PyValue py_strings(const std::map<std::string, std::vector<std::string>>& map) {
+  PyValue v;
+  v.open = '{';
+  for (const auto& [key, value] : map) v.add(py_string(key), py_strings(value));
+  return v;
+}
+
 std::string py_assign(std::string_view name, std::string_view annotation, const PyValue& value) {
   std::string head = std::string(name) + (annotation.empty() ? "" : ": " + std::string(annotation)) + " = ";
   return head + laid_out(value, 0, head.size(), 0) + "\n";

@@ -35,9 +35,10 @@ struct PyValue {
   std::string head(size_t i) const { return keys.empty() ? std::string() : keys[i] + ": "; }
 };
 
-// A tuple of string literals; a dict of string literals to string literals.
+// A tuple of string literals; a dict of string literals to string literals, or to tuples of them.
 PyValue py_strings(const std::vector<std::string>& items);
 PyValue py_strings(const std::map<std::string, std::string>& map);
+PyValue py_strings(const std::map<std::string, std::vector<std::string>>& map);  // of tuples
 
 // `NAME: annotation = value` (no annotation when empty), laid out, with its newline.
 std::string py_assign(std::string_view name, std::string_view annotation, const PyValue& value);

@@ -390,21 +390,21 @@ def _gpus() -> tuple[list[tuple[int, str, int]], str]:
 
 def _kernel_warnings(gpus: list[tuple[int, str, int]]) -> list[tuple[str, str]]:
     """A warning per visible GPU that some file of the selected build has no code for, which
-    would fail with "no kernel image is available" when a kernel is launched."""
+    would fail with "no kernel image is available" when a kernel is launched. The code of each
+    file is what wheelmerge read from its fat binaries when it merged the wheel (_GPU_CODE)."""
     try:
         label = _select()[0]
     except ImportError:
         return []
-    stored = [*_MODULES[label].values(), *_FILES[label].values(), *_PRELOAD[label]]
     warnings = []
-    for path in sorted({str(_loader._absolute(each)) for each in stored}):
-        code = _gpu_code(path)
-        for index, name, capability in gpus if code else []:
+    for stored, spelled in sorted(_GPU_CODE[label].items()):
+        code = [_code(each) for each in spelled]
+        for index, name, capability in gpus:
             if not any(
                 _runs(kind, arch, suffix, capability) for kind, arch, suffix in code
             ):
-                have = ", ".join(sorted(_spelled(*each) for each in code))
-                names = os.path.basename(path)
+                have = ", ".join(sorted(spelled))
+                names = os.path.basename(stored)
                 why = f"{names} of the {label} build has code for {have} only"
                 kernels = "its kernels would fail with 'no kernel image is available'"
                 warnings.append(
@@ -426,78 +426,12 @@ def _runs(kind: int, arch: int, suffix: str, capability: int) -> bool:
     return arch // 10 == capability // 10 and arch <= capability
 
 
-def _spelled(kind: int, arch: int, suffix: str) -> str:
-    return f"{'compute' if kind == 1 else 'sm'}_{arch}{suffix}"
-
-
-def _gpu_code(path: str) -> set[tuple[int, int, str]]:
-    """The (kind, architecture, suffix) entries of the fat binaries in the ELF file PATH's
-    .nv_fatbin section, read as cuobjdump reads them: headers only, payloads skipped. Empty
-    for any other file, or one that cannot be read so."""
-    import struct
-
-    found: set[tuple[int, int, str]] = set()
-    try:
-        with open(path, "rb") as file:
-            head = file.read(64)
-            if head[:5] != b"\x7fELF\x02" or head[5] != 1:
-                return found
-            (shoff,) = struct.unpack_from("<Q", head, 0x28)
-            count, names = struct.unpack_from("<HH", head, 0x3C)
-            file.seek(shoff)
-            first = file.read(64)
-            count = (
-                count or struct.unpack_from("<Q", first, 0x20)[0]
-            )  # extended numbering
-            names = (
-                struct.unpack_from("<I", first, 0x28)[0] if names == 0xFFFF else names
-            )
-            if not 0 < count <= 65536 or names >= count:
-                return found
-            file.seek(shoff)
-            table = file.read(64 * count)
-            sections = [
-                struct.unpack_from("<IIQQQQ", table, 64 * i) for i in range(count)
-            ]
-            file.seek(sections[names][4])
-            strings = file.read(min(sections[names][5], 1 << 24))
-            for name, _, _, _, offset, size in sections:
-                if strings[name : strings.find(b"\0", name)] == b".nv_fatbin":
-                    _walk_fatbin(path, offset, size, found)
-    except (OSError, ValueError, IndexError, struct.error):
-        return set()
-    return found
-
-
-def _walk_fatbin(
-    path: str, start: int, size: int, found: set[tuple[int, int, str]]
-) -> None:
-    """Adds the entries of the fat binaries in [START, START + SIZE) of file PATH to FOUND."""
-    import struct
-
-    at, end = start, start + size
-    with open(path, "rb") as file:
-        while at + 16 <= end:
-            file.seek(at)
-            magic, _, header, fat = struct.unpack("<IHHQ", file.read(16))
-            if magic == 0 and header == 0:  # padding between fat binaries
-                at += 8
-                continue
-            if magic != 0xBA55ED50 or header < 16:
-                return
-            entry, last = at + header, min(at + header + fat, end)
-            while entry + 64 <= last:
-                file.seek(entry)
-                raw = file.read(64)
-                kind, _, entry_header, payload = struct.unpack_from("<HHIQ", raw)
-                arch, flags = (
-                    struct.unpack_from("<I", raw, 28)[0],
-                    struct.unpack_from("<Q", raw, 40)[0],
-                )
-                suffix = "a" if flags & 0x100000 else "f" if flags & 0x200000 else ""
-                found.add((kind, arch, suffix))
-                entry += max(entry_header, 64) + payload
-            at = last
+def _code(spelled: str) -> tuple[int, int, str]:
+    """(kind, architecture, suffix) of GPU code as nvcc spells it: "sm_90a" -> (2, 90, "a"),
+    "compute_80" -> (1, 80, "")."""
+    kind, _, arch = spelled.partition("_")
+    suffix = arch[-1] if arch[-1:] in ("a", "f") else ""
+    return (1 if kind == "compute" else 2, int(arch[: len(arch) - len(suffix)]), suffix)
 
 
 def _number(text: str, part: int = 0) -> int:

@@ -24,6 +24,7 @@ _MODULES: dict[str, dict[str, str]] = {}
 _FILES: dict[str, dict[str, str]] = {}
 _PRELOAD: dict[str, tuple[str, ...]] = {}
 _BUILD_INFO: dict[str, dict[str, str]] = {}
+_GPU_CODE: dict[str, dict[str, tuple[str, ...]]] = {}
 _VARIANT_VARS: tuple[str, ...] = ()
 _RUNTIME_WHEELS: tuple[tuple[str, int], ...] = ()
 _BOUND = [name for name in globals() if name.isupper() and name.startswith("_")]

@@ -92,12 +92,13 @@ def loader_manifest(source: str) -> dict:
     constants: dict = {}
     exec(compile(source[begin:end], "<loader manifest>", "exec"), constants)  # noqa: S102 (our test input)
     lists = lambda mapping: {key: list(value) for key, value in mapping.items()}  # noqa: E731
-    return {"format": 2, "wheelmerge": constants["_WHEELMERGE"], "package": constants["_PACKAGE"],
+    return {"format": 3, "wheelmerge": constants["_WHEELMERGE"], "package": constants["_PACKAGE"],
             "distribution": constants["_DISTRIBUTION"], "selector": constants["_SELECTOR"],
             "variants": list(constants["_VARIANTS"]), "sources": list(constants["_SOURCES"]),
             "extras": lists(constants["_EXTRAS"]), "modules": constants["_MODULES"],
             "files": constants["_FILES"], "preload": lists(constants["_PRELOAD"]),
-            "build_info": constants["_BUILD_INFO"]}
+            "build_info": constants["_BUILD_INFO"],
+            "gpu_code": {label: lists(code) for label, code in constants["_GPU_CODE"].items()}}
 
 
 def wheelmerge_version() -> str:

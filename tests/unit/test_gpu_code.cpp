@@ -50,6 +50,11 @@ std::vector<uint8_t> container(const std::vector<Entry>& entries) {
   return out;
 }
 
+// Writes the `n` low bytes of `v` at `at`, little-endian.
+void put(std::vector<uint8_t>& b, size_t at, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
 GpuCodeScan walk(const std::vector<uint8_t>& bytes, size_t chunk = SIZE_MAX) {
   FatbinWalker w(bytes.size());
   for (size_t at = 0; at < bytes.size(); at += std::min(chunk, bytes.size() - at))
@@ -147,6 +152,125 @@ TEST_CASE("fat binaries: random bytes after a valid header never crash and are u
 
 namespace {
 
+std::optional<std::set<GpuCode>> recorded(const std::vector<uint8_t>& bytes, const std::vector<ByteRange>& ranges,
+                                          size_t chunk = SIZE_MAX) {
+  FatbinRecorder r(bytes.size());
+  for (size_t at = 0; at < bytes.size(); at += std::min(chunk, bytes.size() - at))
+    r.feed(std::span<const uint8_t>(bytes).subspan(at, std::min(chunk, bytes.size() - at)));
+  return r.code_in(ranges);
+}
+
+std::vector<uint8_t> slice(const std::vector<uint8_t>& bytes, const ByteRange& r) {
+  return {bytes.begin() + static_cast<ptrdiff_t>(r.offset), bytes.begin() + static_cast<ptrdiff_t>(r.offset + r.size)};
+}
+
+}  // namespace
+
+TEST_CASE("fat binary recorder: ranges learnt afterwards read as FatbinWalker reads them, in any chunking") {
+  std::vector<uint8_t> bytes(24, 0x11);  // what comes before, 8-aligned
+  const ByteRange none{0, 0};
+  const std::vector<uint8_t> a = container({{2, 75}, {2, 90, 0x100011}}), b = container({{2, 120}, {1, 120}});
+  const uint64_t start = bytes.size();
+  bytes.insert(bytes.end(), a.begin(), a.end());
+  bytes.resize(bytes.size() + 16, 0);  // two words of padding
+  bytes.insert(bytes.end(), b.begin(), b.end());
+  const ByteRange both{start, bytes.size() - start};
+  bytes.resize(bytes.size() + 40, 0x22);
+  const std::vector<std::string> expected = {"sm_75", "sm_90a", "sm_120", "compute_120"};
+  REQUIRE(names(walk(slice(bytes, both)).code) == expected);
+  for (size_t chunk : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{8}, size_t{13}, size_t{64}, SIZE_MAX}) {
+    CAPTURE(chunk);
+    auto code = recorded(bytes, {both}, chunk);
+    REQUIRE(code);
+    CHECK(names(*code) == expected);
+    CHECK(recorded(bytes, {none}, chunk) == std::set<GpuCode>{});
+    CHECK(names(*recorded(bytes, {{start, a.size()}}, chunk)) == std::vector<std::string>{"sm_75", "sm_90a"});
+    // Padding first, a range ending inside a fat binary or inside a word: walked by the caller.
+    CHECK_FALSE(recorded(bytes, {{start + a.size(), both.size - a.size()}}, chunk));
+    CHECK_FALSE(recorded(bytes, {{start, both.size - 8}}, chunk));
+    CHECK_FALSE(recorded(bytes, {{start, a.size() + 4}}, chunk));
+    CHECK_FALSE(recorded(bytes, {{0, start + a.size()}}, chunk));  // bytes that are no fat binary first
+  }
+}
+
+TEST_CASE("fat binary recorder: whatever it puts together is what FatbinWalker reads, over random files") {
+  std::mt19937 random(11);
+  size_t together = 0, walked = 0;
+  for (int round = 0; round < 4000; ++round) {
+    std::vector<uint8_t> bytes;
+    std::vector<uint64_t> starts, ends;
+    const size_t parts = 1 + random() % 5;
+    for (size_t i = 0; i < parts; ++i) {
+      if (random() % 3 == 0) bytes.resize(bytes.size() + 8 * (random() % 3), random() % 4 ? 0 : 0x33);
+      if (random() % 8 == 0) bytes.resize(bytes.size() + random() % 8, 0);  // off the 8-byte grid
+      starts.push_back(bytes.size());
+      const size_t payload = random() % 6 ? 8 * (random() % 5) : random() % 40;
+      std::vector<uint8_t> c =
+          container({{2, static_cast<uint32_t>(50 + random() % 70)}, {1, 80, 0x11, payload, random() % 2 ? 64u : 72u}});
+      if (random() % 6 == 0) c[random() % c.size()] = static_cast<uint8_t>(random());
+      bytes.insert(bytes.end(), c.begin(), c.end());
+      ends.push_back(bytes.size());
+    }
+    bytes.resize(bytes.size() + random() % 24, 0);
+    const size_t first = random() % starts.size(), last = first + random() % (starts.size() - first);
+    const uint64_t end = random() % 4 ? ends[last] + 8 * (random() % 2) : first + random() % bytes.size();
+    const ByteRange range{starts[first],
+                          std::min<uint64_t>(std::max(end, starts[first]), bytes.size()) - starts[first]};
+    auto code = recorded(bytes, {range}, 1 + random() % 97);
+    GpuCodeScan truth = walk(slice(bytes, range));
+    if (!code) {
+      ++walked;
+      continue;
+    }
+    ++together;
+    CAPTURE(round);
+    CHECK(truth.unreadable == "");
+    CHECK(names(*code) == names(truth.code));
+  }
+  // Both ways are taken, so both are checked.
+  CHECK(together > 500);
+  CHECK(walked > 500);
+}
+
+TEST_CASE("fat binary recorder: past its bounds it puts nothing together, in linear time") {
+  SUBCASE("more fat binaries open at once than it walks") {
+    // Each container's payload is the next container: all open together when fed in small chunks.
+    auto nested = [](size_t depth) {
+      std::vector<uint8_t> bytes = container({{2, 90}});
+      for (size_t i = 0; i < depth; ++i) {
+        std::vector<uint8_t> outer = container({{2, 80, 0x11, bytes.size()}});
+        std::copy(bytes.begin(), bytes.end(), outer.end() - static_cast<ptrdiff_t>(bytes.size()));
+        bytes = outer;
+      }
+      return bytes;
+    };
+    const std::vector<uint8_t> within = nested(FatbinRecorder::kMaxOpenFatbins - 1);
+    const std::vector<uint8_t> past = nested(FatbinRecorder::kMaxOpenFatbins);
+    REQUIRE(walk(past).unreadable == "");
+    CHECK(recorded(within, {{0, within.size()}}, 64) == walk(within).code);
+    CHECK_FALSE(recorded(past, {{0, past.size()}}, 64));
+    CHECK(recorded(past, {{0, past.size()}}) == walk(past).code);  // whole, each walk ends at once
+  }
+  SUBCASE("a header in every entry that starts a fat binary spanning the entries after it") {
+    // Bytes 48..63 of each entry header, which the format leaves unused, hold a fat binary header
+    // whose entries are the entries that follow: n entries would make n walks of n/2 entries.
+    const size_t n = 4000;
+    std::vector<Entry> entries(n, Entry{2, 90, 0x11, 0});
+    std::vector<uint8_t> bytes = container(entries);
+    for (size_t k = 0; k + 1 < n; ++k) {
+      const size_t at = 16 + 64 * k + 48;
+      put(bytes, at, 0xBA55ED50, 4);
+      put(bytes, at + 4, 1, 2);
+      put(bytes, at + 6, 16, 2);
+      put(bytes, at + 8, bytes.size() - (at + 16), 8);
+    }
+    REQUIRE(names(walk(bytes).code) == std::vector<std::string>{"sm_90"});
+    CHECK_FALSE(recorded(bytes, {{0, bytes.size()}}));
+  }
+}
+
+namespace {
+
 struct Section {
   std::string name;
   std::vector<uint8_t> data;
@@ -158,9 +282,6 @@ struct Section {
 // bytes and the section header table: the null section, the sections (in reverse with `reversed`),
 // `.shstrtab` last.
 std::vector<uint8_t> elf_file(const std::vector<Section>& sections, size_t gap = 0, bool reversed = false) {
-  auto put = [](std::vector<uint8_t>& b, size_t at, uint64_t v, size_t n) {
-    for (size_t i = 0; i < n; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
-  };
   std::vector<uint8_t> b(64, 0);
   std::string names(1, '\0');
   std::vector<uint64_t> offsets, name_at;
@@ -208,7 +329,7 @@ struct Scanned {
 };
 
 // scan_gpu_code of `data`, the one member of a zip written here.
-Scanned scan_member(const std::vector<uint8_t>& data) {
+Scanned scan_member(const std::vector<uint8_t>& data, int* further_passes = nullptr) {
   char name[] = "/tmp/wm_unit_XXXXXX";
   const int fd = mkstemp(name);
   REQUIRE(fd >= 0);
@@ -224,7 +345,7 @@ Scanned scan_member(const std::vector<uint8_t>& data) {
   std::remove(path.c_str());
   REQUIRE(zip);
   Scanned out;
-  out.scan = scan_gpu_code(*zip, zip->entries[0], "t.whl", out.problem);
+  out.scan = scan_gpu_code(*zip, zip->entries[0], "t.whl", out.problem, further_passes);
   return out;
 }
 
@@ -252,6 +373,52 @@ TEST_CASE("ELF files: every PROGBITS section named .nv_fatbin is read, in any ta
   REQUIRE(none.scan);
   CHECK(none.scan->unreadable == "");
   CHECK(none.scan->code.empty());
+}
+
+TEST_CASE("ELF files: the pass that streams the member reads them; one more only for what it did not keep") {
+  const std::vector<uint8_t> a = container({{2, 80}, {1, 80}}), b = container({{2, 90, 0x100011}});
+  std::vector<uint8_t> padded = a;
+  padded.resize(a.size() + 8, 0);
+  padded.insert(padded.end(), b.begin(), b.end());
+  auto passes = [](const std::vector<uint8_t>& file) {
+    int further = -1;
+    Scanned s = scan_member(file, &further);
+    REQUIRE(s.scan);
+    CHECK(s.scan->unreadable == "");
+    CHECK(names(s.scan->code) == std::vector<std::string>{"sm_80", "sm_90a", "compute_80"});
+    return further;
+  };
+  CHECK(passes(elf_file({{".nv_fatbin", padded}})) == 0);
+  CHECK(passes(elf_file({{".nv_fatbin", a}, {".text", std::vector<uint8_t>(64, 1)}, {".nv_fatbin", b}})) == 0);
+  CHECK(passes(elf_file({{".nv_fatbin", padded}}, 300 << 10)) == 0);  // names far before the table
+  // Off the 8-byte grid: the recorder has nothing there, the section is walked.
+  CHECK(passes(elf_file({{".pad", {1, 2, 3}}, {".nv_fatbin", padded}})) == 1);
+  // More ".nv_fatbin" strings than are kept: the names are read.
+  std::vector<uint8_t> strings;
+  for (size_t i = 0; i <= GpuCodeScanner::NameHits::kMaxNameHits; ++i)
+    strings.insert(strings.end(), {'.', 'n', 'v', '_', 'f', 'a', 't', 'b', 'i', 'n', 0});
+  strings.resize((strings.size() + 7) / 8 * 8, 0);
+  CHECK(passes(elf_file({{".strings", strings}, {".nv_fatbin", padded}})) == 1);
+  CHECK(passes(elf_file({{".strings", strings}, {".pad", {1, 2, 3}}, {".nv_fatbin", padded}})) == 2);
+}
+
+TEST_CASE("ELF files: the name .nv_fatbin is found wherever chunks split it, each once") {
+  std::vector<uint8_t> bytes(5, 'x');
+  const std::string name(".nv_fatbin\0", 11);
+  std::vector<uint64_t> expected;
+  for (size_t gap : {0, 1, 10, 3}) {
+    bytes.resize(bytes.size() + gap, '.');
+    expected.push_back(bytes.size());
+    bytes.insert(bytes.end(), name.begin(), name.end());
+  }
+  bytes.insert(bytes.end(), name.begin(), name.end() - 1);  // no NUL: no name
+  for (size_t chunk = 1; chunk <= 24; ++chunk) {
+    CAPTURE(chunk);
+    GpuCodeScanner::NameHits hits;
+    for (size_t at = 0; at < bytes.size(); at += chunk)
+      hits.feed(std::span<const uint8_t>(bytes).subspan(at, std::min(chunk, bytes.size() - at)));
+    CHECK(hits.at == expected);
+  }
 }
 
 TEST_CASE("ELF files: .nv_fatbin sections outside the file, overlapping or unreadable give no code, saying why") {

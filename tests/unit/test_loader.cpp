@@ -249,8 +249,11 @@ TEST_CASE("the rendered loader carries the manifest as Python literals, and it c
   m.extras = {{cu12, {"ctk-cu12"}}};
   m.builds[cu12].files = {{"k\"q\\x\xC3\xA9\xF0\x9F\x98\x80", "x.cu12"}};
   m.builds[cu12].build_info = {{"a", std::string(200, 'z')}};
-  m.builds[cu13];
+  m.builds[cu13].gpu_code = {{"x.cu13.so", {"sm_90a", "compute_120"}}};
   std::string rendered = render_loader(m);
+  CHECK(rendered.find(R"(_GPU_CODE: dict[str, dict[str, tuple[str, ...]]] = {)"
+                      "\n    \"cu12\": {},\n    \"cu13\": {\"x.cu13.so\": (\"sm_90a\", \"compute_120\")},\n}\n") !=
+        std::string::npos);
   CHECK(rendered.find("_SOURCES: tuple[str, ...] = (\"runtime\", \"driver\")\n") != std::string::npos);
   CHECK(rendered.find("_VARIANT_VARS = (\"WHEELMERGE_VARIANT_PKG_NAME_X\", \"WHEELMERGE_VARIANT\")\n") !=
         std::string::npos);

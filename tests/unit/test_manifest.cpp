@@ -27,13 +27,15 @@ LoaderManifest sample() {
   b12.files = {{"_core.so", "_core.cu12.so"}};
   b12.preload = {"../pkg.libs/libx.cu12.so"};
   b12.build_info = {{"cuda", "12.8"}};
+  b12.gpu_code = {{"_core.cu12.so", {"sm_80", "sm_90a", "compute_90"}}};
   m.builds[VariantLabel::cuda(13)];
   return m;
 }
 
 const std::string kSampleJson =
     R"({"build_info":{"cu12":{"cuda":"12.8"},"cu13":{}},"distribution":"d\u00e9mo",)"
-    R"("extras":{"cu12":[],"cu13":["cu13"]},"files":{"cu12":{"_core.so":"_core.cu12.so"},"cu13":{}},"format":2,)"
+    R"("extras":{"cu12":[],"cu13":["cu13"]},"files":{"cu12":{"_core.so":"_core.cu12.so"},"cu13":{}},"format":3,)"
+    R"("gpu_code":{"cu12":{"_core.cu12.so":["sm_80","sm_90a","compute_90"]},"cu13":{}},)"
     R"("modules":{"cu12":{"pkg._core":"_core.cu12.so"},"cu13":{}},"package":"pkg",)"
     R"("preload":{"cu12":["../pkg.libs/libx.cu12.so"],"cu13":[]},"selector":"cuda",)"
     R"("sources":["cuda-bindings","runtime","driver"],"variants":["cu12","cu13"],"wheelmerge":"1.2.3"})";
@@ -90,12 +92,12 @@ TEST_CASE("manifest: parse reads back what to_json writes, for each order of sou
   CHECK(LoaderManifest::parse(with("sources", R"(["runtime","driver"])"), why)->cuda_bindings == false);
 }
 
-TEST_CASE("manifest: parse refuses what is not JSON, not of format 2, or has other keys") {
+TEST_CASE("manifest: parse refuses what is not JSON, not of format 3, or has other keys") {
   CHECK(refusal("") == "not a JSON object");
   CHECK(refusal("[1, 2]") == "not a JSON object");
-  CHECK(refusal(with("format", "1")) == "format is not 2");
-  CHECK(refusal(with("format", "\"2\"")) == "format is not 2");
-  CHECK(refusal(with("format", std::nullopt)) == "format is not 2");
+  CHECK(refusal(with("format", "2")) == "format is not 3");
+  CHECK(refusal(with("format", "\"3\"")) == "format is not 3");
+  CHECK(refusal(with("format", std::nullopt)) == "format is not 3");
   CHECK(refusal(with("driver_fallback", "1")) == R"(it has an unknown key "driver_fallback")");
   CHECK(refusal(with("package", "1")) == "package is not a string");
   CHECK(refusal(with("wheelmerge", std::nullopt)) == "wheelmerge is not a string");
@@ -137,7 +139,7 @@ TEST_CASE("manifest: parse reads the selector and the labels as the types they a
   j["selector"] = "cpu";
   j["sources"] = nlohmann::json::array();
   j["variants"] = {"x86_64_v2", "x86_64_v3"};
-  for (const char* section : {"extras", "modules", "files", "preload", "build_info"})
+  for (const char* section : {"extras", "modules", "files", "preload", "build_info", "gpu_code"})
     j[section] = {{"x86_64_v2", j[section]["cu13"]}, {"x86_64_v3", j[section]["cu12"]}};
   auto m = LoaderManifest::parse(j.dump(), why);
   REQUIRE_MESSAGE(m, why);
@@ -174,6 +176,12 @@ TEST_CASE("manifest: parse refuses sections naming unlisted builds, lacking one,
   CHECK(refusal(with("extras", R"({"cu12":"cu12","cu13":[]})")) == "extras of cu12 is not a list of strings");
   CHECK(refusal(with("build_info", R"({"cu12":{"a":1},"cu13":{}})")) ==
         "build_info of cu12 is not an object of strings");
+  // GPU code as nvcc spells it, in GpuCode's order, each once, a file with none left out.
+  for (const char* code : {R"(["sm_9"])", R"(["sm_090"])", R"(["sm_90b"])", R"(["compute_"])", R"(["gfx90a"])",
+                           R"(["sm_90","sm_80"])", R"(["sm_90","sm_90"])", R"(["compute_80","sm_90"])", "[]", "1"})
+    CHECK(refusal(with("gpu_code", std::string(R"({"cu12":{"a.so":)") + code + R"(},"cu13":{}})")) ==
+          "gpu_code of cu12 is not an object of GPU code lists");
+  CHECK(refusal(with("gpu_code", R"({"cu12":{"a.so":["sm_80","sm_90a","sm_100f","compute_80"]},"cu13":{}})")) == "");
   CHECK(refusal(with("extras", "[]")) == "extras is not an object");
 }
 

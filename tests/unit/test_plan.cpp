@@ -249,6 +249,17 @@ TEST_CASE(
   CHECK(plain.sources() == std::vector<std::string>{"runtime", "driver"});
 }
 
+TEST_CASE("plan: the manifest carries the GPU code of each build's files by stored path, none where unreadable") {
+  std::vector<Wheel> inputs{demo_package("cu12").done(), demo_package("cu13").done()};
+  inputs[0].gpu_code[kCore] = GpuCodeScan{{{GpuCode::Kind::sass, 80, 0}, {GpuCode::Kind::ptx, 80, 0}}, ""};
+  inputs[1].gpu_code[kCore] = GpuCodeScan{{{GpuCode::Kind::sass, 90, 'a'}}, "its .nv_fatbin section overlaps"};
+  LoaderManifest manifest = manifest_in(plan_ok(inputs, MergeOptions{}), "pkg/_wheelmerge.py");
+  CHECK(manifest.builds.at("cu12"_label).gpu_code ==
+        std::map<std::string, std::vector<std::string>>{
+            {"_core.cu12.cpython-312-x86_64-linux-gnu.so", {"sm_80", "compute_80"}}});
+  CHECK(manifest.builds.at("cu13"_label).gpu_code.empty());
+}
+
 TEST_CASE("plan: the plan does not depend on the order of the inputs") {
   auto make = [](const std::string& label) {
     return demo_package(label)

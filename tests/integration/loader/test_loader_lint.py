@@ -91,7 +91,7 @@ def test_mypy_strict_passes_for_every_python(generated, version):
 
 
 def test_the_loader_is_small(generated, tmp_path):
-    """The loader of a two-build cuda package with one extension module is at most 300 lines,
+    """The loader of a two-build cuda package with one extension module is at most 305 lines,
     and its code (all but the manifest, which grows with the package) at most 280; torch and
     CPU code are in their own selectors' rules modules only."""
     manifest = default_manifest()
@@ -101,7 +101,7 @@ def test_the_loader_is_small(generated, tmp_path):
     loader = render_loader(manifest, tmp_path).read_text().splitlines()
     begin = next(i for i, line in enumerate(loader) if line.startswith("# wheelmerge manifest: "))
     end = loader.index("# end of the wheelmerge manifest")
-    assert len(loader) <= 300
+    assert len(loader) <= 305
     assert len(loader) - (end + 1 - begin) <= 280
     for selector in ("cuda", "torch", "cpu"):
         loader_text = (generated[selector] / "_wheelmerge.py").read_text()

@@ -652,9 +652,9 @@ print(json.dumps({{label: rules._torch_label(label) for label in {list(TORCH_LAB
         other = "torch29plus_cu99" if case and case[0] == "torch" and case[1][3] else "torch29_cu99"
         labels = [label, {"cuda": "cu99", "torch": other, "cpu": "x86_64_v2"}[selector]]
         sections = {key: {each: [] if key in ("extras", "preload") else {} for each in labels}
-                    for key in ("extras", "modules", "files", "preload", "build_info")}
+                    for key in ("extras", "modules", "files", "preload", "build_info", "gpu_code")}
         manifest.write_text(json.dumps({
-            "format": 2, "wheelmerge": "", "package": "p", "distribution": "p",
+            "format": 3, "wheelmerge": "", "package": "p", "distribution": "p",
             "selector": selector, "variants": labels,
             "sources": ["cuda-bindings"] if selector == "cuda" else [], **sections}))
         rendered = subprocess.run([str(wheelmerge_bin), "loader", str(manifest), "-o", str(tmp_path)],

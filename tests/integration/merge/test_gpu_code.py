@@ -404,31 +404,83 @@ import pkg._wheelmerge_rules as rules
 rules._bind(vars(loader))
 gpus = [(0, "sm_70 GPU", 70), (1, "sm_75 GPU", 75), (2, "sm_89 GPU", 89), (3, "sm_90 GPU", 90),
         (4, "sm_103 GPU", 103), (5, "sm_121 GPU", 121)]
-print(json.dumps({"code": sorted(rules._spelled(*c) for c in rules._gpu_code(loader.path("k.so"))),
-                  "warnings": [list(w) for w in rules._kernel_warnings(gpus)]}))
+print(json.dumps([list(w) for w in rules._kernel_warnings(gpus)]))
 """
+MODULE = f"pkg/_k{sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
-def test_the_report_reads_the_selected_builds_gpu_code_as_cuobjdump_does(compiled: dict[str, Path], tmp_path: Path) -> None:
-    """`python -m pkg._wheelmerge` reads the fat binaries of the selected build's files as
-    cuobjdump lists them, and warns for each visible GPU that one of them has no code for (the
-    GPUs are given here, as NVML would list them: this machine has none)."""
-    from loader_fixtures import default_manifest, render_loader, run_python
+@pytest.fixture(scope="module")
+def merged_kernels(wheelmerge_bin: Path, compiled: dict[str, Path], tmp_path_factory) -> Path:
+    """cu12 and cu13 builds of a package whose extension module is nvcc's library (the cu12
+    one with eight bytes more at its end, which readers of its sections do not see), merged."""
+    work = tmp_path_factory.mktemp("kernels")
+    wheels = []
+    for label, tail in (("cu12", b"\0" * 8), ("cu13", b"")):
+        files = {MODULE: compiled["so"].read_bytes() + tail, "pkg/__init__.py": b""}
+        (work / label).mkdir()
+        wheel = wheelgen.build_wheel(work / label / "pkg-1.0-cp312-cp312-linux_x86_64.whl", files,
+                                     tags="cp312-cp312-linux_x86_64")
+        wheels.append(f"{wheel}={label}")
+    run([wheelmerge_bin, "merge", *wheels, "-o", work / "out"], env=clean_env())
+    return next((work / "out").glob("*.whl"))
 
-    package = tmp_path / "site" / "pkg"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "k.cu13.so").write_bytes(compiled["so"].read_bytes())
-    manifest = default_manifest()
-    for section in ("modules", "files", "preload"):
-        manifest[section] = {"cu12": {} if section != "preload" else [], "cu13": {} if section != "preload" else []}
-    manifest["files"]["cu13"] = {"k.so": "k.cu13.so"}
-    render_loader(manifest, package)
-    result = run_python(Path(tool_python()), package.parent, "-c", REPORT_PROBE)
+
+def loader_of(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read("pkg/_wheelmerge.py").decode()
+
+
+def test_the_loader_manifest_carries_each_builds_gpu_code_as_cuobjdump_reads_it(merged_kernels: Path,
+                                                                               compiled: dict[str, Path]) -> None:
+    from conftest import loader_manifest
+
+    code = loader_manifest(loader_of(merged_kernels))["gpu_code"]
+    stored = {label: MODULE.replace("pkg/_k.", f"_k.{label}.") for label in ("cu12", "cu13")}
+    assert {label: list(files) for label, files in code.items()} == {label: [stored[label]] for label in stored}
+    for label in stored:
+        listed = code[label][stored[label]]
+        assert sorted(listed) == cuobjdump_code(compiled["so"])
+        # In wheelmerge's order of GPU code: SASS before PTX, then by architecture.
+        assert listed == ["sm_75", "sm_86", "sm_90a", "sm_100f", "sm_120", "compute_80", "compute_120"]
+
+
+def test_the_report_compares_the_visible_gpus_with_the_selected_builds_code(merged_kernels: Path, tmp_path: Path) -> None:
+    """`python -m pkg._wheelmerge` warns for each visible GPU that a file of the selected build
+    has no code for, from the code the manifest carries (the GPUs are given here, as NVML would
+    list them: this machine has none)."""
+    from loader_fixtures import run_python
+
+    site = tmp_path / "site"
+    with zipfile.ZipFile(merged_kernels) as archive:
+        archive.extractall(site)
+    result = run_python(Path(tool_python()), site, "-c", REPORT_PROBE)
     assert result.returncode == 0, result.stderr
-    found = json.loads(result.stdout)
-    assert found["code"] == cuobjdump_code(compiled["so"])
+    have = "compute_120, compute_80, sm_100f, sm_120, sm_75, sm_86, sm_90a"
     # sm_75 runs on 7.5, sm_86 on 8.9, sm_90a on 9.0 alone, sm_100f on 10.3, compute_120 on 12.1.
-    assert found["warnings"] == [["warning: GPU 0", "sm_70 GPU (sm_70): k.cu13.so of the cu13 build has code for "
-                                  + ", ".join(found["code"]) + " only; its kernels would fail with "
-                                  "'no kernel image is available'"]]
+    assert json.loads(result.stdout) == [["warning: GPU 0", f"sm_70 GPU (sm_70): {Path(MODULE).name.replace('_k.', '_k.cu13.')}"
+                                          f" of the cu13 build has code for {have} only; its kernels would fail"
+                                          " with 'no kernel image is available'"]]
+
+
+def test_verify_refuses_a_manifest_whose_gpu_code_is_not_the_files(wheelmerge_bin: Path, merged_kernels: Path,
+                                                                    tmp_path: Path) -> None:
+    """A loader rendered for a manifest that claims other GPU code than a file holds (here: no
+    sm_75 in the cu13 build) is what this wheelmerge writes for that manifest, and still refused."""
+    from conftest import loader_manifest
+    from loader_fixtures import render_loader
+
+    manifest = loader_manifest(loader_of(merged_kernels))
+    stored = MODULE.replace("pkg/_k.", "_k.cu13.")
+    manifest["gpu_code"]["cu13"][stored].remove("sm_75")
+    (tmp_path / "pkg").mkdir()
+    render_loader(manifest, tmp_path / "pkg")
+    with zipfile.ZipFile(merged_kernels) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()
+                 if ".dist-info/" not in name}
+    files["pkg/_wheelmerge.py"] = (tmp_path / "pkg" / "_wheelmerge.py").read_bytes()
+    assert files["pkg/_wheelmerge.py"] != loader_of(merged_kernels).encode()
+    tampered = wheelgen.build_wheel(tmp_path / merged_kernels.name, files, tags="cp312-cp312-linux_x86_64")
+    assert subprocess.run([wheelmerge_bin, "verify", merged_kernels], capture_output=True).returncode == 0
+    result = subprocess.run([wheelmerge_bin, "verify", tampered], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert f"manifest gpu_code of cu13 is not the GPU code of {stored}" in result.stderr, result.stderr

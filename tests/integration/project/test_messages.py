@@ -30,7 +30,8 @@ import test_bad_inputs as bad_inputs
 import test_hostile as hostile
 import test_linkage as linkage
 import wheelgen as wg
-from conftest import clean_env
+from conftest import clean_env, loader_manifest
+from loader_fixtures import render_loader
 from test_hostile_variants import CASES as VARIANT_CASES
 from test_hostile_variants import GOOD_TEXT as VARIANT_GOOD_TEXT
 from test_hostile_variants import KERNELS, SM_ARCH_CLAIMS, variant_wheel
@@ -181,6 +182,12 @@ def _tampered_merged_wheels(binary: Path, tmp: Path) -> list[tuple[str, Path]]:
     def add(name, data):
         return lambda files: files.__setitem__(name, data)
 
+    def claim_gpu_code(files):  # the loader wheelmerge writes for a manifest that claims code
+        manifest = loader_manifest(files[loader].decode())
+        manifest["gpu_code"]["cu12"] = {variant.removeprefix("pkg/"): ["sm_80"]}
+        (tmp / "claimed").mkdir(exist_ok=True)
+        files[loader] = render_loader(manifest, tmp / "claimed").read_bytes()
+
     edits = {
         "loader_code_changed": sub(loader, b"import ", b"import  "),
         "loader_manifest_broken": sub(loader, b"# end of the wheelmerge manifest", b"# the end"),
@@ -192,6 +199,7 @@ def _tampered_merged_wheels(binary: Path, tmp: Path) -> list[tuple[str, Path]]:
         "variant_missing": drop(variant),
         "variant_unlisted": add("pkg/extra.cu12.bin", b"x"),
         "loader_shadowed": add("pkg/_wheelmerge.abi3.so", b"x"),
+        "loader_gpu_code_claimed": claim_gpu_code,
     }
     out = []
     for case, edit in edits.items():

@@ -68,9 +68,10 @@ def render_loader(manifest: dict, directory: Path) -> Path:
     """Writes the loader and rules module of MANIFEST into DIRECTORY, as a merge does."""
     source = directory / "_wheelmerge.manifest.json"
     # Tests that drop a build from "variants" leave its sections: the merger would not write them.
+    manifest = {"gpu_code": {}, **manifest}
     manifest = {key: {label: value.get(label, [] if key in ("extras", "preload") else {})
                       for label in manifest["variants"]}
-                if key in ("extras", "modules", "files", "preload", "build_info") else value
+                if key in ("extras", "modules", "files", "preload", "build_info", "gpu_code") else value
                 for key, value in manifest.items()}
     source.write_text(json.dumps(manifest))
     binary = os.environ.get("WHEELMERGE") or str(ROOT / "build" / "wheelmerge")
@@ -154,7 +155,7 @@ def add_cuda_bindings(site: Path, version, *, metadata: str | None = None) -> Pa
 
 
 def default_manifest(extras=LABELS) -> dict:
-    """The manifest of the layout make_site builds (format 2, docs/interfaces.md). EXTRAS: the
+    """The manifest of the layout make_site builds (format 3, docs/interfaces.md). EXTRAS: the
     labels that are extras of the distribution (a wheel whose builds required different
     cuda-bindings); the others have none."""
     def for_each(make):
@@ -179,7 +180,7 @@ def default_manifest(extras=LABELS) -> dict:
     })
     files["cu13"]["_extra.py"] = "_extra.cu13.py"
     return {
-        "format": 2,
+        "format": 3,
         "wheelmerge": "",
         "package": "pkg",
         "distribution": DISTRIBUTION,
