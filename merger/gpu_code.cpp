@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 
@@ -131,15 +132,20 @@ void GpuCodeScanner::NameHits::feed(std::span<const uint8_t> chunk) {
       if (std::equal(kFatbinSection.begin(), kFatbinSection.end(), joint.begin() + static_cast<ptrdiff_t>(i)))
         hit(pos - carry.size() + i);
   }
-  static const std::boyer_moore_horspool_searcher search(kFatbinSection.begin(), kFatbinSection.end());
-  const auto* first = reinterpret_cast<const char*>(chunk.data());
-  const char* const last = first + chunk.size();
-  for (const char* at_ = std::search(first, last, search); at_ != last; at_ = std::search(at_ + 1, last, search))
-    hit(pos + static_cast<uint64_t>(at_ - first));
+  // Each '.' (memchr: several times faster than a Boyer-Moore-Horspool search over code) and the rest.
+  const uint8_t* const first = chunk.data();
+  const uint8_t* const last = first + chunk.size();
+  for (const uint8_t* dot = first; last - dot >= static_cast<ptrdiff_t>(kFatbinSection.size()); ++dot) {
+    dot = static_cast<const uint8_t*>(std::memchr(dot, '.', static_cast<size_t>(last - dot)));
+    if (!dot || last - dot < static_cast<ptrdiff_t>(kFatbinSection.size())) break;
+    if (std::memcmp(dot, kFatbinSection.data(), kFatbinSection.size()) == 0)
+      hit(pos + static_cast<uint64_t>(dot - first));
+  }
   // The last bytes that could start a name, joined with what is kept when the chunk is short.
-  carry.insert(carry.end(), chunk.begin(), chunk.end());
-  if (carry.size() >= kFatbinSection.size())
-    carry.erase(carry.begin(), carry.end() - static_cast<ptrdiff_t>(kFatbinSection.size() - 1));
+  const size_t keep = kFatbinSection.size() - 1;
+  if (chunk.size() >= keep) carry.clear();
+  carry.insert(carry.end(), chunk.end() - static_cast<ptrdiff_t>(std::min(keep, chunk.size())), chunk.end());
+  if (carry.size() > keep) carry.erase(carry.begin(), carry.end() - static_cast<ptrdiff_t>(keep));
 }
 
 std::optional<GpuCodeScanner> GpuCodeScanner::start(std::span<const uint8_t> head, uint64_t size, bool fatbin_name) {

@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace wm {
 
 namespace {
 constexpr uint32_t kFatbinMagic = 0xBA55ED50;
+constexpr uint8_t kMagicBytes[4] = {0x50, 0xED, 0x55, 0xBA};  // as a file holds it
 constexpr size_t kFatbinHeader = 16;
 constexpr size_t kEntryHeader = 64;       // the fields read; an entry's header may be longer
 constexpr size_t kMaxEntryHeader = 4096;  // 64 to 112 bytes in CUDA 12 and 13
@@ -174,8 +176,19 @@ void FatbinRecorder::feed(std::span<const uint8_t> chunk) {
     word.insert(word.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(4 - carry_.size()));
     if (ByteView(word).u32(0) == kFatbinMagic) start(pos - carry_.size(), carry_, chunk, pos);
   }
-  for (size_t i = static_cast<size_t>((8 - pos % 8) % 8); i + 4 <= chunk.size() && !overflow_; i += 8)
-    if (ByteView(chunk.data() + i, 4).u32(0) == kFatbinMagic) start(pos + i, {}, chunk.subspan(i), pos + i);
+  // The 8-aligned words, 64 bytes at a time: one branch per block, which the compiler vectorizes.
+  const uint8_t* const bytes = chunk.data();
+  auto magic_at = [&](size_t i) { return std::memcmp(bytes + i, kMagicBytes, 4) == 0; };
+  size_t i = static_cast<size_t>((8 - pos % 8) % 8);
+  for (; i + 64 <= chunk.size() && !overflow_; i += 64) {
+    bool any = false;
+    for (size_t k = 0; k < 64; k += 8) any |= magic_at(i + k);
+    if (any)
+      for (size_t k = 0; k < 64 && !overflow_; k += 8)
+        if (magic_at(i + k)) start(pos + i + k, {}, chunk.subspan(i + k), pos + i + k);
+  }
+  for (; i + 4 <= chunk.size() && !overflow_; i += 8)
+    if (magic_at(i)) start(pos + i, {}, chunk.subspan(i), pos + i);
   // The bytes of the last word, while too few to tell whether it holds the magic.
   const size_t in_word = static_cast<size_t>(seen_ % 8);
   if (in_word == 0 || in_word >= 4)
