@@ -389,9 +389,11 @@ SUITES = {
     # test_variants_option_gives_cpu_levels_their_level...), the PEP 517 backend (a Python file
     # around `merge`) and pip's isolated build (uv's runs the same driver code there).
     "building/test_build.py": Suite(("network", "slow", "cxx"), release_only=(
+        "test_isolated_build_gets_a_fresh_environment_per_variant[pip]",)),
+    "building/test_build_config.py": Suite(("network", "slow", "cxx"), release_only=(
         "test_cpu_levels_build_with_their_march_and_own_requirements",
-        "test_pep517_backend_isolates_variants_with_their_own_requirements",
-        "test_isolated_build_gets_a_fresh_environment_per_variant[pip]")),
+        "test_pep517_backend_isolates_variants_with_their_own_requirements")),
+    "building/test_build_toolkits.py": Suite(("network", "slow", "cxx")),
     "ci/test_ci.py": Suite(("network", "slow"), first=True),
     "project/test_cli.py": Suite(("cxx",)),
     "ci/test_ci_init.py": Suite(("cxx",)),

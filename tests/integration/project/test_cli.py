@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import clean_env
-from test_build import PYTHON, Toolkits, copy_project, make_toolkit
+from build_support import PYTHON, Toolkits, copy_project, make_toolkit
 from wheelgen import build_wheel, elf_shared_object
 
 COMMANDS = ["merge", "inspect", "variants", "build", "verify", "ci init", "config", "toolkit"]
