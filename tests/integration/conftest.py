@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -80,6 +79,25 @@ def run(command: Sequence[str | Path], *, check: bool = True, env: Mapping[str, 
         pytest.fail(f"command failed with exit status {result.returncode}: {' '.join(args)}\n"
                     f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}", pytrace=False)
     return result
+
+
+def wheelmerge(binary: Path, *args: str | Path, env: dict[str, str] | None = None,
+               check: bool = True):
+    """Runs the binary with a clean environment (no SOURCE_DATE_EPOCH unless given)."""
+    environment = clean_env({"NO_COLOR": "1"})
+    environment.pop("SOURCE_DATE_EPOCH", None)
+    environment.update(env or {})
+    return run([binary, *args], env=environment, check=check)
+
+
+def merge_into(binary: Path, out: Path, *inputs: Path | str, form: str = "merge",
+               env: dict[str, str] | None = None) -> Path:
+    """Merges `inputs` into the empty directory `out`; returns the one file it holds."""
+    command = ["merge"] if form == "merge" else []
+    result = wheelmerge(binary, *command, *inputs, "-o", out, env=env)
+    files = sorted(out.iterdir())
+    assert len(files) == 1, f"expected exactly the merged wheel in {out}, found {files}\n{result.stderr}"
+    return files[0]
 
 
 # --- the binary --------------------------------------------------------------------------------

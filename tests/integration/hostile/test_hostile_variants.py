@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import clean_env, run, tool_python
-from test_merge_e2e import wheelmerge
+from conftest import clean_env, run, tool_python, wheelmerge
 from wheelgen import build_wheel, fatbin
 
 SCHEMA = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"

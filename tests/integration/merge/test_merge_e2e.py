@@ -31,8 +31,8 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from conftest import (CUDA_BINDINGS, loader_manifest, without_label, DemoWheels, Venv, WheelCache, clean_env, run,
-                      tool_python)
+from conftest import (CUDA_BINDINGS, DemoWheels, Venv, WheelCache, loader_manifest, merge_into, run,
+                      tool_python, wheelmerge, without_label)
 from one_name import assert_one_name_per_module, one_name_report
 from wheelgen import record_hash
 
@@ -61,25 +61,6 @@ EXPECTED_CWC_CODES = {"W004"}
 
 def stored(path: str, label: str) -> str:
     return VARIANT[path].format(label=label)
-
-
-def wheelmerge(binary: Path, *args: str | Path, env: dict[str, str] | None = None,
-               check: bool = True):
-    """Runs the binary with a clean environment (no SOURCE_DATE_EPOCH unless given)."""
-    environment = clean_env({"NO_COLOR": "1"})
-    environment.pop("SOURCE_DATE_EPOCH", None)
-    environment.update(env or {})
-    return run([binary, *args], env=environment, check=check)
-
-
-def merge_into(binary: Path, out: Path, *inputs: Path | str, form: str = "merge",
-               env: dict[str, str] | None = None) -> Path:
-    """Merges `inputs` into the empty directory `out`; returns the one file it holds."""
-    command = ["merge"] if form == "merge" else []
-    result = wheelmerge(binary, *command, *inputs, "-o", out, env=env)
-    files = sorted(out.iterdir())
-    assert len(files) == 1, f"expected exactly the merged wheel in {out}, found {files}\n{result.stderr}"
-    return files[0]
 
 
 def read_zip(path: Path) -> zipfile.ZipFile:

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CUDA_BINDINGS, DemoWheels, WheelCache
-from test_merge_e2e import wheelmerge
+from conftest import CUDA_BINDINGS, DemoWheels, WheelCache, wheelmerge
 
 
 @pytest.fixture(scope="module")

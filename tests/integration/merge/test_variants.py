@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CUDA_BINDINGS, DemoWheels, Venv, WheelCache, clean_env, run, tool_python, without_label
-from test_merge_e2e import wheelmerge
+from conftest import (CUDA_BINDINGS, DemoWheels, Venv, WheelCache, clean_env, run, tool_python, wheelmerge,
+                      without_label)
 from wheelgen import record_file, record_row
 
 LABELS = ("cu12", "cu13")

@@ -28,9 +28,8 @@ from pathlib import Path
 import pytest
 
 import real_wheels
-from conftest import run, tool_python
+from conftest import run, tool_python, wheelmerge
 from oracle import consumers_disagreement
-from test_merge_e2e import wheelmerge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import make_real  # noqa: E402  (the splitter of the benchmark's real input)

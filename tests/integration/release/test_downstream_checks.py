@@ -26,9 +26,8 @@ from pathlib import Path
 import pytest
 
 import real_wheels
-from conftest import DemoWheels, clean_env, run, tool_python
+from conftest import DemoWheels, clean_env, merge_into, run, tool_python, wheelmerge
 from test_cupy import CUPY, VARIANT_FILE
-from test_merge_e2e import merge_into, wheelmerge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import make_real  # noqa: E402  (the splitter of the benchmark's real input)

@@ -25,10 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, DemoWheels, clean_env, run, tool_python
+from conftest import DemoWheels, ROOT, clean_env, run, tool_python, wheelmerge
 from test_backend import wheelmerge_wheel  # noqa: F401  (the fixture)
 from test_licenses import assert_bundled_libraries_noticed, assert_licenses_in_wheel
-from test_merge_e2e import wheelmerge
 
 
 @pytest.fixture(scope="module")
