@@ -39,11 +39,12 @@ nlohmann::json to_json(const InspectReport& r) {
   nlohmann::json loaders = nlohmann::json::array();
   for (const InspectReport::Loader& l : r.loaders) {
     nlohmann::json modules = nlohmann::json::object(), preload = nlohmann::json::object(),
-                   build_info = nlohmann::json::object();
+                   build_info = nlohmann::json::object(), gpu_code = nlohmann::json::object();
     for (const auto& [label, build] : l.manifest.builds) {
       modules[label.str()] = build.modules;
       preload[label.str()] = build.preload;
       build_info[label.str()] = build.build_info;
+      gpu_code[label.str()] = build.gpu_code.empty() ? nlohmann::json::object() : nlohmann::json(build.gpu_code);
     }
     loaders.push_back({{"package", l.manifest.package},
                        {"loader", l.path},
@@ -54,7 +55,8 @@ nlohmann::json to_json(const InspectReport& r) {
                        {"wheelmerge", l.manifest.wheelmerge},
                        {"modules", modules},
                        {"preload", preload},
-                       {"build_info", build_info}});
+                       {"build_info", build_info},
+                       {"gpu_code", gpu_code}});
   }
   nlohmann::json files = nlohmann::json::array();
   for (const InspectReport::File& f : r.files) {
@@ -64,6 +66,8 @@ nlohmann::json to_json(const InspectReport& r) {
                      {"variant", f.variant ? nlohmann::json(*f.variant) : nlohmann::json(nullptr)}});
     if (!f.gpu_code.empty()) files.back()["gpu_code"] = f.gpu_code;
     if (!f.gpu_code_unreadable.empty()) files.back()["gpu_code_unreadable"] = f.gpu_code_unreadable;
+    if (f.imports) files.back()["imports"] = *f.imports;
+    if (!f.imports_unreadable.empty()) files.back()["imports_unreadable"] = f.imports_unreadable;
   }
   nlohmann::json runtime = nlohmann::json::object();
   for (const auto& [label, needs] : r.runtime)

@@ -174,6 +174,33 @@ std::optional<std::vector<int>> cuda_majors_of_library(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<std::vector<int>> cuda_majors_of_dll(std::string_view name) {
+  // NAME64_MAJOR.dll (cudart64_12.dll, cufft64_11.dll), or NAME64_MAJORMINOR_0.dll and
+  // NAME_MAJORMINOR_0.dll for NVRTC and nvJitLink (nvrtc64_120_0.dll, nvJitLink_130_0.dll), whose
+  // three digits are the CUDA release: 12.0 -> major 12. Windows compares names without case.
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; });
+  if (!lower.ends_with(".dll")) return std::nullopt;
+  std::string_view stem = std::string_view(lower).substr(0, lower.size() - 4);
+  const size_t underscore = stem.find('_');
+  if (underscore == std::string_view::npos) return std::nullopt;
+  std::string_view base = stem.substr(0, underscore), version = stem.substr(underscore + 1);
+  if (base.ends_with("64")) base.remove_suffix(2);
+  const auto library = std::find_if(std::begin(kCudaLibraries), std::end(kCudaLibraries), [&](const CudaLibrary& l) {
+    return std::equal(l.base.begin(), l.base.end(), base.begin(), base.end(),
+                      [](char a, char b) { return (a >= 'A' && a <= 'Z' ? a + 32 : a) == b; });
+  });
+  if (library == std::end(kCudaLibraries)) return std::nullopt;
+  const bool release = library->base.starts_with("nvrtc") || library->base == "nvJitLink";
+  // Only NVRTC's and nvJitLink's names go on after the number ("_0"); cupti64_2025.1.0.dll is
+  // named by its own release, not CUDA's.
+  if (!release && version.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  const auto numbers = dotted_numbers(version.substr(0, version.find('_')), 1);
+  if (!numbers || (release && numbers->front() < 100)) return std::nullopt;
+  const int soname_major = release ? numbers->front() / 10 : numbers->front();
+  return cuda_majors_of_library(fmt::format("lib{}.so.{}", library->base, soname_major));
+}
+
 std::vector<ElfHeader> elf_headers_of_platforms(const std::vector<std::string>& platform_tags) {
   std::vector<ElfHeader> headers;
   for (const std::string& tag : platform_tags) {
@@ -271,23 +298,15 @@ std::string describe_elf_header(const ElfHeader& h) {
                      h.elf_class == 2 ? 64 : 32, h.data == 2 ? "big" : "little");
 }
 
-void check_native_file(const std::string& display, std::string_view member, const ElfInfo& elf,
-                       const LinkageTarget& target, Problems& problems) {
-  const ElfHeader& h = elf.header;
-  if (!target.headers.empty() && !device_code(h.machine) &&
-      std::find(target.headers.begin(), target.headers.end(), h) == target.headers.end()) {
-    std::vector<std::string> wanted;
-    for (const ElfHeader& w : target.headers) wanted.push_back(describe_elf_header(w));
-    problems.push_back({ProblemKind::invalid_input, display, std::string(member),
-                        "a native file for another machine than the wheel's platform tags",
-                        fmt::format("{}, as {} says", fmt::join(wanted, " or "), target.platforms),
-                        describe_elf_header(h)});
-  }
-  check_glibc(display, member, elf, target.glibc, problems);
-  // The CUDA libraries it links, with the majors that ship each, in DT_NEEDED order.
+// A file of a build whose CUDA libraries (`linked`: DT_NEEDED entries or imported DLLs, read by
+// `majors_of`) are of another CUDA major than the build's label says.
+void check_cuda_links(const std::string& display, std::string_view member, const std::vector<std::string>& linked_names,
+                      std::string_view how, std::optional<std::vector<int>> (*majors_of)(std::string_view),
+                      const LinkageTarget& target, Problems& problems) {
+  // The CUDA libraries it links, with the majors that ship each, in the file's order.
   std::vector<std::pair<const std::string*, std::vector<int>>> linked;
-  for (const std::string& needed : elf.needed)
-    if (auto majors = cuda_majors_of_library(needed)) linked.emplace_back(&needed, std::move(*majors));
+  for (const std::string& name : linked_names)
+    if (auto majors = majors_of(name)) linked.emplace_back(&name, std::move(*majors));
   if (linked.empty()) return;
   for (const auto& [major, builds] : target.majors) {
     const std::pair<const std::string*, std::vector<int>>* first = nullptr;
@@ -308,9 +327,25 @@ void check_native_file(const std::string& display, std::string_view member, cons
          major == 0 ? fmt::format("no CUDA library ({}{} a torch without CUDA)", label,
                                   builds.count > 1 ? more + ", each" : " is")
                     : fmt::format("CUDA {}'s libraries ({}{})", major, label, more),
-         fmt::format("DT_NEEDED {}, a library of CUDA {}{}", *first->first, fmt::join(first->second, " and "),
+         fmt::format("{}{}, a library of CUDA {}{}", how, *first->first, fmt::join(first->second, " and "),
                      others ? fmt::format(", and {} more of other majors", others) : "")});
   }
+}
+
+void check_native_file(const std::string& display, std::string_view member, const ElfInfo& elf,
+                       const LinkageTarget& target, Problems& problems) {
+  const ElfHeader& h = elf.header;
+  if (!target.headers.empty() && !device_code(h.machine) &&
+      std::find(target.headers.begin(), target.headers.end(), h) == target.headers.end()) {
+    std::vector<std::string> wanted;
+    for (const ElfHeader& w : target.headers) wanted.push_back(describe_elf_header(w));
+    problems.push_back({ProblemKind::invalid_input, display, std::string(member),
+                        "a native file for another machine than the wheel's platform tags",
+                        fmt::format("{}, as {} says", fmt::join(wanted, " or "), target.platforms),
+                        describe_elf_header(h)});
+  }
+  check_glibc(display, member, elf, target.glibc, problems);
+  check_cuda_links(display, member, elf.needed, "DT_NEEDED ", cuda_majors_of_library, target, problems);
 }
 
 LinkageTarget linkage_target(const std::vector<std::string>& platform_tags, const std::vector<VariantLabel>& builds) {
@@ -404,18 +439,18 @@ void check_native_files(const Wheel& wheel, const std::vector<VariantLabel>& bui
   check_foreign_files(wheel, problems);
   const LinkageTarget all = linkage_target(wheel.name.platform, builds);
   std::map<VariantLabel, LinkageTarget> of_one;  // a variant file's: its build alone
-  for (const WheelFile& f : wheel.files) {
-    if (!f.elf_info) continue;
-    const auto it = build_of.find(f.path);
-    if (it == build_of.end()) {
-      check_native_file(wheel.display, f.path, *f.elf_info, all, problems);
-    } else {
-      auto one = of_one.find(it->second);
-      if (one == of_one.end())
-        one = of_one.emplace(it->second, linkage_target(wheel.name.platform, {it->second})).first;
-      check_native_file(wheel.display, f.path, *f.elf_info, one->second, problems);
-    }
-  }
+  auto target_of = [&](std::string_view path) -> const LinkageTarget& {
+    const auto it = build_of.find(path);
+    if (it == build_of.end()) return all;
+    auto one = of_one.find(it->second);
+    if (one == of_one.end()) one = of_one.emplace(it->second, linkage_target(wheel.name.platform, {it->second})).first;
+    return one->second;
+  };
+  for (const WheelFile& f : wheel.files)
+    if (f.elf_info) check_native_file(wheel.display, f.path, *f.elf_info, target_of(f.path), problems);
+  for (const auto& [path, found] : wheel.native_machines)  // PE images: the DLLs they import
+    if (!found.macho)
+      check_cuda_links(wheel.display, path, found.imports, "imports ", cuda_majors_of_dll, target_of(path), problems);
 }
 
 std::optional<std::string> libstdcxx_warning(const Wheel& wheel) {

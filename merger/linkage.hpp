@@ -24,6 +24,10 @@ struct Wheel;
 // (libcurand.so.10, libcudnn.so.9 and libnccl.so.2 are the same for CUDA 12 and 13).
 std::optional<std::vector<int>> cuda_majors_of_library(std::string_view name);
 
+// The same for the Windows DLL of such a library ("cudart64_12.dll" -> {12}, "cufft64_11.dll"
+// -> {12}, "nvrtc64_120_0.dll" -> {12}, "nvJitLink_130_0.dll" -> {13}), in any case.
+std::optional<std::vector<int>> cuda_majors_of_dll(std::string_view name);
+
 // The ELF headers native files of these platform tags may have: one machine, class and byte order
 // per architecture the Linux tags name (manylinux, musllinux, linux); empty when no tag is a
 // Linux one of a known architecture (any, win_amd64, macosx_...), where ELF files are not checked.

@@ -205,7 +205,14 @@ std::optional<InspectReport> inspect_wheel(const std::string& path, Problems& pr
   }
   for (const WheelFile& f : wheel->files) {
     InspectReport::File file{std::string(f.path), f.size, wheel->zip.entries[f.entry].compressed_size,
-                             std::nullopt,        {},     {}};
+                             std::nullopt,        {},     {},
+                             std::nullopt,        {}};
+    if (auto pe = wheel->native_machines.find(f.path); pe != wheel->native_machines.end() && !pe->second.macho) {
+      if (pe->second.imports_unreadable.empty())
+        file.imports = pe->second.imports;
+      else
+        file.imports_unreadable = pe->second.imports_unreadable;
+    }
     if (auto it = variant_of.find(file.path); it != variant_of.end()) {
       file.variant = it->second.str();
       r.variant_bytes[it->second.str()] += f.size;

@@ -40,6 +40,9 @@ struct InspectReport {
     // could not be read.
     std::vector<std::string> gpu_code;
     std::string gpu_code_unreadable;
+    // A PE image's: the DLLs it imports, in its order, or why they could not be read.
+    std::optional<std::vector<std::string>> imports;
+    std::string imports_unreadable;
   };
   std::string file;
   std::string name;

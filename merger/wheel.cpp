@@ -79,24 +79,20 @@ MemberResult verify_member_safely(const Wheel& w, const ZipEntry& entry, RecordA
   }
 }
 
-// What the scanner's kept prefix lacks of an ELF member (a large library's string table, its
-// version needs), read in one more pass over the member up to the end of the last range.
-std::pair<std::vector<uint8_t>, std::vector<uint8_t>> fetch_missing(const Wheel& w, const ZipEntry& entry,
-                                                                    const ElfScanner& elf) {
-  const std::optional<ByteRange> ranges[] = {elf.missing_strings(), elf.missing_versions()};
-  std::vector<uint8_t> fetched[2];
+// The bytes of `ranges` of a member, read in one more pass up to the end of the last.
+std::vector<std::vector<uint8_t>> fetch_ranges(const Wheel& w, const ZipEntry& entry,
+                                               const std::vector<ByteRange>& ranges) {
+  std::vector<std::vector<uint8_t>> fetched(ranges.size());
   uint64_t end = 0;
-  for (const auto& range : ranges)
-    if (range) end = std::max(end, range->offset + range->size);
-  if (end == 0) return {};
+  for (const ByteRange& range : ranges) end = std::max(end, range.offset + range.size);
+  if (end == 0) return fetched;
   uint64_t pos = 0;
   stream_member(
       w.zip, entry,
       [&](std::span<const uint8_t> chunk) {
-        for (size_t i = 0; i < 2; ++i) {
-          if (!ranges[i]) continue;
-          const uint64_t lo = std::max(pos, ranges[i]->offset);
-          const uint64_t hi = std::min(pos + chunk.size(), ranges[i]->offset + ranges[i]->size);
+        for (size_t i = 0; i < ranges.size(); ++i) {
+          const uint64_t lo = std::max(pos, ranges[i].offset);
+          const uint64_t hi = std::min(pos + chunk.size(), ranges[i].offset + ranges[i].size);
           if (lo < hi) fetched[i].insert(fetched[i].end(), chunk.begin() + (lo - pos), chunk.begin() + (hi - pos));
         }
         pos += chunk.size();
@@ -105,10 +101,34 @@ std::pair<std::vector<uint8_t>, std::vector<uint8_t>> fetch_missing(const Wheel&
       w.display,
       [&] {
         pos = 0;
-        fetched[0].clear();
-        fetched[1].clear();
+        for (auto& f : fetched) f.clear();
       });
+  return fetched;
+}
+
+// What the scanner's kept prefix lacks of an ELF member (a large library's string table, its
+// version needs), read in one more pass.
+std::pair<std::vector<uint8_t>, std::vector<uint8_t>> fetch_missing(const Wheel& w, const ZipEntry& entry,
+                                                                    const ElfScanner& elf) {
+  const std::optional<ByteRange> ranges[] = {elf.missing_strings(), elf.missing_versions()};
+  auto fetched = fetch_ranges(w, entry, {ranges[0].value_or(ByteRange{}), ranges[1].value_or(ByteRange{})});
   return {std::move(fetched[0]), std::move(fetched[1])};
+}
+
+// The DLLs a PE image imports, with the ranges its pass did not keep read in at most two more
+// passes (the import directory, then the names); where they cannot be read, why.
+void read_pe_imports(const Wheel& w, const ZipEntry& entry, PeImportScanner& scanner, NativeMachines& machines) {
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<ByteRange> missing = scanner.missing();
+    if (missing.empty()) break;
+    auto fetched = fetch_ranges(w, entry, missing);
+    for (size_t i = 0; i < missing.size(); ++i) scanner.add(missing[i], std::move(fetched[i]));
+  }
+  std::string why;
+  if (auto imports = scanner.imports(why))
+    machines.imports = std::move(*imports);
+  else
+    machines.imports_unreadable = why;
 }
 
 MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorithm algorithm, bool keep_text) {
@@ -118,6 +138,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
   if (algorithm != RecordAlgorithm::sha256) other = Digest::of(algorithm);
   std::optional<ElfScanner> elf;
   std::optional<GpuCodeScanner> gpu;
+  std::optional<PeImportScanner> pe;
   const bool fatbin_name = entry.name.ends_with(".fatbin");
   bool first = true;
   if (keep_text) result.text.emplace();  // bounded: streaming stops at the declared size
@@ -128,10 +149,11 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
         if (first) {
           gpu = GpuCodeScanner::start(chunk, entry.uncompressed_size, fatbin_name);
           result.pe = is_pe_image(chunk);
-          if (auto machine = pe_machine(chunk))
-            result.machines = NativeMachines{false, {*machine}};
-          else if (auto cpus = macho_cpu_types(chunk))
-            result.machines = NativeMachines{true, std::move(*cpus)};
+          if (auto machine = pe_machine(chunk)) {
+            result.machines = NativeMachines{false, {*machine}, {}, {}};
+            pe.emplace(entry.uncompressed_size);
+          } else if (auto cpus = macho_cpu_types(chunk))
+            result.machines = NativeMachines{true, std::move(*cpus), {}, {}};
         }
         first = false;
         if (result.text) result.text->append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
@@ -139,6 +161,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
         if (other) other->update(chunk);
         if (elf) elf->feed(chunk);
         if (gpu) gpu->feed(chunk);
+        if (pe) pe->feed(chunk);
         return true;
       },
       w.display,
@@ -147,6 +170,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
         if (other) other = Digest::of(algorithm);
         elf.reset();
         gpu.reset();
+        pe.reset();
         result.machines.reset();
         first = true;
         if (result.text) result.text->clear();
@@ -154,6 +178,7 @@ MemberResult verify_member(const Wheel& w, const ZipEntry& entry, RecordAlgorith
   if (result.problem) return result;
   result.sha256 = sha.finish_sha256();
   if (other) result.record_digest = other->finish();
+  if (pe) read_pe_imports(w, entry, *pe, *result.machines);
   if (gpu) {
     result.gpu_code = gpu->finish(w.zip, entry, w.display, result.problem);
     if (result.problem) return result;

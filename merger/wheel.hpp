@@ -37,6 +37,8 @@ inline constexpr size_t kMaxInitSources = 64 << 20;
 struct NativeMachines {
   bool macho = false;
   std::vector<uint32_t> machines;
+  std::vector<std::string> imports;  // a PE image's imported DLLs (PeImportScanner), in its order
+  std::string imports_unreadable;    // why they could not be read, where they could not
 };
 
 struct WheelFile {  // fields ordered to pack: 80 bytes

@@ -499,3 +499,188 @@ std::optional<std::span<const uint8_t>> ElfSectionScanner::kept(uint64_t offset,
 }
 
 }  // namespace wm
+
+namespace wm {
+
+namespace {
+constexpr size_t kPeSectionEntry = 40, kPeImportDescriptor = 20;
+}  // namespace
+
+void PeImportScanner::feed(std::span<const uint8_t> chunk) {
+  const uint64_t pos = seen_;
+  seen_ += chunk.size();
+  size_t consumed = 0;
+  if (head_.size() < kPeHead) {
+    consumed = static_cast<size_t>(std::min<uint64_t>(kPeHead - head_.size(), chunk.size()));
+    head_.insert(head_.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(consumed));
+    if (head_.size() == kPeHead || seen_ >= size_) {  // the headers are in: where the names will be
+      std::string why;
+      if (auto l = layout(why); l && l->directory.size > 0) {
+        uint64_t start = 0, end = size_;  // the directory's section in the file
+        for (const auto& s : l->sections)
+          if (l->directory.offset >= s[2] && l->directory.offset < uint64_t{s[2]} + s[3]) {
+            start = s[2];
+            end = uint64_t{s[2]} + s[3];
+          }
+        const uint64_t lo = l->directory.offset - std::min(kPeBefore, l->directory.offset - start);
+        const uint64_t hi = std::min({end, size_, l->directory.offset + l->directory.size + kPeAfter});
+        window_ = {lo, hi > lo ? hi - lo : 0};
+        if (lo < head_.size())
+          kept_.assign(head_.begin() + static_cast<ptrdiff_t>(lo),
+                       head_.begin() + static_cast<ptrdiff_t>(std::min<uint64_t>(head_.size(), hi)));
+      }
+    }
+  }
+  const uint64_t at = pos + consumed, window_end = window_.offset + window_.size;
+  const uint64_t lo = std::max(at, window_.offset + kept_.size()), hi = std::min(seen_, window_end);
+  if (window_.size > 0 && lo < hi && lo == window_.offset + kept_.size())
+    kept_.insert(kept_.end(), chunk.begin() + static_cast<ptrdiff_t>(lo - pos),
+                 chunk.begin() + static_cast<ptrdiff_t>(hi - pos));
+}
+
+std::optional<PeImportScanner::Layout> PeImportScanner::layout(std::string& why) const {
+  const auto sig = pe_signature_at(head_);
+  if (!sig) {
+    why = "no PE signature where the MZ header points";
+    return std::nullopt;
+  }
+  const ByteView v(head_);
+  const uint64_t coff = *sig + 4, opt = coff + 20;
+  if (opt + 2 > head_.size()) {
+    why = "its COFF header is cut short";
+    return std::nullopt;
+  }
+  const uint16_t sections = v.u16(coff + 2), opt_size = v.u16(coff + 16), magic = v.u16(opt);
+  if (magic != 0x10B && magic != 0x20B) {
+    why = fmt::format("an optional header of magic {:#x} (0x10b PE32 and 0x20b PE32+ are known)", magic);
+    return std::nullopt;
+  }
+  const uint64_t table = opt + opt_size, count_at = opt + (magic == 0x20B ? 108 : 92);
+  if (table + uint64_t{sections} * kPeSectionEntry > head_.size() || count_at + 4 > table) {
+    why = fmt::format("its headers and {} sections lie past the first {} bytes", sections, kPeHead);
+    return std::nullopt;
+  }
+  Layout l;
+  for (uint64_t s = table; s < table + uint64_t{sections} * kPeSectionEntry; s += kPeSectionEntry)
+    l.sections.push_back({v.u32(s + 12), v.u32(s + 8), v.u32(s + 20), v.u32(s + 16)});
+  const uint64_t import = count_at + 4 + 8;  // data directory 1, after the export directory
+  if (v.u32(count_at) < 2 || import + 8 > table || v.u32(import) == 0) return l;  // imports nothing
+  const auto offset = offset_of(l, v.u32(import));
+  if (!offset) {
+    why = fmt::format("its import directory (RVA {:#x}) lies in no section of the file", v.u32(import));
+    return std::nullopt;
+  }
+  const uint64_t most = (kMaxPeImports + 1) * kPeImportDescriptor;
+  l.directory = {*offset, std::min({std::max<uint64_t>(v.u32(import + 4), kPeImportDescriptor), most,
+                                    size_ - std::min(size_, *offset)})};
+  return l;
+}
+
+std::optional<uint64_t> PeImportScanner::offset_of(const Layout& l, uint32_t rva) const {
+  for (const auto& [address, virtual_size, raw, raw_size] : l.sections)
+    if (rva >= address && rva - address < std::min(raw_size, std::max(virtual_size, raw_size)) &&
+        uint64_t{raw} + (rva - address) < size_)
+      return uint64_t{raw} + (rva - address);
+  return std::nullopt;
+}
+
+std::span<const uint8_t> PeImportScanner::from(uint64_t offset) const {
+  auto tail = [&](uint64_t start, std::span<const uint8_t> have) {
+    return offset >= start && offset - start < have.size() ? have.subspan(static_cast<size_t>(offset - start))
+                                                           : std::span<const uint8_t>();
+  };
+  std::span<const uint8_t> best = tail(0, head_);
+  if (auto b = tail(window_.offset, kept_); b.size() > best.size()) best = b;
+  // The added ranges, sorted by offset, are at most kMaxPeName bytes but the directory: those
+  // that can hold `offset` start at most that far before it.
+  auto it = std::upper_bound(added_.begin(), added_.end(), offset,
+                             [](uint64_t o, const auto& a) { return o < a.first.offset; });
+  for (size_t looked = 0; it != added_.begin() && looked <= kMaxPeName; ++looked) {
+    --it;
+    if (auto b = tail(it->first.offset, it->second); b.size() > best.size()) best = b;
+  }
+  return best;
+}
+
+std::optional<std::span<const uint8_t>> PeImportScanner::bytes(uint64_t offset, uint64_t size) const {
+  const std::span<const uint8_t> have = from(offset);
+  if (have.size() < size) return std::nullopt;
+  return have.first(static_cast<size_t>(size));
+}
+
+void PeImportScanner::add(const ByteRange& range, std::vector<uint8_t> data) {
+  auto at = std::upper_bound(added_.begin(), added_.end(), range.offset,
+                             [](uint64_t o, const auto& a) { return o < a.first.offset; });
+  added_.insert(at, {range, std::move(data)});
+}
+
+std::optional<std::vector<uint64_t>> PeImportScanner::name_offsets(const Layout& l, std::string& why) const {
+  const auto table = bytes(l.directory.offset, l.directory.size);
+  if (!table) return std::nullopt;
+  std::vector<uint64_t> out;
+  const ByteView v(table->data(), table->size());
+  for (size_t d = 0; d + kPeImportDescriptor <= table->size(); d += kPeImportDescriptor) {
+    if (std::all_of(table->begin() + static_cast<ptrdiff_t>(d),
+                    table->begin() + static_cast<ptrdiff_t>(d + kPeImportDescriptor), [](uint8_t b) { return b == 0; }))
+      return out;
+    if (out.size() == kMaxPeImports) {
+      why = fmt::format("more than {} imported DLLs", kMaxPeImports);
+      return std::nullopt;
+    }
+    const auto name = offset_of(l, v.u32(d + 12));
+    if (!name) {
+      why = fmt::format("the name of imported DLL {} (RVA {:#x}) lies in no section of the file", out.size() + 1,
+                        v.u32(d + 12));
+      return std::nullopt;
+    }
+    out.push_back(*name);
+  }
+  return out;
+}
+
+std::vector<ByteRange> PeImportScanner::missing() const {
+  std::string why;
+  const auto l = layout(why);
+  if (!l || l->directory.size == 0) return {};
+  const auto names = name_offsets(*l, why);
+  if (!names) return why.empty() ? std::vector<ByteRange>{l->directory} : std::vector<ByteRange>{};
+  std::vector<ByteRange> out;
+  for (uint64_t at : *names) {
+    const uint64_t most = std::min<uint64_t>(kMaxPeName, size_ - at);
+    const std::span<const uint8_t> have = from(at);
+    const auto head = have.first(static_cast<size_t>(std::min<uint64_t>(have.size(), most)));
+    if (std::find(head.begin(), head.end(), 0) == head.end() && head.size() < most) out.push_back({at, most});
+  }
+  std::sort(out.begin(), out.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
+  out.erase(
+      std::unique(out.begin(), out.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset == b.offset; }),
+      out.end());
+  return out;
+}
+
+std::optional<std::vector<std::string>> PeImportScanner::imports(std::string& why) const {
+  const auto l = layout(why);
+  if (!l) return std::nullopt;
+  std::vector<std::string> out;
+  if (l->directory.size == 0) return out;
+  const auto names = name_offsets(*l, why);
+  if (!names) {
+    if (why.empty()) why = "its import directory was not read";
+    return std::nullopt;
+  }
+  for (uint64_t at : *names) {
+    const std::span<const uint8_t> have = from(at);
+    const auto head = have.first(std::min(have.size(), kMaxPeName));
+    const auto nul = std::find(head.begin(), head.end(), 0);
+    std::string name(head.begin(), nul);
+    if (name.empty() || nul == head.end() ||
+        !std::all_of(name.begin(), name.end(), [](char c) { return c > 0x20 && c < 0x7F; })) {
+      why = fmt::format("imported DLL {}'s name is no printable name of at most {} bytes", out.size() + 1, kMaxPeName);
+      return std::nullopt;
+    }
+    out.push_back(std::move(name));
+  }
+  return out;
+}
+
+}  // namespace wm

@@ -6,6 +6,7 @@
 
 #include "merger/base/bytes.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -69,6 +70,45 @@ bool is_pe_image(std::span<const uint8_t> head);
 // The machine of a PE/COFF image whose headers `head` holds (IMAGE_FILE_HEADER.Machine: 0x8664
 // x64, 0xaa64 ARM64, 0xa641 ARM64EC, 0x14c x86), nullopt for anything else.
 std::optional<uint16_t> pe_machine(std::span<const uint8_t> head);
+
+// The DLLs a PE image imports (its import directory: each descriptor's Name, as `objdump -p`
+// lists them under "DLL Name"), read from the file's bytes as they stream by. The headers and
+// section table come from the first kPeHead bytes; the import directory's section is then kept
+// from kPeBefore before the directory to kPeAfter after it, where linkers put the DLL names. What
+// that leaves out (a directory or a name elsewhere) is asked for with missing() and given with
+// add() in further passes, two at most. At most kMaxPeImports DLLs of kMaxPeName bytes each.
+class PeImportScanner {
+ public:
+  static constexpr uint64_t kPeHead = 64 << 10, kPeBefore = 256 << 10, kPeAfter = 1 << 20;
+  static constexpr size_t kMaxPeImports = 4096, kMaxPeName = 256;
+  explicit PeImportScanner(uint64_t file_size) : size_(file_size) {}
+  void feed(std::span<const uint8_t> chunk);
+  // After the whole file was fed (and after each add()): the ranges still needed.
+  std::vector<ByteRange> missing() const;
+  void add(const ByteRange& range, std::vector<uint8_t> bytes);
+  // The DLL names, once missing() is empty; nullopt where the image's headers or import
+  // directory cannot be read (`why` says why).
+  std::optional<std::vector<std::string>> imports(std::string& why) const;
+
+ private:
+  struct Layout {
+    ByteRange directory;                            // the import descriptors, in the file
+    std::vector<std::array<uint32_t, 4>> sections;  // virtual address, virtual size, raw offset, raw size
+  };
+  std::optional<Layout> layout(std::string& why) const;
+  std::optional<uint64_t> offset_of(const Layout& l, uint32_t rva) const;
+  // The longest run of bytes kept or added that starts at `offset` (empty when none).
+  std::span<const uint8_t> from(uint64_t offset) const;
+  // The bytes of [offset, offset + size) where kept or added; nullopt otherwise.
+  std::optional<std::span<const uint8_t>> bytes(uint64_t offset, uint64_t size) const;
+  // The descriptors' name offsets; nullopt with `why` where the directory cannot be read.
+  std::optional<std::vector<uint64_t>> name_offsets(const Layout& l, std::string& why) const;
+  uint64_t size_, seen_ = 0;
+  std::vector<uint8_t> head_;
+  ByteRange window_;
+  std::vector<uint8_t> kept_;                                      // the window's bytes fed so far
+  std::vector<std::pair<ByteRange, std::vector<uint8_t>>> added_;  // sorted by offset
+};
 
 // The CPU types of a Mach-O file whose header `head` holds: a thin file's `cputype`
 // (0x1000007 x86_64, 0x100000c arm64, 7 i386, 18 ppc, 0x1000012 ppc64), or each slice's of a

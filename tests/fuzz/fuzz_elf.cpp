@@ -7,6 +7,9 @@
 // The same bytes through ElfSectionScanner (the section header table, extended numbering
 // included): no crash, the same state, reason, sections and names index in any chunking, the
 // names index below the count, and never more sections than kMaxElfSections or the file holds.
+// Bytes with the MZ magic go through PeImportScanner, its missing ranges cut from the input as
+// read_wheel's further passes would: no crash, the imports (or that they are unreadable) the
+// same in any chunking, each name bounded.
 #include "fuzz_common.hpp"
 #include "merger/format/elf.hpp"
 
@@ -80,12 +83,32 @@ SectionRead sections_of(std::span<const uint8_t> file, size_t chunk) {
   return r;
 }
 
+std::optional<std::vector<std::string>> pe_imports(std::span<const uint8_t> file, size_t chunk) {
+  wm::PeImportScanner scanner(file.size());
+  wm_fuzz::in_chunks(file, chunk, [&](std::span<const uint8_t> part) { scanner.feed(part); });
+  for (int pass = 0; pass < 2; ++pass)
+    for (const wm::ByteRange& r : scanner.missing()) {
+      FUZZ_CHECK(r.offset <= file.size() && r.size <= file.size() - r.offset, "a missing range past the file");
+      scanner.add(r, std::vector<uint8_t>(file.begin() + static_cast<ptrdiff_t>(r.offset),
+                                          file.begin() + static_cast<ptrdiff_t>(r.offset + r.size)));
+    }
+  std::string why;
+  return scanner.imports(why);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const size_t chunk = wm_fuzz::chunk_size(data[0]);
   std::span<const uint8_t> file(data + 1, size - 1);
+  if (wm::is_pe_image(file)) {  // read_wheel reads the imports of what has a PE signature
+    const auto whole = pe_imports(file, 1 << 20);
+    FUZZ_CHECK(whole == pe_imports(file, chunk), "the imports depend on the chunk size");
+    for (const std::string& name : whole.value_or(std::vector<std::string>()))
+      FUZZ_CHECK(!name.empty() && name.size() <= wm::PeImportScanner::kMaxPeName, "an import name out of bounds");
+    return 0;
+  }
   if (!wm::ElfScanner::has_magic(file)) return 0;  // read_wheel scans only files with the magic
   const SectionRead sections = sections_of(file, 1 << 20);
   FUZZ_CHECK(sections == sections_of(file, chunk), "the section table read depends on the chunk size");

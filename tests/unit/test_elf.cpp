@@ -263,3 +263,100 @@ TEST_CASE("PE machine and Mach-O CPU types from a file's first bytes") {
   CHECK_FALSE(macho_cpu_types(java));
   CHECK_FALSE(macho_cpu_types(std::vector<uint8_t>{0xCA, 0xFE}));
 }
+
+namespace {
+
+// A PE32+ image with one section (.rdata, raw at 0x400, RVA 0x1000) holding the import directory
+// at its start and the DLL names after `gap` bytes; `far` DLL names are put past kPeAfter.
+std::vector<uint8_t> pe_image(const std::vector<std::string>& names, size_t gap = 0, bool far = false) {
+  auto put = [](std::vector<uint8_t>& b, size_t at, uint64_t v, size_t n) {
+    if (b.size() < at + n) b.resize(at + n, 0);
+    for (size_t i = 0; i < n; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
+  };
+  std::vector<uint8_t> b(0x400, 0);
+  b[0] = 'M';
+  b[1] = 'Z';
+  put(b, 0x3C, 0x80, 4);
+  b[0x80] = 'P';
+  b[0x81] = 'E';
+  put(b, 0x84, 0x8664, 2);  // machine
+  put(b, 0x86, 1, 2);       // one section
+  put(b, 0x94, 240, 2);     // optional header size
+  const size_t opt = 0x98;
+  put(b, opt, 0x20B, 2);
+  put(b, opt + 108, 16, 4);  // data directories
+  const uint32_t rva = 0x1000, raw = 0x400;
+  const size_t directory = 20 * (names.size() + 1);
+  put(b, opt + 120, rva, 4);  // the import directory
+  put(b, opt + 124, directory, 4);
+  std::vector<uint8_t> section(directory + gap, 0);
+  for (size_t i = 0; i < names.size(); ++i) {
+    put(section, 20 * i + 12, rva + section.size(), 4);  // Name
+    section.insert(section.end(), names[i].begin(), names[i].end());
+    section.push_back(0);
+    if (far && i == 0) section.resize(section.size() + PeImportScanner::kPeAfter + 64, 0);
+  }
+  const size_t table = opt + 240;
+  put(b, table, 0x61746164722E, 8);  // ".rdata"
+  put(b, table + 8, section.size(), 4);
+  put(b, table + 12, rva, 4);
+  put(b, table + 16, section.size(), 4);
+  put(b, table + 20, raw, 4);
+  b.insert(b.end(), section.begin(), section.end());
+  return b;
+}
+
+// The imports of `image` fed in `chunk`-byte pieces, the missing ranges given from the image.
+std::optional<std::vector<std::string>> pe_imports(const std::vector<uint8_t>& image, size_t chunk, int* passes,
+                                                   std::string& why) {
+  PeImportScanner s(image.size());
+  for (size_t at = 0; at < image.size(); at += chunk)
+    s.feed(std::span<const uint8_t>(image).subspan(at, std::min(chunk, image.size() - at)));
+  *passes = 0;
+  for (auto missing = s.missing(); !missing.empty() && *passes < 2; missing = s.missing(), ++*passes)
+    for (const ByteRange& r : missing)
+      s.add(r, std::vector<uint8_t>(image.begin() + static_cast<ptrdiff_t>(r.offset),
+                                    image.begin() + static_cast<ptrdiff_t>(r.offset + r.size)));
+  return s.imports(why);
+}
+
+}  // namespace
+
+TEST_CASE("PE imports: the DLL names of the import directory, in any chunking, far names in one more pass") {
+  const std::vector<std::string> names = {"cudart64_12.dll", "KERNEL32.dll", "python312.dll"};
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, size_t{1} << 20}) {
+    for (bool far : {false, true}) {
+      CAPTURE(chunk);
+      CAPTURE(far);
+      int passes = -1;
+      std::string why;
+      auto imports = pe_imports(pe_image(names, 64, far), chunk, &passes, why);
+      REQUIRE_MESSAGE(imports, why);
+      CHECK(*imports == names);
+      CHECK(passes == (far ? 1 : 0));
+    }
+  }
+}
+
+TEST_CASE("PE imports: what cannot be read is said, never guessed") {
+  int passes = 0;
+  std::string why;
+  std::vector<uint8_t> image = pe_image({"a.dll"});
+  image[0x98] = 0x0B;  // the optional header magic 0x20b made 0x30b
+  image[0x99] = 0x03;
+  CHECK_FALSE(pe_imports(image, 4096, &passes, why));
+  CHECK(why.find("magic 0x30b") != std::string::npos);
+  image = pe_image({"a.dll"});
+  image[0x98 + 120 + 1] = 0x90;  // the directory's RVA in no section
+  why.clear();
+  CHECK_FALSE(pe_imports(image, 4096, &passes, why));
+  CHECK(why.find("lies in no section") != std::string::npos);
+  image = pe_image({std::string(300, 'x')});  // a name longer than kMaxPeName
+  why.clear();
+  CHECK_FALSE(pe_imports(image, 4096, &passes, why));
+  CHECK(why.find("no printable name") != std::string::npos);
+  std::string none;
+  auto empty = pe_imports(pe_image({}), 4096, &passes, none);
+  REQUIRE(empty);
+  CHECK(empty->empty());
+}

@@ -190,3 +190,21 @@ TEST_CASE("libstdc++'s symbol versions against the manylinux tag's auditwheel po
   CHECK_FALSE(libstdcxx("musllinux_1_2_x86_64", {"GLIBCXX_3.4.30"}));
   CHECK_FALSE(libstdcxx("linux_x86_64", {"GLIBCXX_3.4.30"}));
 }
+
+TEST_CASE("linkage: the CUDA majors of NVIDIA's Windows DLLs, as the SONAMEs of the same libraries") {
+  using Majors = std::optional<std::vector<int>>;
+  CHECK(cuda_majors_of_dll("cudart64_12.dll") == Majors{{12}});
+  CHECK(cuda_majors_of_dll("CUBLAS64_13.DLL") == Majors{{13}});
+  CHECK(cuda_majors_of_dll("cublasLt64_12.dll") == Majors{{12}});
+  CHECK(cuda_majors_of_dll("cufft64_11.dll") == Majors{{12}});
+  CHECK(cuda_majors_of_dll("cufft64_12.dll") == Majors{{13}});
+  CHECK(cuda_majors_of_dll("cusolver64_11.dll") == Majors{{11, 12}});
+  CHECK(cuda_majors_of_dll("nvrtc64_120_0.dll") == Majors{{12}});
+  CHECK(cuda_majors_of_dll("nvrtc-builtins64_130.dll") == Majors{{13}});
+  CHECK(cuda_majors_of_dll("nvJitLink_130_0.dll") == Majors{{13}});
+  CHECK(cuda_majors_of_dll("nppc64_12.dll") == Majors{{12}});
+  // Not NVIDIA's, named by another release, or no CUDA major either way.
+  for (const char* other : {"KERNEL32.dll", "cupti64_2025.1.0.dll", "curand64_10.dll", "cudnn64_9.dll", "nvcuda.dll",
+                            "cudart64_12.so", "cudart64_.dll", "nvrtc64_12_0.dll", "cudart64_12_0.dll"})
+    CHECK_MESSAGE(!cuda_majors_of_dll(other), other);
+}

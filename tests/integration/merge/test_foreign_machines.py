@@ -8,11 +8,14 @@ real files read back with file(1):
 * an arm64 dylib built with zig in a macosx_10_15_x86_64 wheel is refused; an x86_64 one, a
   universal ("fat") file holding both (made here as lipo makes it) in either wheel, and each
   thin file in a universal2 wheel, are accepted;
-* a Java class file, whose magic is the universal Mach-O one, is not taken for one.
+* a Java class file, whose magic is the universal Mach-O one, is not taken for one;
+* the DLLs a PE image imports read as pefile reads them (cuda-core's real Windows wheels) and as
+  objdump does (a DLL zig links against `cudart64_12.dll`), which a cu13 build may not import.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 import zipfile
 from pathlib import Path
@@ -98,6 +101,74 @@ def test_an_x86_64_windows_dll_built_with_zig_fits_win_amd64_only(wheelmerge_bin
     assert refused.returncode == 3, refused.stderr
     assert ("expected ARM64 (PE machine 0xaa64) or ARM64EC (PE machine 0xa641), as win_arm64 says, found x64 (PE "
             "machine 0x8664)") in refused.stderr, refused.stderr
+
+
+def objdump_imports(path: Path) -> list[str]:
+    """The DLLs binutils' objdump lists a PE image as importing, in its order."""
+    return [line.split(":", 1)[1].strip() for line in run(["objdump", "-p", path]).stdout.splitlines()
+            if line.strip().startswith("DLL Name:")]
+
+
+def inspected_imports(wheelmerge_bin: Path, wheel: Path) -> dict[str, list[str]]:
+    report = json.loads(run([wheelmerge_bin, "inspect", "--json", wheel]).stdout)
+    assert not any("imports_unreadable" in f for f in report["files"]), report["files"]
+    return {f["path"]: f["imports"] for f in report["files"] if "imports" in f}
+
+
+def pefile_imports(data: bytes) -> list[str]:
+    """The DLLs pefile lists a PE image as importing, in its order."""
+    import pefile
+
+    image = pefile.PE(data=data, fast_load=True)
+    image.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"]])
+    return [entry.dll.decode() for entry in getattr(image, "DIRECTORY_ENTRY_IMPORT", [])]
+
+
+@pytest.mark.parametrize("wheel_name", [AMD64_WHEEL, ARM64_WHEEL])
+def test_pe_imports_read_as_pefile_reads_them(wheelmerge_bin: Path, wheel_name: str) -> None:
+    """Every extension module of cuda-core's real Windows wheels (MSVC's linker, x64 and ARM64)
+    imports the DLLs pefile lists, in its order."""
+    wheel = fetch_all([w for w in WHEELS if w.filename == wheel_name])[wheel_name]
+    ours = inspected_imports(wheelmerge_bin, wheel)
+    assert len(ours) > 10, ours
+    with zipfile.ZipFile(wheel) as z:
+        for member, imports in ours.items():
+            assert imports == pefile_imports(z.read(member)), member
+            assert not member.endswith(".pyd") or "python312.dll" in imports, (member, imports)
+
+
+def cuda_dll(zig: Path, tmp_path: Path, imported: str) -> bytes:
+    """An x86-64 DLL built with the pinned zig that imports `imported` (its import library made by
+    zig's dlltool from a .def file, as for a toolkit's cudart.lib)."""
+    zig_binary = zig.parent / "ziglang" / "zig"
+    (tmp_path / "cuda.def").write_text(f"LIBRARY {imported}\nEXPORTS\n  cudaGetDeviceCount\n")
+    run([zig_binary, "dlltool", "-d", tmp_path / "cuda.def", "-l", tmp_path / "cuda.lib", "-m", "i386:x86-64"])
+    (tmp_path / "k.c").write_text("int cudaGetDeviceCount(int*);\n"
+                                  "__declspec(dllexport) int count(void) { int n = 0; cudaGetDeviceCount(&n); return n; }\n")
+    run([zig_binary, "cc", "-target", "x86_64-windows-gnu", "-shared", "-o", tmp_path / "k.dll", tmp_path / "k.c",
+         tmp_path / "cuda.lib"], timeout=600)
+    return (tmp_path / "k.dll").read_bytes()
+
+
+def test_a_cu13_build_whose_dll_imports_cudart_12_is_refused(wheelmerge_bin: Path, zig: Path, tmp_path: Path) -> None:
+    """A DLL importing cudart64_12.dll: objdump, pefile and wheelmerge read the imports alike; a cu12
+    build holding it verifies, a cu13 one is refused by verify and merge naming the DLL, and
+    nothing is written."""
+    dll = cuda_dll(zig, tmp_path, "cudart64_12.dll")
+    (tmp_path / "k.dll").write_bytes(dll)
+    tags = "cp312-cp312-win_amd64"
+    wheels = {label: one_file_wheel(tmp_path / label, "pkg/k.dll", dll, tags, label) for label in ("cu12", "cu13")}
+    assert inspected_imports(wheelmerge_bin, wheels["cu12"])["pkg/k.dll"] == objdump_imports(tmp_path / "k.dll")
+    assert objdump_imports(tmp_path / "k.dll") == pefile_imports(dll)
+    assert objdump_imports(tmp_path / "k.dll")[0] == "cudart64_12.dll"
+    assert verify(wheelmerge_bin, wheels["cu12"]).returncode == 0
+    expected = ("pkg/k.dll: the cu13 build links a CUDA library of another major: expected CUDA 13's libraries "
+                "(cu13), found imports cudart64_12.dll, a library of CUDA 12")
+    refused = verify(wheelmerge_bin, wheels["cu13"])
+    assert refused.returncode == 3 and expected in refused.stderr, refused.stderr
+    merged = run([wheelmerge_bin, "merge", *wheels.values(), "-o", tmp_path / "out"], check=False)
+    assert merged.returncode == 3 and expected in merged.stderr, merged.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def fat(slices: list[bytes], cpus: list[int]) -> bytes:
