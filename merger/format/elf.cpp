@@ -525,7 +525,7 @@ void PeImportScanner::feed(std::span<const uint8_t> chunk) {
         const uint64_t lo = l->directory.offset - std::min(kPeBefore, l->directory.offset - start);
         const uint64_t hi = std::min({end, size_, l->directory.offset + l->directory.size + kPeAfter});
         window_ = {lo, hi > lo ? hi - lo : 0};
-        if (lo < head_.size())
+        if (window_.size > 0 && lo < head_.size())
           kept_.assign(head_.begin() + static_cast<ptrdiff_t>(lo),
                        head_.begin() + static_cast<ptrdiff_t>(std::min<uint64_t>(head_.size(), hi)));
       }
