@@ -503,7 +503,7 @@ std::optional<std::span<const uint8_t>> ElfSectionScanner::kept(uint64_t offset,
 namespace wm {
 
 namespace {
-constexpr size_t kPeSectionEntry = 40, kPeImportDescriptor = 20;
+constexpr size_t kPeSectionEntry = 40, kPeImportDescriptor = 20, kPeDelayDescriptor = 32;
 }  // namespace
 
 void PeImportScanner::feed(std::span<const uint8_t> chunk) {
@@ -563,16 +563,23 @@ std::optional<PeImportScanner::Layout> PeImportScanner::layout(std::string& why)
   Layout l;
   for (uint64_t s = table; s < table + uint64_t{sections} * kPeSectionEntry; s += kPeSectionEntry)
     l.sections.push_back({v.u32(s + 12), v.u32(s + 8), v.u32(s + 20), v.u32(s + 16)});
-  const uint64_t import = count_at + 4 + 8;  // data directory 1, after the export directory
-  if (v.u32(count_at) < 2 || import + 8 > table || v.u32(import) == 0) return l;  // imports nothing
-  const auto offset = offset_of(l, v.u32(import));
-  if (!offset) {
-    why = fmt::format("its import directory (RVA {:#x}) lies in no section of the file", v.u32(import));
+  l.image_base = magic == 0x20B ? v.u64(opt + 24) : v.u32(opt + 28);
+  // Data directory N (8 bytes each after the count): 1 the imports, 13 the delay-load imports.
+  auto directory = [&](size_t n, uint64_t descriptor, const char* what, ByteRange& out) {
+    const uint64_t at = count_at + 4 + 8 * n;
+    if (v.u32(count_at) <= n || at + 8 > table || v.u32(at) == 0) return true;  // none
+    const auto offset = offset_of(l, v.u32(at));
+    if (!offset) {
+      why = fmt::format("its {} directory (RVA {:#x}) lies in no section of the file", what, v.u32(at));
+      return false;
+    }
+    out = {*offset, std::min({std::max<uint64_t>(v.u32(at + 4), descriptor), (kMaxPeImports + 1) * descriptor,
+                              size_ - std::min(size_, *offset)})};
+    return true;
+  };
+  if (!directory(1, kPeImportDescriptor, "import", l.directory) ||
+      !directory(13, kPeDelayDescriptor, "delay-load import", l.delayed))
     return std::nullopt;
-  }
-  const uint64_t most = (kMaxPeImports + 1) * kPeImportDescriptor;
-  l.directory = {*offset, std::min({std::max<uint64_t>(v.u32(import + 4), kPeImportDescriptor), most,
-                                    size_ - std::min(size_, *offset)})};
   return l;
 }
 
@@ -615,35 +622,51 @@ void PeImportScanner::add(const ByteRange& range, std::vector<uint8_t> data) {
 }
 
 std::optional<std::vector<uint64_t>> PeImportScanner::name_offsets(const Layout& l, std::string& why) const {
-  const auto table = bytes(l.directory.offset, l.directory.size);
-  if (!table) return std::nullopt;
   std::vector<uint64_t> out;
-  const ByteView v(table->data(), table->size());
-  for (size_t d = 0; d + kPeImportDescriptor <= table->size(); d += kPeImportDescriptor) {
-    if (std::all_of(table->begin() + static_cast<ptrdiff_t>(d),
-                    table->begin() + static_cast<ptrdiff_t>(d + kPeImportDescriptor), [](uint8_t b) { return b == 0; }))
-      return out;
-    if (out.size() == kMaxPeImports) {
-      why = fmt::format("more than {} imported DLLs", kMaxPeImports);
-      return std::nullopt;
+  // Each directory's descriptors up to the all-zero one: `stride` bytes, the name's RVA at `name`
+  // (a delay-load descriptor whose attributes lack bit 0 gives an address instead).
+  auto read = [&](const ByteRange& range, size_t stride, size_t name, bool delayed) {
+    if (range.size == 0) return true;
+    const auto table = bytes(range.offset, range.size);
+    if (!table) return false;
+    const ByteView v(table->data(), table->size());
+    for (size_t d = 0; d + stride <= table->size(); d += stride) {
+      if (std::all_of(table->begin() + static_cast<ptrdiff_t>(d), table->begin() + static_cast<ptrdiff_t>(d + stride),
+                      [](uint8_t b) { return b == 0; }))
+        return true;
+      if (out.size() == kMaxPeImports) {
+        why = fmt::format("more than {} imported DLLs", kMaxPeImports);
+        return false;
+      }
+      const uint32_t rva =
+          delayed && !(v.u32(d) & 1) ? static_cast<uint32_t>(v.u32(d + name) - l.image_base) : v.u32(d + name);
+      const auto at = offset_of(l, rva);
+      if (!at) {
+        why =
+            fmt::format("the name of imported DLL {} (RVA {:#x}) lies in no section of the file", out.size() + 1, rva);
+        return false;
+      }
+      out.push_back(*at);
     }
-    const auto name = offset_of(l, v.u32(d + 12));
-    if (!name) {
-      why = fmt::format("the name of imported DLL {} (RVA {:#x}) lies in no section of the file", out.size() + 1,
-                        v.u32(d + 12));
-      return std::nullopt;
-    }
-    out.push_back(*name);
-  }
+    return true;
+  };
+  if (!read(l.directory, kPeImportDescriptor, 12, false) || !read(l.delayed, kPeDelayDescriptor, 4, true))
+    return std::nullopt;
   return out;
 }
 
 std::vector<ByteRange> PeImportScanner::missing() const {
   std::string why;
   const auto l = layout(why);
-  if (!l || l->directory.size == 0) return {};
+  if (!l) return {};
   const auto names = name_offsets(*l, why);
-  if (!names) return why.empty() ? std::vector<ByteRange>{l->directory} : std::vector<ByteRange>{};
+  if (!names) {  // the directories whose bytes are not there yet
+    std::vector<ByteRange> out;
+    if (!why.empty()) return out;
+    for (const ByteRange& d : {l->directory, l->delayed})
+      if (d.size > 0 && !bytes(d.offset, d.size)) out.push_back(d);
+    return out;
+  }
   std::vector<ByteRange> out;
   for (uint64_t at : *names) {
     const uint64_t most = std::min<uint64_t>(kMaxPeName, size_ - at);
@@ -662,7 +685,6 @@ std::optional<std::vector<std::string>> PeImportScanner::imports(std::string& wh
   const auto l = layout(why);
   if (!l) return std::nullopt;
   std::vector<std::string> out;
-  if (l->directory.size == 0) return out;
   const auto names = name_offsets(*l, why);
   if (!names) {
     if (why.empty()) why = "its import directory was not read";

@@ -72,11 +72,12 @@ bool is_pe_image(std::span<const uint8_t> head);
 std::optional<uint16_t> pe_machine(std::span<const uint8_t> head);
 
 // The DLLs a PE image imports (its import directory: each descriptor's Name, as `objdump -p`
-// lists them under "DLL Name"), read from the file's bytes as they stream by. The headers and
-// section table come from the first kPeHead bytes; the import directory's section is then kept
-// from kPeBefore before the directory to kPeAfter after it, where linkers put the DLL names. What
-// that leaves out (a directory or a name elsewhere) is asked for with missing() and given with
-// add() in further passes, two at most. At most kMaxPeImports DLLs of kMaxPeName bytes each.
+// and pefile list them; then its delay-load directory's, loaded at first use), read from the
+// file's bytes as they stream by. The headers and section table come from the first kPeHead
+// bytes; the import directory's section is then kept from kPeBefore before the directory to
+// kPeAfter after it, where linkers put the DLL names. What that leaves out (a directory or a
+// name elsewhere) is asked for with missing() and given with add() in further passes, two at
+// most. At most kMaxPeImports DLLs in all, of kMaxPeName bytes each.
 class PeImportScanner {
  public:
   static constexpr uint64_t kPeHead = 64 << 10, kPeBefore = 256 << 10, kPeAfter = 1 << 20;
@@ -93,6 +94,8 @@ class PeImportScanner {
  private:
   struct Layout {
     ByteRange directory;                            // the import descriptors, in the file
+    ByteRange delayed;                              // the delay-load descriptors, in the file
+    uint64_t image_base = 0;                        // for delay-load names given as addresses
     std::vector<std::array<uint32_t, 4>> sections;  // virtual address, virtual size, raw offset, raw size
   };
   std::optional<Layout> layout(std::string& why) const;
@@ -101,7 +104,8 @@ class PeImportScanner {
   std::span<const uint8_t> from(uint64_t offset) const;
   // The bytes of [offset, offset + size) where kept or added; nullopt otherwise.
   std::optional<std::span<const uint8_t>> bytes(uint64_t offset, uint64_t size) const;
-  // The descriptors' name offsets; nullopt with `why` where the directory cannot be read.
+  // The descriptors' name offsets, imports then delay-loads; nullopt with `why` where a
+  // directory cannot be read, without where its bytes are not there yet.
   std::optional<std::vector<uint64_t>> name_offsets(const Layout& l, std::string& why) const;
   uint64_t size_, seen_ = 0;
   std::vector<uint8_t> head_;

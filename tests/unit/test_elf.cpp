@@ -268,7 +268,10 @@ namespace {
 
 // A PE32+ image with one section (.rdata, raw at 0x400, RVA 0x1000) holding the import directory
 // at its start and the DLL names after `gap` bytes; `far` DLL names are put past kPeAfter.
-std::vector<uint8_t> pe_image(const std::vector<std::string>& names, size_t gap = 0, bool far = false) {
+// With `delayed`, those DLLs are named by a delay-load directory after the import directory,
+// as RVAs (attributes 1) or, with `addresses`, as addresses (attributes 0, image base 0x180000000).
+std::vector<uint8_t> pe_image(const std::vector<std::string>& names, size_t gap = 0, bool far = false,
+                              const std::vector<std::string>& delayed = {}, bool addresses = false) {
   auto put = [](std::vector<uint8_t>& b, size_t at, uint64_t v, size_t n) {
     if (b.size() < at + n) b.resize(at + n, 0);
     for (size_t i = 0; i < n; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
@@ -289,12 +292,25 @@ std::vector<uint8_t> pe_image(const std::vector<std::string>& names, size_t gap 
   const size_t directory = 20 * (names.size() + 1);
   put(b, opt + 120, rva, 4);  // the import directory
   put(b, opt + 124, directory, 4);
-  std::vector<uint8_t> section(directory + gap, 0);
+  const uint64_t base = 0x180000000;
+  put(b, opt + 24, base, 8);  // ImageBase
+  const size_t delay_at = directory, delay_size = delayed.empty() ? 0 : 32 * (delayed.size() + 1);
+  if (!delayed.empty()) {
+    put(b, opt + 112 + 8 * 13, rva + delay_at, 4);  // the delay-load directory
+    put(b, opt + 112 + 8 * 13 + 4, delay_size, 4);
+  }
+  std::vector<uint8_t> section(directory + delay_size + gap, 0);
   for (size_t i = 0; i < names.size(); ++i) {
     put(section, 20 * i + 12, rva + section.size(), 4);  // Name
     section.insert(section.end(), names[i].begin(), names[i].end());
     section.push_back(0);
     if (far && i == 0) section.resize(section.size() + PeImportScanner::kPeAfter + 64, 0);
+  }
+  for (size_t i = 0; i < delayed.size(); ++i) {
+    put(section, delay_at + 32 * i, addresses ? 0 : 1, 4);  // Attributes
+    put(section, delay_at + 32 * i + 4, (addresses ? base : 0) + rva + section.size(), 4);
+    section.insert(section.end(), delayed[i].begin(), delayed[i].end());
+    section.push_back(0);
   }
   const size_t table = opt + 240;
   put(b, table, 0x61746164722E, 8);  // ".rdata"
@@ -335,6 +351,18 @@ TEST_CASE("PE imports: the DLL names of the import directory, in any chunking, f
       CHECK(*imports == names);
       CHECK(passes == (far ? 1 : 0));
     }
+  }
+}
+
+TEST_CASE("PE imports: delay-loaded DLLs follow the imported ones, named by RVA or by address") {
+  for (bool addresses : {false, true}) {
+    int passes = -1;
+    std::string why;
+    auto imports =
+        pe_imports(pe_image({"KERNEL32.dll"}, 0, false, {"cublas64_13.dll", "nvcuda.dll"}, addresses), 7, &passes, why);
+    REQUIRE_MESSAGE(imports, why);
+    CHECK(*imports == std::vector<std::string>{"KERNEL32.dll", "cublas64_13.dll", "nvcuda.dll"});
+    CHECK(passes == 0);
   }
 }
 

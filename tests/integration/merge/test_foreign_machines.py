@@ -116,12 +116,14 @@ def inspected_imports(wheelmerge_bin: Path, wheel: Path) -> dict[str, list[str]]
 
 
 def pefile_imports(data: bytes) -> list[str]:
-    """The DLLs pefile lists a PE image as importing, in its order."""
+    """The DLLs pefile lists a PE image as importing, in its order, then those it delay-loads."""
     import pefile
 
     image = pefile.PE(data=data, fast_load=True)
-    image.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"]])
-    return [entry.dll.decode() for entry in getattr(image, "DIRECTORY_ENTRY_IMPORT", [])]
+    image.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+                                              pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"]])
+    return [entry.dll.decode() for entry in [*getattr(image, "DIRECTORY_ENTRY_IMPORT", []),
+                                              *getattr(image, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]]
 
 
 @pytest.mark.parametrize("wheel_name", [AMD64_WHEEL, ARM64_WHEEL])
