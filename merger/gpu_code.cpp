@@ -325,11 +325,8 @@ SmArch sm_arch_values(const std::vector<std::pair<std::string, std::set<GpuCode>
       }
     }
     if (file.empty())
-      out.notes.push_back(fmt::format("{} has only code no sm_arch value describes ({})", path, [&] {
-        std::vector<std::string> names;
-        for (const GpuCode& c : code) names.push_back(c.str());
-        return fmt::format("{}", fmt::join(names, " "));
-      }()));
+      out.notes.push_back(
+          fmt::format("{} has only code no sm_arch value describes ({})", path, fmt::join(spelled(code), " ")));
     if (first) {
       build = std::move(file);
       first = false;

@@ -704,11 +704,8 @@ LoaderManifest Planner::manifest_for(const std::string& package, const std::vect
     BuildFiles& build = manifest.builds[label];
     // The GPU code of the build's files, by the path the loader finds them at.
     auto add_gpu_code = [&](const VariantFile& v) {
-      auto code = this->build(i).gpu_code.find(v.original);
-      if (code == this->build(i).gpu_code.end() || !code->second.unreadable.empty() || code->second.code.empty())
-        return;
-      std::vector<std::string>& spelled = build.gpu_code[relative(v.stored)];
-      for (const GpuCode& c : code->second.code) spelled.push_back(c.str());
+      if (auto code = spelled_gpu_code(this->build(i), v.original); !code.empty())
+        build.gpu_code[relative(v.stored)] = std::move(code);
     };
     std::vector<std::pair<const VariantFile*, const ElfInfo*>> libraries;
     for (const VariantFile* v : files) {

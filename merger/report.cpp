@@ -151,8 +151,7 @@ void add_gpu_code(const Wheel& wheel, InspectReport& r) {
   BuildGpuCode code = build_gpu_code(wheel);
   std::map<std::string, size_t> position;
   for (size_t i = 0; i < r.files.size(); ++i) position[r.files[i].path] = i;
-  for (const auto& [path, found] : code.files)
-    for (const GpuCode& c : found) r.files[position.at(path)].gpu_code.push_back(c.str());
+  for (const auto& [path, found] : code.files) r.files[position.at(path)].gpu_code = spelled(found);
   for (const auto& [path, why] : code.unreadable) r.files[position.at(path)].gpu_code_unreadable = why;
   std::vector<std::string> builds = r.variants;
   if (builds.empty()) builds.push_back(std::string());

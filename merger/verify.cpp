@@ -123,9 +123,8 @@ void check_gpu_code(const Wheel& wheel, const std::vector<FoundLoader>& loaders,
       std::map<std::string, std::vector<std::string>> found;
       auto add = [&](const std::string& rel) {
         auto member = resolver.member(ManifestResolver::installed(l.loader_path, rel));
-        auto code = member ? wheel.gpu_code.find(*member) : wheel.gpu_code.end();
-        if (code == wheel.gpu_code.end() || !code->second.unreadable.empty() || found.count(rel)) return;
-        for (const GpuCode& c : code->second.code) found[rel].push_back(c.str());
+        if (auto code = member ? spelled_gpu_code(wheel, *member) : std::vector<std::string>(); !code.empty())
+          found[rel] = std::move(code);
       };
       for (const auto& [original, rel] : build.files) add(rel);
       for (const std::string& rel : build.preload) add(rel);

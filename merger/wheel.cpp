@@ -647,6 +647,12 @@ void Wheel::release_files() {
   gpu_code.clear();
 }
 
+std::vector<std::string> spelled_gpu_code(const Wheel& wheel, std::string_view path) {
+  auto it = wheel.gpu_code.find(path);
+  if (it == wheel.gpu_code.end() || !it->second.unreadable.empty()) return {};
+  return spelled(it->second.code);
+}
+
 BuildGpuCode build_gpu_code(const Wheel& wheel) {
   BuildGpuCode out;
   for (const WheelFile& f : wheel.files) {

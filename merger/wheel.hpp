@@ -102,6 +102,9 @@ struct Wheel {
 
 // The GPU code of a wheel's files, in archive order (`variants` and `inspect --gpu-code`).
 BuildGpuCode build_gpu_code(const Wheel& wheel);
+// The GPU code of its member `path` as a loader manifest lists it (spelled()); empty where the
+// member has none or its fat binaries could not be read.
+std::vector<std::string> spelled_gpu_code(const Wheel& wheel, std::string_view path);
 
 // Where an input names its label, each with the label found there, in order of precedence:
 // the explicit PATH=LABEL, the file name's ".cuNN" suffix, its "+cuNN" local version. This is

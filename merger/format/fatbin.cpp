@@ -26,6 +26,12 @@ std::string GpuCode::str() const {
   return s;
 }
 
+std::vector<std::string> spelled(const std::set<GpuCode>& code) {
+  std::vector<std::string> out;
+  for (const GpuCode& c : code) out.push_back(c.str());
+  return out;
+}
+
 std::optional<GpuCode> GpuCode::parse(std::string_view text) {
   GpuCode code;
   if (text.starts_with("sm_")) {

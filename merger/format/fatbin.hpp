@@ -34,6 +34,9 @@ struct GpuCode {
   auto operator<=>(const GpuCode&) const = default;
 };
 
+// Each entry of `code` as str() spells it, in GpuCode's order (SASS before PTX, by architecture).
+std::vector<std::string> spelled(const std::set<GpuCode>& code);
+
 // What a file's fat binaries hold; `unreadable` says why they could not be read (truncated,
 // an entry past its container, an architecture no GPU has).
 struct GpuCodeScan {
